@@ -1,0 +1,23 @@
+# Velyrix developer entry points. Every target bootstraps .venv (and the Debian packages the tests
+# need) first, idempotently.
+PY := .venv/bin/python
+BIN := .venv/bin
+
+.PHONY: bootstrap demo test lint bench unit
+
+bootstrap:
+	@bash scripts/bootstrap.sh
+
+demo: bootstrap
+	$(BIN)/velyrix demo
+
+lint: bootstrap
+	$(BIN)/ruff check src tests bench
+	$(BIN)/mypy
+	$(BIN)/lint-imports
+
+test: lint
+	$(PY) -m pytest
+
+bench: bootstrap
+	$(PY) -m bench

@@ -1,0 +1,34 @@
+#!/usr/bin/env bash
+# Idempotent set-up for a fresh Debian 12 machine (as root) or a developer laptop:
+#  1. Debian packages listed in scripts/apt-packages.txt (only the missing ones; skipped when not root
+#     or when VELYRIX_SKIP_APT=1);
+#  2. .venv with Velyrix and its pinned dependencies (re-run only when pyproject.toml changes).
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+want=$(sed -e 's/#.*//' scripts/apt-packages.txt | awk 'NF{print $1}')
+missing=()
+for pkg in $want; do
+  dpkg-query -W -f='${Status}' "$pkg" 2>/dev/null | grep -q "install ok installed" || missing+=("$pkg")
+done
+if [ ${#missing[@]} -gt 0 ] && [ "${VELYRIX_SKIP_APT:-0}" != 1 ]; then
+  if [ "$(id -u)" = 0 ]; then
+    echo "bootstrap: installing Debian packages: ${missing[*]}"
+    export DEBIAN_FRONTEND=noninteractive
+    apt-get update -qq
+    apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
+  else
+    echo "bootstrap: missing Debian packages (install them as root): ${missing[*]}" >&2
+  fi
+fi
+
+stamp=.venv/.velyrix-installed
+digest=$(sha256sum pyproject.toml | cut -c1-16)
+if [ ! -x .venv/bin/python ]; then
+  python3 -m venv .venv
+fi
+if [ ! -f "$stamp" ] || [ "$(cat "$stamp")" != "$digest" ]; then
+  .venv/bin/pip install -q --upgrade pip
+  .venv/bin/pip install -q -e '.[dev]'
+  echo "$digest" > "$stamp"
+fi

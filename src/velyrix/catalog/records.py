@@ -1,0 +1,142 @@
+"""Typed, frozen records of the catalog. Units are in the field names (see ``velyrix.units``)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+
+@dataclass(frozen=True)
+class NodeType:
+    """A GPU server model that Velyrix sells."""
+
+    name: str
+    description: str
+    gpu_model: str
+    gpus_per_node: int
+    gpu_memory_gb: float
+    hbm_bandwidth_gb_s: float
+    bf16_dense_tflops: float
+    nvlink_gb_s: float
+    compute_nics: int
+    compute_nic_gbps: int
+    storage_nics: int
+    storage_nic_gbps: int
+    inband_nic_gbps: int
+    bmc_nic_gbps: int
+    host_ram_gb: float
+    local_nvme_tb: float
+    local_nvme_read_gb_s: float
+    local_nvme_write_gb_s: float
+    power_kw: float
+    fabrics: tuple[str, ...]
+    source: str
+
+    @property
+    def storage_gb_s(self) -> float:
+        """Per-node storage-plane bandwidth in GB/s (all storage NICs together)."""
+        return self.storage_nics * self.storage_nic_gbps / 8.0
+
+
+@dataclass(frozen=True)
+class Switch:
+    """A network switch model."""
+
+    name: str
+    description: str
+    protocol: str
+    ports: int
+    port_gbps: int
+    split_ports: int
+    split_port_gbps: int
+    sharp: bool
+    rack_units: int
+    power_w: float
+    source: str
+    uplink_ports: int = 0
+    uplink_gbps: int = 0
+
+    def radix_at(self, link_gbps: int) -> int:
+        """Ports available when every port runs at ``link_gbps`` (native, or split where supported)."""
+        if self.split_ports and link_gbps <= self.split_port_gbps:
+            return self.split_ports
+        return self.ports
+
+
+@dataclass(frozen=True)
+class Fabric:
+    """A compute fabric offering: which switch, at which link speed, with which features."""
+
+    name: str
+    description: str
+    protocol: str
+    switch: str
+    link_gbps: int
+    sharp: bool
+    adaptive_routing: bool
+    storage_switch: str
+    source: str
+
+
+@dataclass(frozen=True)
+class StorageTier:
+    """A storage tier of the product page with its performance model (see storage_tiers.toml)."""
+
+    name: str
+    description: str
+    technology: str
+    use: str
+    model: str
+    price_usd_per_tb_month: float
+    hcl_key: str
+    p10_derate: float
+    source: str
+    params: dict[str, float] = field(default_factory=dict)
+
+    def param(self, key: str) -> float:
+        """A model parameter such as ``read_gb_s_per_tb``; a missing one is a catalog error."""
+        from velyrix import errors
+
+        if key not in self.params:
+            raise errors.CatalogError(f"storage tier '{self.name}' has no parameter '{key}'")
+        return self.params[key]
+
+
+@dataclass(frozen=True)
+class Region:
+    """A region: where capacity lives, with its firmware baseline and network ranges."""
+
+    name: str
+    description: str
+    scalable_unit_nodes: int
+    spare_fraction: float
+    vlan_range: tuple[int, int]
+    capacity: dict[str, int]
+    firmware_baseline: dict[str, str]
+
+
+@dataclass(frozen=True)
+class FailureCause:
+    """One cause of job interruptions with its share of all interruptions."""
+
+    name: str
+    count: int
+    share: float
+    precursor: bool
+
+
+@dataclass(frozen=True)
+class FailureRates:
+    """Node failure rates (per 1,000 node-days) and the mix of causes."""
+
+    rates_per_1000_node_days: dict[str, float]
+    causes: tuple[FailureCause, ...]
+
+    @property
+    def default(self) -> float:
+        return self.rates_per_1000_node_days["default"]
+
+
+def pick(raw: dict[str, Any], names: tuple[str, ...]) -> dict[str, Any]:
+    """The subset of ``raw`` whose keys are in ``names``."""
+    return {k: v for k, v in raw.items() if k in names}

@@ -1,0 +1,180 @@
+"""One exception hierarchy for all of Velyrix.
+
+Every error carries a message template, a stable machine-readable ``code``, the HTTP status the API
+answers with, and a ``hint`` for the person who made the mistake. The CLI prints message and hint (exit
+code 2 for user errors); the API renders them as problem+json in one place.
+"""
+
+from __future__ import annotations
+
+import difflib
+from collections.abc import Iterable
+from dataclasses import dataclass
+from typing import Any, ClassVar
+
+
+def closest(name: str, candidates: Iterable[str], n: int = 1) -> list[str]:
+    """Return up to ``n`` candidates closest to ``name`` (empty when nothing is close)."""
+    pool = list(candidates)
+    found = difflib.get_close_matches(name, pool, n=n, cutoff=0.5)
+    if not found:
+        lowered = {c.lower(): c for c in pool}
+        found = [lowered[m] for m in difflib.get_close_matches(name.lower(), list(lowered), n=n, cutoff=0.4)]
+    return found
+
+
+class VelyrixError(Exception):
+    """Base of every error Velyrix raises on purpose.
+
+    Subclasses set ``code`` (stable, documented), ``http_status``, ``template`` (formatted with the
+    keyword fields) and optionally ``hint``. ``user_error`` tells the CLI to exit 2 rather than 1.
+    """
+
+    code: ClassVar[str] = "internal_error"
+    http_status: ClassVar[int] = 500
+    template: ClassVar[str] = "{message}"
+    user_error: ClassVar[bool] = True
+
+    def __init__(self, message: str | None = None, *, hint: str | None = None, **fields: Any) -> None:
+        self.fields = fields
+        if message is None:
+            try:
+                message = self.template.format(**fields)
+            except (KeyError, IndexError):
+                message = self.template
+        self.message = message
+        self.hint = hint
+        super().__init__(message)
+
+    def to_dict(self) -> dict[str, Any]:
+        """The error as plain data (used by ``--json`` output and the API's problem+json)."""
+        out: dict[str, Any] = {"code": self.code, "message": self.message}
+        if self.hint:
+            out["hint"] = self.hint
+        extra = {k: v for k, v in self.fields.items() if _jsonable(v)}
+        if extra:
+            out["fields"] = extra
+        return out
+
+
+def _jsonable(value: Any) -> bool:
+    return isinstance(value, (str, int, float, bool, type(None), list, dict))
+
+
+class UnknownNameError(VelyrixError):
+    """A name (node type, fabric, region, tier...) that the catalog does not know."""
+
+    code = "unknown_name"
+    http_status = 422
+    template = "unknown {kind} '{name}'"
+
+    def __init__(self, kind: str, name: str, valid: Iterable[str]) -> None:
+        valid = sorted(valid)
+        suggestion = closest(name, valid)
+        hint = f"did you mean '{suggestion[0]}'?" if suggestion else None
+        hint = (hint + " " if hint else "") + f"valid: {', '.join(valid)}"
+        super().__init__(hint=hint, kind=kind, name=name, valid=valid,
+                         suggestion=suggestion[0] if suggestion else None)
+        self.suggestion = suggestion[0] if suggestion else None
+
+
+class CatalogError(VelyrixError):
+    """The catalog data itself is broken (a developer error in ``catalog/data``)."""
+
+    code = "catalog_invalid"
+    http_status = 500
+    user_error = False
+
+
+class InvalidInputError(VelyrixError):
+    """A value a user gave is out of range or inconsistent."""
+
+    code = "invalid_input"
+    http_status = 422
+
+
+@dataclass(frozen=True)
+class Diagnostic:
+    """One problem found in a spec file, with its position (1-based line and column)."""
+
+    file: str
+    line: int
+    column: int
+    message: str
+    expected: str | None = None
+    suggestion: str | None = None
+
+    def render(self) -> str:
+        """``file:line:column: message (expected ...; did you mean ...?)``."""
+        text = f"{self.file}:{self.line}:{self.column}: {self.message}"
+        extra = []
+        if self.expected:
+            extra.append(f"expected {self.expected}")
+        if self.suggestion:
+            extra.append(f"did you mean '{self.suggestion}'?")
+        if extra:
+            text += " (" + "; ".join(extra) + ")"
+        return text
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"file": self.file, "line": self.line, "column": self.column, "message": self.message,
+                "expected": self.expected, "suggestion": self.suggestion}
+
+
+class SpecError(VelyrixError):
+    """A spec file has one or more problems; all of them are reported at once."""
+
+    code = "spec_invalid"
+    http_status = 422
+
+    def __init__(self, diagnostics: list[Diagnostic]) -> None:
+        self.diagnostics = diagnostics
+        noun = "error" if len(diagnostics) == 1 else "errors"
+        message = f"{len(diagnostics)} {noun} in spec:\n" + "\n".join(d.render() for d in diagnostics)
+        super().__init__(message, diagnostics=[d.to_dict() for d in diagnostics])
+
+
+class CapacityError(VelyrixError):
+    """A request that the region or the fabric cannot serve."""
+
+    code = "insufficient_capacity"
+    http_status = 409
+    template = "{message}"
+
+
+class NotFoundError(VelyrixError):
+    code = "not_found"
+    http_status = 404
+    template = "{kind} '{name}' not found"
+
+
+class AuthenticationError(VelyrixError):
+    code = "unauthenticated"
+    http_status = 401
+    template = "missing, malformed, expired or revoked API key"
+
+
+class PermissionDeniedError(VelyrixError):
+    code = "forbidden"
+    http_status = 403
+    template = "this key lacks the scope '{scope}'"
+
+
+class ConflictError(VelyrixError):
+    code = "conflict"
+    http_status = 409
+    template = "{message}"
+
+
+class PreconditionFailedError(VelyrixError):
+    code = "precondition_failed"
+    http_status = 412
+    template = "the object changed since it was read (ETag mismatch); read it again and retry"
+
+
+class ExternalToolError(VelyrixError):
+    """A tool we drive (sacctmgr, promtool, ...) failed."""
+
+    code = "external_tool_failed"
+    http_status = 502
+    user_error = False
