@@ -1,0 +1,1 @@
+"""The ``velyrix`` command line: thin Typer commands that call the library and render with rich."""

@@ -1,0 +1,45 @@
+"""Compose the planners into the plan of each declared cluster (the ``velyrix plan`` JSON schema,
+documented in docs/plan-schema.md)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from velyrix import catalog
+from velyrix.planners import cost
+from velyrix.spec import models
+
+SCHEMA_VERSION = 1
+
+
+def plan_cluster(spec: models.ClusterSpec) -> dict[str, Any]:
+    """The plan of one ``velyrix_cluster`` resource as JSON-able data."""
+    nt = catalog.node_type(spec.node_type)
+    lines = cost.cluster_lines(spec)
+    out: dict[str, Any] = {
+        "address": spec.address,
+        "name": spec.name,
+        "region": spec.region,
+        "node_type": spec.node_type,
+        "gpu_model": nt.gpu_model,
+        "nodes": spec.node_count,
+        "gpus": spec.node_count * nt.gpus_per_node,
+        "fabric": spec.fabric,
+        "scheduler": spec.scheduler,
+        "storage": spec.storage.by_key(),
+        "acceptance": spec.acceptance.enabled(),
+        "cost": {"monthly_usd": cost.total(lines), "lines": [c.to_dict() for c in lines]},
+    }
+    return out
+
+
+def plan_file(spec_file: models.SpecFile) -> dict[str, Any]:
+    """The plan of every resource of a file, with the total monthly price."""
+    resources = [plan_cluster(c) for c in spec_file.clusters]
+    return {
+        "schema_version": SCHEMA_VERSION,
+        "file": spec_file.path,
+        "region": spec_file.region,
+        "resources": resources,
+        "total_monthly_usd": round(sum(r["cost"]["monthly_usd"] for r in resources), 2),
+    }

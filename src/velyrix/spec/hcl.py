@@ -1,0 +1,140 @@
+"""HCL (Terraform syntax) to positioned nodes, with python-hcl2's parser.
+
+python-hcl2's dictionary output drops positions, so we walk its lark parse tree ourselves and keep
+the line and column of every block, attribute and value: error messages must point at them.
+Expressions are evaluated later (``velyrix.spec.expressions``) once variables are known.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+from velyrix import errors
+
+
+@dataclass
+class Attribute:
+    """``name = expr`` with the position of its name."""
+
+    name: str
+    expr: Any  # a lark Tree or Token; evaluated by expressions.evaluate
+    line: int
+    column: int
+
+
+@dataclass
+class Block:
+    """``type "label" ... { body }`` with the position of its type keyword."""
+
+    type: str
+    labels: list[str]
+    line: int
+    column: int
+    attributes: list[Attribute] = field(default_factory=list)
+    blocks: list[Block] = field(default_factory=list)
+
+
+def _pos(node: Any) -> tuple[int, int]:
+    """First (line, column) inside a lark Tree or Token; (1, 1) when unknown."""
+    from lark import Token, Tree
+
+    if isinstance(node, Token):
+        return (node.line or 1, node.column or 1)
+    if isinstance(node, Tree):
+        meta = getattr(node, "meta", None)
+        if meta is not None and not getattr(meta, "empty", True):
+            return (meta.line, meta.column)
+        for child in node.children:
+            if isinstance(child, (Token, Tree)):
+                return _pos(child)
+    return (1, 1)
+
+
+def _identifier(node: Any) -> str:
+    from lark import Token, Tree
+
+    if isinstance(node, Token):
+        return str(node)
+    if isinstance(node, Tree):
+        for child in node.children:
+            if isinstance(child, (Token, Tree)):
+                return _identifier(child)
+    return ""
+
+
+def _string_label(node: Any) -> str:
+    """The text of a block label such as ``"velyrix_cluster"`` (string tree) or a bare identifier."""
+    from lark import Token, Tree
+
+    if isinstance(node, Tree) and node.data == "string":
+        return "".join(str(c.children[0]) for c in node.children
+                       if isinstance(c, Tree) and c.data == "string_part" and c.children
+                       and isinstance(c.children[0], Token))
+    return _identifier(node)
+
+
+def _body(tree: Any, into: Block) -> None:
+    from lark import Tree
+
+    for child in tree.children:
+        if not isinstance(child, Tree):
+            continue
+        if child.data == "attribute":
+            name_node = child.children[0]
+            exprs = [c for c in child.children[1:] if isinstance(c, Tree)]
+            line, col = _pos(name_node)
+            into.attributes.append(Attribute(_identifier(name_node), exprs[-1] if exprs else None, line, col))
+        elif child.data == "block":
+            parts = [c for c in child.children if isinstance(c, Tree)]
+            head, rest = parts[0], parts[1:]
+            line, col = _pos(head)
+            block = Block(type=_identifier(head), labels=[], line=line, column=col)
+            for part in rest:
+                if part.data == "body":
+                    _body(part, block)
+                else:
+                    block.labels.append(_string_label(part))
+            into.blocks.append(block)
+
+
+def parse(text: str, filename: str) -> Block:
+    """Parse HCL ``text`` into a root ``Block`` (type ``""``) of positioned attributes and blocks.
+
+    Raises ``errors.SpecError`` with the position of a syntax error and the tokens expected there.
+    """
+    import hcl2
+    from lark import exceptions as lark_exc
+
+    try:
+        tree = hcl2.parses_to_tree(text if text.endswith("\n") else text + "\n")
+    except lark_exc.UnexpectedInput as exc:
+        raise errors.SpecError([_syntax_diagnostic(exc, filename)]) from None
+    except lark_exc.LarkError as exc:
+        raise errors.SpecError([errors.Diagnostic(filename, 1, 1, f"cannot parse HCL: {exc}")]) from None
+    root = Block(type="", labels=[], line=1, column=1)
+    for child in tree.children:
+        if getattr(child, "data", None) == "body":
+            _body(child, root)
+    return root
+
+
+_TOKEN_WORDS = {
+    "EQ": "'='", "LBRACE": "'{'", "RBRACE": "'}'", "LSQB": "'['", "RSQB": "']'", "LPAR": "'('",
+    "RPAR": "')'", "COMMA": "','", "NAME": "a name", "DBLQUOTE": "'\"'", "INT_LITERAL": "a number",
+    "FLOAT_LITERAL": "a number", "NL_OR_COMMENT": "a new line", "STRING_CHARS": "string characters",
+    "TRUE": "true", "FALSE": "false", "NULL": "null", "COLON": "':'", "DOT": "'.'",
+}
+
+
+def _syntax_diagnostic(exc: Any, filename: str) -> errors.Diagnostic:
+    line = getattr(exc, "line", 1) or 1
+    column = getattr(exc, "column", 1) or 1
+    expected = sorted(getattr(exc, "expected", None) or getattr(exc, "allowed", None) or [])
+    words = sorted({_TOKEN_WORDS.get(t, t.lower().replace("_", " ")) for t in expected})
+    token = getattr(exc, "token", None) or getattr(exc, "char", None)
+    found = f" near {str(token).strip()[:20]!r}" if token is not None and str(token).strip() else ""
+    if line < 0:
+        line, column = 1, 1
+    return errors.Diagnostic(filename, line, column, f"syntax error{found}",
+                             expected=", ".join(words[:6]) if words else "valid HCL")

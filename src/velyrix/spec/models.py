@@ -1,0 +1,133 @@
+"""Typed models of what users declare. Built by ``velyrix.spec.loader`` from HCL; frozen."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Literal
+
+SCHEDULERS = ("slurm", "kubernetes")
+CHECKPOINT_MODES = ("sync", "async")
+READ_PATTERNS = ("sequential", "random")
+
+
+@dataclass(frozen=True)
+class Position:
+    """Where something was declared: file and 1-based line and column."""
+
+    file: str
+    line: int
+    column: int
+
+    def __str__(self) -> str:
+        return f"{self.file}:{self.line}:{self.column}"
+
+
+@dataclass(frozen=True)
+class StorageSpec:
+    """Declared capacity per storage tier, in decimal TB. Local scratch comes with the node."""
+
+    parallel_fs_tb: float = 0.0
+    parallel_fs_capacity_tb: float = 0.0
+    block_tb: float = 0.0
+    object_tb: float = 0.0
+    archive_tb: float = 0.0
+
+    def by_key(self) -> dict[str, float]:
+        """TB per tier keyed as in HCL (``parallel_fs_tb`` ...), in catalog order."""
+        return {
+            "parallel_fs_tb": self.parallel_fs_tb,
+            "parallel_fs_capacity_tb": self.parallel_fs_capacity_tb,
+            "block_tb": self.block_tb,
+            "object_tb": self.object_tb,
+            "archive_tb": self.archive_tb,
+        }
+
+
+@dataclass(frozen=True)
+class WorkloadSpec:
+    """The training job the storage and goodput planners size for (the optional ``workload`` block).
+
+    The model is given either as ``model_params`` (a count, e.g. 405e9) or as its architecture
+    (``vocab``, ``hidden``, ``ffn``, ``layers``, ``heads``, ``kv_heads``).
+    """
+
+    model_params: float | None = None
+    vocab: int | None = None
+    hidden: int | None = None
+    ffn: int | None = None
+    layers: int | None = None
+    heads: int | None = None
+    kv_heads: int | None = None
+    bytes_per_param: float = 14.0
+    tp: int = 1
+    pp: int = 1
+    dp: int | None = None
+    zero_stage: int = 0
+    checkpoint_interval_s: float | Literal["auto"] = "auto"
+    checkpoint_mode: str = "sync"
+    step_time_s: float | None = None
+    max_checkpoint_overhead: float = 0.05
+    """Target: share of wall time a checkpoint may block (stall target)."""
+    goodput_target: float | None = None
+    dataset_tb: float | None = None
+    sample_mb: float | None = None
+    read_pattern: str = "sequential"
+    samples_per_s_per_gpu: float | None = None
+    au_target: float = 0.9
+    keep_checkpoints: int = 3
+    promote_every: int = 10
+    archive_after_days: float | None = None
+    node_failure_rate: float | None = None
+    """Failures per 1,000 node-days; the catalog's default when absent."""
+
+
+ACCEPTANCE_TESTS = ("gpu_burn_in", "nvlink", "ib_ports", "local_nvme", "all_reduce", "storage")
+
+
+@dataclass(frozen=True)
+class AcceptanceSpec:
+    """Which delivery tests to run (all on by default)."""
+
+    gpu_burn_in: bool = True
+    nvlink: bool = True
+    ib_ports: bool = True
+    local_nvme: bool = True
+    all_reduce: bool = True
+    storage: bool = True
+
+    def enabled(self) -> list[str]:
+        return [name for name in ACCEPTANCE_TESTS if getattr(self, name)]
+
+
+@dataclass(frozen=True)
+class ClusterSpec:
+    """One ``resource "velyrix_cluster" "NAME"`` block, validated against the catalog."""
+
+    address: str
+    """Terraform-style address, e.g. ``velyrix_cluster.training``."""
+    name: str
+    region: str
+    node_type: str
+    node_count: int
+    fabric: str
+    scheduler: str
+    storage: StorageSpec = field(default_factory=StorageSpec)
+    workload: WorkloadSpec | None = None
+    acceptance: AcceptanceSpec = field(default_factory=AcceptanceSpec)
+    position: Position | None = None
+
+    @property
+    def gpus(self) -> int:
+        from velyrix import catalog
+
+        return self.node_count * catalog.node_type(self.node_type).gpus_per_node
+
+
+@dataclass(frozen=True)
+class SpecFile:
+    """A whole declaration file: the provider settings and every cluster resource."""
+
+    path: str
+    region: str
+    clusters: tuple[ClusterSpec, ...]
+    variables: dict[str, object] = field(default_factory=dict)
