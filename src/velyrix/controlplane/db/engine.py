@@ -1,0 +1,74 @@
+"""Engines and sessions: SQLite (WAL mode) under ``$VELYRIX_HOME`` by default, PostgreSQL through
+``VELYRIX_DATABASE_URL=postgresql+psycopg://...``."""
+
+from __future__ import annotations
+
+import contextlib
+import functools
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import sqlalchemy as sa
+from sqlalchemy import orm
+
+from velyrix import errors, settings
+
+
+def database_url(url: str | None = None) -> str:
+    """``url`` if given, else the configured one (``velyrix.settings``)."""
+    return url or settings.load().database_url()
+
+
+def make_engine(url: str | None = None, **kwargs: Any) -> sa.Engine:
+    """A new engine for ``url`` (the configured database when None).
+
+    SQLite: creates the parent directory, turns on WAL mode, foreign keys and a 5 s busy timeout on
+    every connection, and allows use from the API's worker threads.
+    """
+    url = database_url(url)
+    parsed = sa.engine.make_url(url)
+    if parsed.get_backend_name() == "sqlite":
+        if parsed.database and parsed.database != ":memory:":
+            Path(parsed.database).parent.mkdir(parents=True, exist_ok=True)
+        kwargs.setdefault("connect_args", {"check_same_thread": False, "timeout": 5})
+        engine = sa.create_engine(url, **kwargs)
+
+        @sa.event.listens_for(engine, "connect")
+        def _pragmas(dbapi_conn: Any, _record: Any) -> None:
+            cur = dbapi_conn.cursor()
+            cur.execute("PRAGMA journal_mode=WAL")
+            cur.execute("PRAGMA foreign_keys=ON")
+            cur.execute("PRAGMA synchronous=NORMAL")
+            cur.execute("PRAGMA busy_timeout=5000")
+            cur.close()
+
+        return engine
+    if parsed.get_backend_name() != "postgresql":
+        raise errors.InvalidInputError(
+            f"unsupported database URL scheme '{parsed.drivername}'",
+            hint="use sqlite:///PATH or postgresql+psycopg://USER@HOST:PORT/DB")
+    kwargs.setdefault("pool_pre_ping", True)
+    kwargs.setdefault("pool_size", 10)
+    return sa.create_engine(url, **kwargs)
+
+
+@functools.cache
+def _default_factory(url: str) -> orm.sessionmaker[orm.Session]:
+    return orm.sessionmaker(make_engine(url), expire_on_commit=False)
+
+
+@contextlib.contextmanager
+def session(url: str | None = None) -> Iterator[orm.Session]:
+    """A session on the configured database, committed on success and rolled back on error.
+
+    For scripts and reconcilers: ``with db.session() as s: s.add(...)``. The API uses its own engine.
+    """
+    factory = _default_factory(database_url(url))
+    with factory() as s:
+        try:
+            yield s
+            s.commit()
+        except BaseException:
+            s.rollback()
+            raise
