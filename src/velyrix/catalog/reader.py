@@ -30,7 +30,7 @@ def _build(cls: type[T], name: str, raw: dict[str, Any]) -> T:
     fields = {f.name for f in dataclasses.fields(cls)}  # type: ignore[arg-type]
     kwargs = {k: (tuple(v) if isinstance(v, list) else v) for k, v in raw.items() if k in fields}
     try:
-        return cls(name=name, **kwargs)
+        return cls(name=name, **kwargs)  # type: ignore[call-arg]
     except TypeError as exc:
         raise errors.CatalogError(f"catalog entry '{name}' ({cls.__name__}) is malformed: {exc}") from exc
 

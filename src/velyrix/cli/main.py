@@ -70,7 +70,7 @@ def run() -> None:
         sys.exit(2 if exc.user_error else 1)
     except KeyboardInterrupt:
         sys.exit(130)
-    except Exception as exc:  # noqa: BLE001 - last line of defence: never a traceback for users
+    except Exception as exc:
         if debug:
             raise
         print(f"Error: internal error: {type(exc).__name__}: {exc} (run with --debug for the traceback)",

@@ -109,7 +109,8 @@ def parse(text: str, filename: str) -> Block:
     try:
         tree = hcl2.parses_to_tree(text if text.endswith("\n") else text + "\n")
     except lark_exc.UnexpectedInput as exc:
-        raise errors.SpecError([_syntax_diagnostic(exc, filename)]) from None
+        diagnostic = _unterminated_string(text, filename, getattr(exc, "line", 0) or 0)
+        raise errors.SpecError([diagnostic or _syntax_diagnostic(exc, filename)]) from None
     except lark_exc.LarkError as exc:
         raise errors.SpecError([errors.Diagnostic(filename, 1, 1, f"cannot parse HCL: {exc}")]) from None
     root = Block(type="", labels=[], line=1, column=1)
@@ -117,6 +118,33 @@ def parse(text: str, filename: str) -> Block:
         if getattr(child, "data", None) == "body":
             _body(child, root)
     return root
+
+
+def _unterminated_string(text: str, filename: str, error_line: int) -> errors.Diagnostic | None:
+    """A quoted string that never closes on its own line (HCL strings are single-line), at or
+    before the line where the parser gave up; the parser itself reports such errors lines later."""
+    for number, raw in enumerate(text.splitlines(), 1):
+        if error_line and number > error_line:
+            break
+        in_string, escaped, depth = False, False, 0
+        for col, ch in enumerate(raw, 1):
+            if not in_string and ch == "#" or raw[col - 1:col + 1] == "//" and not in_string:
+                break
+            if escaped:
+                escaped = False
+            elif ch == "\\" and in_string:
+                escaped = True
+            elif ch == '"' and depth == 0:
+                in_string = not in_string
+                start = col
+            elif in_string and raw[col - 1:col + 1] == "${":
+                depth += 1
+            elif in_string and ch == "}" and depth:
+                depth -= 1
+        if in_string and "<<" not in raw:
+            return errors.Diagnostic(filename, number, start, "unterminated string",
+                                     expected="a closing '\"' on the same line")
+    return None
 
 
 _TOKEN_WORDS = {

@@ -283,7 +283,8 @@ def _typed(value: Any, spec: schema.AttrSchema, attr: hcl.Attribute, chk: _Check
     words = f" or {' / '.join(repr(w) for w in spec.words)}" if spec.words else ""
     if spec.type == "string":
         if not isinstance(value, str):
-            chk.error(line, col, f"'{name}' must be a string, got {_describe(value)}", expected=f"a quoted string{words}")
+            chk.error(line, col, f"'{name}' must be a string, got {_describe(value)}",
+                      expected=f"a quoted string{words}")
             return _INVALID
         allowed = schema.ALLOWED_WORDS.get(name)
         if allowed and value not in allowed:
@@ -358,7 +359,8 @@ def _resource(block: hcl.Block, chk: _Checker, values: dict[str, Any], region: s
             chk.error(inner.line, inner.column, f"block '{inner.type}' appears twice in {where}")
             continue
         if inner.labels:
-            chk.error(inner.line, inner.column, f"block '{inner.type}' takes no labels", expected=f"{inner.type} {{ ... }}")
+            chk.error(inner.line, inner.column, f"block '{inner.type}' takes no labels",
+                      expected=f"{inner.type} {{ ... }}")
         _no_blocks(inner, chk, f"in {inner.type}")
         nested[inner.type] = (inner, _attributes(inner, schema.block_schema(inner.type), chk, values,
                                                  f"{inner.type} of {address}"))
@@ -380,7 +382,8 @@ def _resource(block: hcl.Block, chk: _Checker, values: dict[str, Any], region: s
     )
 
 
-def _workload(block: hcl.Block, attrs: dict[str, Any], cluster: dict[str, Any], chk: _Checker) -> models.WorkloadSpec | None:
+def _workload(block: hcl.Block, attrs: dict[str, Any], cluster: dict[str, Any],
+              chk: _Checker) -> models.WorkloadSpec | None:
     has_params = "model_params" in attrs
     arch = ("vocab", "hidden", "ffn", "layers", "heads")
     has_arch = any(k in attrs for k in arch)

@@ -1,0 +1,18 @@
+# expect: line=13 message="architecture is incomplete"
+provider "velyrix" { region = "us-east-1" }
+
+resource "velyrix_cluster" "training" {
+  name       = "acme-pretrain"
+  node_type  = "hgx-h200-8g"
+  node_count = 64
+  fabric     = "infiniband-ndr"
+  scheduler  = "slurm"
+  storage {
+    parallel_fs_tb = 800
+    object_tb      = 2000
+  }
+  workload {
+    hidden = 16384
+    layers = 126
+  }
+}

@@ -1,0 +1,17 @@
+# expect: line=13 message="needs the model size"
+provider "velyrix" { region = "us-east-1" }
+
+resource "velyrix_cluster" "training" {
+  name       = "acme-pretrain"
+  node_type  = "hgx-h200-8g"
+  node_count = 64
+  fabric     = "infiniband-ndr"
+  scheduler  = "slurm"
+  storage {
+    parallel_fs_tb = 800
+    object_tb      = 2000
+  }
+  workload {
+    step_time_s = 10
+  }
+}
