@@ -55,6 +55,10 @@ class Switch:
     source: str
     uplink_ports: int = 0
     uplink_gbps: int = 0
+    cages: int = 0
+    """Front-panel transceiver cages (OSFP); 0 = one cage per port."""
+    sharp_trees_max: int = 0
+    """SHARP aggregation trees per subnet (0 = no SHARP)."""
 
     def radix_at(self, link_gbps: int) -> int:
         """Ports available when every port runs at ``link_gbps`` (native, or split where supported)."""
