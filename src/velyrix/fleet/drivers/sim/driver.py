@@ -1,0 +1,244 @@
+"""``SimDriver``: the ``Driver`` seam over a ``SimRegion`` (STYLE.md #4: the fake ships in the package).
+
+Each request finishes ``SimDelays`` simulated seconds after it was submitted (zero with ``SimDelays.off()``:
+it finishes during the call). The effect happens when the request finishes, so a test sees the node as it
+is at that moment. ``fail_next`` makes the next request of a kind on a node fail (temporary or permanent).
+"""
+
+from __future__ import annotations
+
+import hashlib
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, fields
+from typing import Any
+
+from velyrix import errors
+from velyrix.catalog import reader
+from velyrix.fleet.drivers import base
+from velyrix.fleet.drivers.sim import models
+from velyrix.fleet.drivers.sim.devices import SimNode
+from velyrix.fleet.drivers.sim.region import SimRegion
+
+ALL_REDUCE_EFFICIENCY = 0.9
+"""Share of the per-GPU NIC line rate an inter-node NCCL all-reduce reaches as bus bandwidth (assumption:
+NCCL tests on 400G NDR rails report ~45-48 GB/s busbw per 50 GB/s link)."""
+
+STORAGE_EFFICIENCY = 0.92
+"""Share of the tier model's nominal bandwidth the twin's storage test measures (assumption: above the
+planners' p10 derate, below nominal)."""
+
+
+@dataclass(frozen=True)
+class SimDelays:
+    """Simulated seconds each kind of request takes (assumptions, typical of bare-metal provisioning)."""
+
+    inspect_s: float = 120.0
+    power_s: float = 30.0
+    provision_s: float = 900.0
+    networks_s: float = 20.0
+    storage_s: float = 30.0
+    acceptance_s: float = 1200.0
+    cluster_tests_s: float = 600.0
+    sanitize_s: float = 1800.0
+
+    @classmethod
+    def off(cls) -> SimDelays:
+        """Every request finishes during the call (benchmarks, crash tests)."""
+        return cls(**{f.name: 0.0 for f in fields(cls)})
+
+
+class SimDriver(base.Driver):
+    """Drives a ``SimRegion``. Holds submitted operations in memory (a restart forgets them; callers resubmit)."""
+
+    name = "sim"
+
+    def __init__(self, region: SimRegion, delays: SimDelays | None = None) -> None:
+        self.region = region
+        self.delays = delays or SimDelays()
+        self._ops: dict[str, base.Operation] = {}
+        self._effects: dict[str, Callable[[], dict[str, Any]]] = {}
+        self._due: dict[str, float] = {}
+        self._fail_next: dict[tuple[str, str], tuple[str, bool]] = {}
+        self._volumes: dict[str, base.VolumeAttachment] = {}
+        self.calls = 0
+        """Requests actually executed (not deduplicated) — tests check idempotence with it."""
+
+    # --- test hooks -----------------------------------------------------------------------------
+
+    def fail_next(self, kind: str, node: str, error: str = "simulated failure", *, retryable: bool = True) -> None:
+        """Make the next ``kind`` request (``provision``, ``inspect``...) on ``node`` fail with ``error``."""
+        self.region.node(node)
+        self._fail_next[(kind, node)] = (error, retryable)
+
+    # --- plumbing -------------------------------------------------------------------------------
+
+    def _submit(self, kind: str, node: str, request_id: str, delay_s: float,
+                effect: Callable[[], dict[str, Any]]) -> base.Operation:
+        if request_id in self._ops:
+            return self.operation(request_id)
+        if node:
+            self.region.node(node)
+        now = self.region.clock.now()
+        op = base.Operation(request_id=request_id, kind=kind, node=node, submitted_at_s=now)
+        self._ops[request_id] = op
+        self._effects[request_id] = effect
+        self._due[request_id] = now + delay_s
+        return self.operation(request_id)
+
+    def operation(self, request_id: str) -> base.Operation:
+        op = self._ops.get(request_id)
+        if op is None:
+            raise errors.NotFoundError(kind="operation", name=request_id)
+        if op.done:
+            return op
+        now = self.region.clock.now()
+        if now < self._due[request_id]:
+            return op
+        self.region.advance(0.0)
+        effect = self._effects.pop(request_id)
+        self.calls += 1
+        failure = self._fail_next.pop((op.kind, op.node), None)
+        if failure is not None:
+            op.status, op.error, op.retryable = base.FAILED, failure[0], failure[1]
+        else:
+            try:
+                op.result = effect()
+                op.status = base.SUCCEEDED
+            except errors.VelyrixError as exc:
+                op.status, op.error, op.retryable = base.FAILED, exc.message, False
+        op.finished_at_s = max(now, self._due[request_id])
+        return op
+
+    def list_nodes(self) -> list[str]:
+        return list(self.region.nodes)
+
+    # --- node operations ------------------------------------------------------------------------
+
+    def inspect(self, node: str, *, request_id: str) -> base.Operation:
+        def effect() -> dict[str, Any]:
+            sim = self.region.node(node)
+            if not sim.powered:
+                raise errors.ConflictError(f"node '{node}' is powered off; power it on before inspection")
+            return {"hardware": sim.hardware().to_dict()}
+        return self._submit("inspect", node, request_id, self.delays.inspect_s, effect)
+
+    def power(self, node: str, on: bool, *, request_id: str) -> base.Operation:
+        def effect() -> dict[str, Any]:
+            self.region.node(node).powered = on
+            return {"powered": on}
+        return self._submit("power", node, request_id, self.delays.power_s, effect)
+
+    def provision(self, node: str, *, image: str, firmware: Mapping[str, str], request_id: str) -> base.Operation:
+        wanted = dict(firmware)
+
+        def effect() -> dict[str, Any]:
+            sim = self.region.node(node)
+            sim.powered = True
+            sim.image = image
+            sim.firmware.update(wanted)
+            sim.tenant_data = True
+            return {"image": image, "firmware": dict(sim.firmware)}
+        return self._submit("provision", node, request_id, self.delays.provision_s, effect)
+
+    def attach_networks(self, node: str, networks: base.NetworkAttachment, *, request_id: str) -> base.Operation:
+        def effect() -> dict[str, Any]:
+            if not 0x0001 <= networks.pkey <= 0x7FFE:
+                raise errors.InvalidInputError(f"partition key {networks.pkey:#06x} is outside 0x0001-0x7ffe")
+            sim = self.region.node(node)
+            sim.networks = {"vlan": networks.vlan, "vrf": networks.vrf, "pkey": networks.pkey}
+            return dict(sim.networks)
+        return self._submit("attach_networks", node, request_id, self.delays.networks_s, effect)
+
+    def detach_networks(self, node: str, *, request_id: str) -> base.Operation:
+        def effect() -> dict[str, Any]:
+            self.region.node(node).networks = None
+            return {}
+        return self._submit("detach_networks", node, request_id, self.delays.networks_s, effect)
+
+    def attach_storage(self, node: str, volumes: Sequence[base.VolumeAttachment], *,
+                       request_id: str) -> base.Operation:
+        wanted = list(volumes)
+
+        def effect() -> dict[str, Any]:
+            sim = self.region.node(node)
+            sim.mounts = [v.volume_id for v in wanted]
+            self._volumes.update({v.volume_id: v for v in wanted})
+            return {"mounts": list(sim.mounts)}
+        return self._submit("attach_storage", node, request_id, self.delays.storage_s, effect)
+
+    def run_acceptance(self, node: str, *, request_id: str, tests: Sequence[str] = ()) -> base.Operation:
+        def effect() -> dict[str, Any]:
+            return measure_node(self.region.node(node), request_id)
+        return self._submit("acceptance", node, request_id, self.delays.acceptance_s, effect)
+
+    def run_cluster_tests(self, nodes: Sequence[str], *, request_id: str, tests: Sequence[str] = ()) -> base.Operation:
+        names = list(nodes)
+
+        def effect() -> dict[str, Any]:
+            return self._cluster_measurements([self.region.node(n) for n in names], request_id)
+        return self._submit("cluster_tests", names[0] if names else "", request_id, self.delays.cluster_tests_s,
+                            effect)
+
+    def sanitize(self, node: str, *, request_id: str) -> base.Operation:
+        def effect() -> dict[str, Any]:
+            sim = self.region.node(node)
+            sim.image, sim.networks, sim.mounts, sim.tenant_data, sim.load_pct = None, None, [], False, 0.0
+            sim.powered = True
+            digest = hashlib.sha256(f"{node}/{request_id}".encode()).hexdigest()[:16]
+            return {"certificate": f"nist-800-88-purge-{digest}", "method": "NVMe format --ses=1 (crypto erase)"}
+        return self._submit("sanitize", node, request_id, self.delays.sanitize_s, effect)
+
+    # --- measurements ---------------------------------------------------------------------------
+
+    def _cluster_measurements(self, nodes: list[SimNode], request_id: str) -> dict[str, Any]:
+        if not nodes:
+            return {"all_reduce_busbw_gb_s": 0.0, "storage_write_gb_s": 0.0, "storage_read_gb_s": 0.0}
+        nt = reader.node_type(nodes[0].node_type)
+        # ring all-reduce runs at the pace of the slowest rail: a node with a port down halves its rails' share
+        worst = min(sum(1 for p in n.ib_ports if p.state == "ACTIVE") / max(1, len(n.ib_ports)) for n in nodes)
+        busbw = nt.compute_nic_gbps / 8.0 * ALL_REDUCE_EFFICIENCY * worst * _jitter(request_id, "ar")
+        if len(nodes) == 1:
+            busbw = nt.nvlink_gb_s * models.NVLINK_EFFICIENCY * _jitter(request_id, "ar")
+        mounted = {vid for n in nodes for vid in n.mounts}
+        perf = [v for vid, v in self._volumes.items() if vid in mounted and v.tier == "parallel_fs"]
+        clients = len(nodes) * nt.storage_gb_s
+        write = read = 0.0
+        if perf:
+            tier = reader.storage_tier("parallel_fs")
+            size = sum(v.size_tb for v in perf)
+            write = min(size * tier.param("write_gb_s_per_tb"), tier.param("max_write_gb_s"), clients)
+            read = min(size * tier.param("read_gb_s_per_tb"), tier.param("max_read_gb_s"), clients)
+        factor = STORAGE_EFFICIENCY * _jitter(request_id, "st")
+        return {"all_reduce_busbw_gb_s": round(busbw, 2), "storage_write_gb_s": round(write * factor, 1),
+                "storage_read_gb_s": round(read * factor, 1), "nodes": len(nodes)}
+
+
+def _jitter(request_id: str, salt: str) -> float:
+    # deterministic +-1% run-to-run variation, keyed by the request (same request, same figure)
+    h = int(hashlib.sha256(f"{request_id}/{salt}".encode()).hexdigest()[:8], 16)
+    return 1.0 + (h / 0xFFFFFFFF - 0.5) * 2 * models.NOISE
+
+
+def measure_node(sim: SimNode, request_id: str = "") -> dict[str, Any]:
+    """What the per-node delivery tests measure on ``sim`` right now (format: ``acceptance.NodeMeasurements``)."""
+    nt = reader.node_type(sim.node_type)
+    gpus = []
+    for g in sim.gpus:
+        g.refresh_measured()
+        links = g.model.nvlink_links
+        gpus.append({
+            "index": g.index, "uuid": g.uuid, "serial": g.serial, "responsive": g.responsive,
+            "bf16_tflops": round(g.bf16_tflops_measured, 1), "hbm_gb_s": round(g.hbm_gb_s_measured, 1),
+            "nvlink_links_up": g.nvlink_links_up if g.responsive else 0, "nvlink_links_total": links,
+            "nvlink_gb_s": round(nt.nvlink_gb_s * models.NVLINK_EFFICIENCY * g.nvlink_links_up / links
+                                 * _jitter(request_id, f"nv{g.index}"), 1) if g.responsive else 0.0,
+            "ecc_dbe_volatile": g.ecc_dbe_volatile, "remap_failure": g.remap_failure,
+            "remap_pending": g.remap_pending, "throttle_reasons": g.throttle_reasons,
+        })
+    ports = [{"device": p.device, "port": p.port, "state": p.state, "rate_gbps": p.rate_gbps if p.state == "ACTIVE"
+              else 0} for p in sim.ib_ports]
+    nvme = {"read_gb_s": round(sum(d.read_gb_s_measured for d in sim.nvme), 2),
+            "write_gb_s": round(sum(d.write_gb_s_measured for d in sim.nvme), 2),
+            "drives": len(sim.nvme), "media_errors": sum(d.media_errors for d in sim.nvme)}
+    return {"node": sim.hostname, "node_type": sim.node_type, "serial": sim.serial, "gpus": gpus, "ib_ports": ports,
+            "nvme": nvme, "firmware": dict(sim.firmware)}

@@ -1,0 +1,110 @@
+"""What a node is made of and where it sits: the fleet's hardware model.
+
+``NodeHardware`` is what inspection returns and what the control plane stores as the node's
+``hardware`` JSON (``to_dict``/``from_dict`` round-trip). ``position()`` places a node in its rack,
+scalable unit (SU) and rail leaves (see ``velyrix.fleet.topology``).
+"""
+
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass, field
+from typing import Any
+
+
+@dataclass(frozen=True)
+class GPUInfo:
+    """One GPU as inventoried: NVML index, UUID (``GPU-...``), board serial, model, memory (GB)."""
+
+    index: int
+    uuid: str
+    serial: str
+    model: str
+    memory_gb: float
+
+
+@dataclass(frozen=True)
+class NICInfo:
+    """One network port. ``role`` is ``compute`` (one per GPU, on rail ``rail``), ``storage`` or ``inband``."""
+
+    device: str
+    role: str
+    speed_gbps: int
+    mac: str
+    rail: int | None = None
+    firmware: str = ""
+
+
+@dataclass(frozen=True)
+class BMCInfo:
+    """The baseboard management controller on the out-of-band network."""
+
+    address: str
+    mac: str
+    firmware: str
+
+
+@dataclass(frozen=True)
+class NVMeInfo:
+    """One local NVMe drive."""
+
+    name: str
+    serial: str
+    capacity_tb: float
+
+
+@dataclass(frozen=True)
+class LeafPort:
+    """Where one compute NIC is cabled: rail-leaf switch name and its downlink port (1-based)."""
+
+    rail: int
+    leaf: str
+    port: int
+
+
+@dataclass(frozen=True)
+class Position:
+    """Physical place of a node: region, scalable unit, rack, slot in the SU, compute-fabric ports."""
+
+    region: str
+    su: int
+    rack: str
+    slot: int
+    leaf_ports: tuple[LeafPort, ...] = ()
+
+
+@dataclass(frozen=True)
+class NodeHardware:
+    """A node's inventory as inspection reports it."""
+
+    hostname: str
+    node_type: str
+    serial: str
+    gpus: tuple[GPUInfo, ...]
+    nics: tuple[NICInfo, ...]
+    bmc: BMCInfo
+    nvme: tuple[NVMeInfo, ...]
+    firmware: dict[str, str] = field(default_factory=dict)
+    position: Position | None = None
+
+    def to_dict(self) -> dict[str, Any]:
+        """Plain JSON-able data (the ``hardware`` column)."""
+        return asdict(self)
+
+    @classmethod
+    def from_dict(cls, raw: dict[str, Any]) -> NodeHardware:
+        """Inverse of ``to_dict``."""
+        pos = raw.get("position")
+        position = None
+        if pos:
+            position = Position(region=pos["region"], su=pos["su"], rack=pos["rack"], slot=pos["slot"],
+                                leaf_ports=tuple(LeafPort(**lp) for lp in pos.get("leaf_ports", ())))
+        return cls(
+            hostname=raw["hostname"], node_type=raw["node_type"], serial=raw["serial"],
+            gpus=tuple(GPUInfo(**g) for g in raw["gpus"]), nics=tuple(NICInfo(**n) for n in raw["nics"]),
+            bmc=BMCInfo(**raw["bmc"]), nvme=tuple(NVMeInfo(**d) for d in raw["nvme"]),
+            firmware=dict(raw.get("firmware", {})), position=position,
+        )
+
+    def firmware_drift(self, baseline: dict[str, str]) -> dict[str, tuple[str, str]]:
+        """Components whose version differs from ``baseline``: name -> (running, wanted)."""
+        return {k: (self.firmware.get(k, "missing"), v) for k, v in baseline.items() if self.firmware.get(k) != v}
