@@ -1,0 +1,177 @@
+"""Evidence the engine reads: XID events, counter samples, check results and repair history.
+
+Plain frozen records with the NVML/sysfs field names of the twin's SimGPU/SimIBPort/SimNVMe (see BRIEF),
+so that the agent's NodeSample and the twin convert into them field by field. Times are seconds on one
+clock (wall or simulated), named ``t_s``.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+CHECK_STATUSES = ("pass", "fail", "error", "timeout")
+"""``error`` and ``timeout`` mean the check could not run: they count as failures, never as passes."""
+
+REPAIR_KINDS = ("reset_gpu", "reboot", "drain", "undrain", "quarantine", "rma", "part_swap")
+FIX_RUNG = {"reset_gpu": 2, "reboot": 3, "part_swap": 7}
+"""Repairs that fix something, with the ladder rung they stand for (drain/quarantine/rma fix nothing)."""
+
+
+@dataclass(frozen=True)
+class XidEvent:
+    """An XID reported by the driver for one GPU (``gpu`` None when the index is unknown).
+
+    ``recovery_action`` is NVML's recovery action name for XID 154 (NONE, GPU_RESET, NODE_REBOOT,
+    DRAIN_P2P, DRAIN_AND_RESET)."""
+
+    t_s: float
+    code: int
+    gpu: int | None = None
+    recovery_action: str | None = None
+
+
+@dataclass(frozen=True)
+class GpuReading:
+    """One GPU's counters at one instant (NVML names; cumulative counters only grow until a reset)."""
+
+    index: int
+    temperature_c: float = 0.0
+    memory_temperature_c: float = 0.0
+    ecc_sbe_volatile: int = 0
+    ecc_dbe_volatile: int = 0
+    ecc_sbe_aggregate: int = 0
+    ecc_dbe_aggregate: int = 0
+    remapped_rows_correctable: int = 0
+    remapped_rows_uncorrectable: int = 0
+    remap_pending: int = 0
+    remap_failure: int = 0
+    remap_bank_max: int = 0
+    sram_uncorrectable: int = 0
+    retired_pages: int = 0
+    nvlink_crc_errors: int = 0
+    nvlink_replay_errors: int = 0
+    nvlink_recovery_errors: int = 0
+    nvlink_links_up: int = 18
+    pcie_replay: int = 0
+    throttle_reasons: int = 0
+    bf16_tflops_measured: float | None = None
+    hbm_gb_s_measured: float | None = None
+    responsive: bool = True
+
+    @property
+    def remapped_rows_total(self) -> int:
+        return self.remapped_rows_correctable + self.remapped_rows_uncorrectable
+
+    @classmethod
+    def from_object(cls, obj: Any, index: int | None = None) -> GpuReading:
+        """Copy the fields this record knows from ``obj`` (a SimGPU, an agent GPU reading, a dict)."""
+        get = (lambda k: obj.get(k)) if isinstance(obj, Mapping) else (lambda k: getattr(obj, k, None))
+        kwargs: dict[str, Any] = {}
+        for f in dataclasses.fields(cls):
+            value = get(f.name)
+            if value is None:
+                continue
+            kwargs[f.name] = bool(value) if f.name in ("responsive",) else value
+        if index is not None:
+            kwargs["index"] = index
+        for flag in ("remap_pending", "remap_failure"):
+            if flag in kwargs:
+                kwargs[flag] = int(kwargs[flag])
+        return cls(**kwargs)
+
+
+@dataclass(frozen=True)
+class IbPortReading:
+    """One InfiniBand port: state (``ACTIVE``, ``DOWN``...) and its sysfs counters."""
+
+    device: str
+    port: int = 1
+    state: str = "ACTIVE"
+    rate_gbps: float = 0.0
+    counters: Mapping[str, int] = field(default_factory=dict)
+
+    @property
+    def key(self) -> str:
+        return f"{self.device}/{self.port}"
+
+
+@dataclass(frozen=True)
+class NvmeReading:
+    """One local NVMe drive's SMART view."""
+
+    name: str
+    media_errors: int = 0
+    percent_used: int = 0
+    read_gb_s_measured: float | None = None
+    write_gb_s_measured: float | None = None
+
+
+@dataclass(frozen=True)
+class CounterSample:
+    """Everything read from one node at one instant."""
+
+    t_s: float
+    gpus: tuple[GpuReading, ...] = ()
+    ib_ports: tuple[IbPortReading, ...] = ()
+    nvme: tuple[NvmeReading, ...] = ()
+
+
+@dataclass(frozen=True)
+class CheckResult:
+    """The outcome of one health check. ``action``/``level`` apply when it did not pass."""
+
+    name: str
+    status: str
+    t_s: float
+    action: str = "DRAIN_AFTER_JOB"
+    level: str = "degraded"
+    detail: str = ""
+    gpu: int | None = None
+    duration_s: float = 0.0
+
+    @property
+    def passed(self) -> bool:
+        return self.status == "pass"
+
+    @property
+    def ran(self) -> bool:
+        return self.status in ("pass", "fail")
+
+
+@dataclass(frozen=True)
+class RepairEvent:
+    """Something done to the node: ``kind`` in REPAIR_KINDS; ``gpu`` None for the whole node."""
+
+    t_s: float
+    kind: str
+    gpu: int | None = None
+    reason: str = ""
+
+
+@dataclass(frozen=True)
+class Evidence:
+    """All evidence about one node at time ``now_s``.
+
+    ``peers`` maps a per-GPU metric (``bf16_tflops_measured``, ``hbm_gb_s_measured``) to the values
+    measured on peer GPUs of the same type; without peers the node's own GPUs are compared."""
+
+    node: str
+    now_s: float
+    xids: tuple[XidEvent, ...] = ()
+    samples: tuple[CounterSample, ...] = ()
+    checks: tuple[CheckResult, ...] = ()
+    repairs: tuple[RepairEvent, ...] = ()
+    peers: Mapping[str, Sequence[float]] = field(default_factory=dict)
+
+    @classmethod
+    def build(cls, node: str, now_s: float, *, xids: Iterable[XidEvent] = (),
+              samples: Iterable[CounterSample] = (), checks: Iterable[CheckResult] = (),
+              repairs: Iterable[RepairEvent] = (), peers: Mapping[str, Sequence[float]] | None = None) -> Evidence:
+        """Evidence with every stream sorted by time."""
+        return cls(node=node, now_s=now_s, xids=tuple(sorted(xids, key=lambda e: e.t_s)),
+                   samples=tuple(sorted(samples, key=lambda s: s.t_s)),
+                   checks=tuple(sorted(checks, key=lambda c: c.t_s)),
+                   repairs=tuple(sorted(repairs, key=lambda r: r.t_s)), peers=dict(peers or {}))
