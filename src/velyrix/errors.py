@@ -178,3 +178,20 @@ class ExternalToolError(VelyrixError):
     code = "external_tool_failed"
     http_status = 502
     user_error = False
+
+
+class NvmlUnavailableError(VelyrixError):
+    """NVML cannot be loaded or initialized on this machine (no NVIDIA driver or GPU)."""
+
+    code = "nvml_unavailable"
+    http_status = 503
+    template = "NVML is not available here: {reason}"
+
+
+class AgentReportError(VelyrixError):
+    """The node agent could not deliver a report to the control plane (after its retries)."""
+
+    code = "agent_report_failed"
+    http_status = 502
+    user_error = False
+    template = "report to {url} failed: {reason}"

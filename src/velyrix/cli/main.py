@@ -39,6 +39,10 @@ def _register() -> None:
     from velyrix.cli import plan as _plan
 
     _plan.register(app)
+    from velyrix.cli import agent as _agent
+    _agent.register(app)
+    from velyrix.cli import sim_exporter as _sim_exporter  # keep after any `sim` group module: joins that group
+    _sim_exporter.register(app)
 
 
 _register()

@@ -1,0 +1,1 @@
+"""Collectors: each reads one kind of hardware and returns a ``NodeSample`` (see ``base``)."""

@@ -1,0 +1,237 @@
+"""What a collector returns, and the two seams the rest of Velyrix builds on.
+
+``Collector.collect()`` returns a ``NodeSample``: one reading of a node's GPUs (field names are those of
+the twin's ``SimGPU``, which are NVML's quantities with units in the names), its InfiniBand ports (sysfs
+counter names) and its local NVMe drives. Health checks read ``NodeSample``s; active tests (a GEMM, a
+memory test) go through a ``Prober``, which the twin implements and a real node implements with kernels.
+
+Collectors are looked up by name (``create("nvml")``); the registry holds import paths so that an
+optional SDK (nvidia-ml-py) is imported only when its collector is used.
+"""
+
+from __future__ import annotations
+
+import abc
+import importlib
+import socket
+import time
+from collections import Counter
+from dataclasses import asdict, dataclass, field
+from typing import Any
+
+from velyrix import errors
+
+
+@dataclass
+class GPUReading:
+    """One GPU at one instant. ``None`` means the device did not report the field (not supported).
+
+    Counters (``ecc_*``, ``remapped_rows_*``, ``nvlink_*_errors``, ``pcie_replay``, ``energy_mj``) are
+    cumulative; ``*_volatile`` counts reset at driver reload, ``*_aggregate`` persist on the board.
+    ``xid_counts`` maps an XID code to the number of times it occurred since the collector started
+    (or, for the twin, since the node booted); ``xid_events`` holds the (time_s, xid) events behind it.
+    """
+
+    index: int
+    uuid: str
+    name: str = "unknown"
+    serial: str | None = None
+    temperature_c: float | None = None
+    memory_temperature_c: float | None = None
+    power_w: float | None = None
+    energy_mj: float | None = None
+    sm_clock_mhz: float | None = None
+    mem_clock_mhz: float | None = None
+    utilization_pct: float | None = None
+    mem_copy_util_pct: float | None = None
+    enc_util_pct: float | None = None
+    dec_util_pct: float | None = None
+    fb_used_mib: float | None = None
+    fb_free_mib: float | None = None
+    fb_reserved_mib: float | None = None
+    ecc_sbe_volatile: int | None = None
+    ecc_dbe_volatile: int | None = None
+    ecc_sbe_aggregate: int | None = None
+    ecc_dbe_aggregate: int | None = None
+    remapped_rows_correctable: int | None = None
+    remapped_rows_uncorrectable: int | None = None
+    remap_pending: bool | None = None
+    remap_failure: bool | None = None
+    remap_bank_max: int | None = None
+    sram_uncorrectable: int | None = None
+    retired_pages: int | None = None
+    xid_events: list[tuple[float, int]] = field(default_factory=list)
+    xid_counts: dict[int, int] = field(default_factory=dict)
+    nvlink_crc_errors: int | None = None
+    nvlink_replay_errors: int | None = None
+    nvlink_recovery_errors: int | None = None
+    nvlink_links_up: int | None = None
+    pcie_replay: int | None = None
+    throttle_reasons: int | None = None
+    bf16_tflops_measured: float | None = None
+    hbm_gb_s_measured: float | None = None
+    responsive: bool = True
+
+    @property
+    def last_xid(self) -> int:
+        """The most recent XID (0 when none): what dcgm-exporter's ``DCGM_FI_DEV_XID_ERRORS`` shows."""
+        return self.xid_events[-1][1] if self.xid_events else 0
+
+
+@dataclass
+class IBPortReading:
+    """One InfiniBand port: ``counters`` keeps sysfs names and units (``port_*_data`` in 4-byte words)."""
+
+    device: str
+    port: int
+    state: str = "UNKNOWN"
+    rate_gbps: float | None = None
+    counters: dict[str, int] = field(default_factory=dict)
+
+
+@dataclass
+class NVMeReading:
+    """One NVMe controller: SMART health plus cumulative bytes moved (from the block layer)."""
+
+    name: str
+    model: str | None = None
+    media_errors: int | None = None
+    percent_used: float | None = None
+    read_bytes: int | None = None
+    written_bytes: int | None = None
+    read_gb_s_measured: float | None = None
+    write_gb_s_measured: float | None = None
+
+
+@dataclass
+class NodeSample:
+    """Everything one collection saw on a node. ``collected_at_s`` is wall-clock Unix time (s).
+
+    ``up`` is False when the node could not be read at all (powered off, BMC only); ``problems`` lists
+    what a collector could not read, for the agent's log and the control plane (not for alerts).
+    """
+
+    hostname: str
+    node_type: str | None = None
+    serial: str | None = None
+    collected_at_s: float = field(default_factory=time.time)
+    up: bool = True
+    gpus: list[GPUReading] = field(default_factory=list)
+    ib_ports: list[IBPortReading] = field(default_factory=list)
+    nvme: list[NVMeReading] = field(default_factory=list)
+    firmware: dict[str, str] = field(default_factory=dict)
+    problems: list[str] = field(default_factory=list)
+
+    def to_dict(self) -> dict[str, Any]:
+        """The sample as JSON-able data (what the reporter sends to the control plane)."""
+        out = asdict(self)
+        for gpu in out["gpus"]:
+            gpu["xid_counts"] = {str(k): v for k, v in gpu["xid_counts"].items()}
+            gpu["xid_events"] = [list(e) for e in gpu["xid_events"]]
+        return out
+
+
+def xid_counts(events: list[tuple[float, int]]) -> dict[int, int]:
+    """Count ``(time_s, xid)`` events per XID code."""
+    return dict(Counter(xid for _, xid in events))
+
+
+def merge(hostname: str, parts: list[NodeSample]) -> NodeSample:
+    """Combine the samples of partial collectors (GPUs from one, IB from another...) into one."""
+    out = NodeSample(hostname=hostname)
+    for part in parts:
+        out.node_type = out.node_type or part.node_type
+        out.serial = out.serial or part.serial
+        out.gpus.extend(part.gpus)
+        out.ib_ports.extend(part.ib_ports)
+        out.nvme.extend(part.nvme)
+        out.firmware.update(part.firmware)
+        out.problems.extend(part.problems)
+        out.up = out.up and part.up
+    return out
+
+
+class Collector(abc.ABC):
+    """Reads a node's hardware. Contract:
+
+    - ``collect()`` is cheap enough to call on every scrape (well under a second), never blocks on a
+      device for long, and returns a fresh ``NodeSample``; a field a device does not support is ``None``
+      and is not an error; a device that vanished is reported in ``problems`` (and ``responsive=False``
+      for a GPU), not raised.
+    - ``close()`` releases handles; calling ``collect()`` afterwards is not allowed.
+    """
+
+    name: str = "base"
+
+    @abc.abstractmethod
+    def collect(self) -> NodeSample:
+        """One reading of the node."""
+
+    def close(self) -> None:  # noqa: B027 - optional hook
+        """Release device handles (default: nothing to release)."""
+
+
+class Prober(abc.ABC):
+    """Active tests on an idle GPU (they disturb a running job, so the health checks call them only
+    between jobs). Implemented by the twin and, on real nodes, by GEMM / memory kernels."""
+
+    @abc.abstractmethod
+    def run_gemm(self, gpu: int, duration_s: float = 10.0) -> float:
+        """Run a BF16 GEMM on GPU ``gpu`` for ``duration_s``; return the measured TFLOPS."""
+
+    @abc.abstractmethod
+    def run_memtest(self, gpu: int, duration_s: float = 10.0) -> float:
+        """Stream through GPU ``gpu``'s HBM for ``duration_s``; return the measured bandwidth in GB/s."""
+
+
+class HostCollector(Collector):
+    """A real node: several partial collectors (NVML, InfiniBand, NVMe) merged into one sample."""
+
+    name = "host"
+
+    def __init__(self, parts: list[Collector], hostname: str | None = None, node_type: str | None = None):
+        self.parts = parts
+        self.hostname = hostname or socket.gethostname()
+        self.node_type = node_type
+
+    def collect(self) -> NodeSample:
+        samples = []
+        for part in self.parts:
+            try:
+                samples.append(part.collect())
+            except errors.VelyrixError as exc:
+                samples.append(NodeSample(hostname=self.hostname, problems=[f"{part.name}: {exc.message}"]))
+        out = merge(self.hostname, samples)
+        out.node_type = self.node_type or out.node_type
+        return out
+
+    def close(self) -> None:
+        for part in self.parts:
+            part.close()
+
+
+# name -> "module:Class"; imported on use so that nvidia-ml-py loads only for the nvml collector.
+_REGISTRY: dict[str, str] = {
+    "nvml": "velyrix.agent.collectors.nvml:NvmlCollector",
+    "infiniband": "velyrix.agent.collectors.infiniband:InfinibandCollector",
+    "nvme": "velyrix.agent.collectors.nvme:NvmeCollector",
+    "sim": "velyrix.agent.collectors.sim:SimCollector",
+}
+
+
+def names() -> list[str]:
+    """Names of the registered collectors."""
+    return sorted(_REGISTRY)
+
+
+def create(name: str, **kwargs: Any) -> Collector:
+    """Instantiate the collector registered as ``name`` with ``kwargs``.
+
+    Raises ``UnknownNameError`` (with the closest name) for a name that is not registered.
+    """
+    if name not in _REGISTRY:
+        raise errors.UnknownNameError("collector", name, _REGISTRY)
+    module_name, cls_name = _REGISTRY[name].split(":")
+    cls = getattr(importlib.import_module(module_name), cls_name)
+    collector: Collector = cls(**kwargs)
+    return collector

@@ -1,0 +1,119 @@
+"""The twin as hardware: reads a ``SimNode`` of ``velyrix.fleet.drivers.sim`` the way the real
+collectors read NVML and sysfs, so that the exporter, the rules and the health checks see the same data.
+
+When a ``region`` is given, ``collect()`` first brings the region's counters up to its clock
+(``region.advance()``; one region may be shared by many collectors, hence the lock).
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+from typing import TYPE_CHECKING
+
+from velyrix.agent.collectors.base import (
+    Collector,
+    GPUReading,
+    IBPortReading,
+    NodeSample,
+    NVMeReading,
+    Prober,
+    xid_counts,
+)
+
+if TYPE_CHECKING:
+    from velyrix.fleet.drivers.sim import SimGPU, SimNode, SimRegion
+
+_ADVANCE_LOCKS: dict[int, threading.Lock] = {}
+_LOCKS_GUARD = threading.Lock()
+
+
+def catch_up(region: SimRegion) -> None:
+    """Advance ``region`` to its clock's current time (thread-safe per region)."""
+    with _LOCKS_GUARD:
+        lock = _ADVANCE_LOCKS.setdefault(id(region), threading.Lock())
+    with lock:
+        region.advance()
+
+
+def read_gpu(g: SimGPU) -> GPUReading:
+    """A ``GPUReading`` of one twin GPU; a GPU off the bus reports only identity, XIDs and ``responsive``."""
+    events = list(g.xid_events)
+    if not g.responsive:
+        return GPUReading(index=g.index, uuid=g.uuid, name=g.name, serial=g.serial, xid_events=events,
+                          xid_counts=xid_counts(events), responsive=False)
+    return GPUReading(
+        index=g.index, uuid=g.uuid, name=g.name, serial=g.serial,
+        temperature_c=g.temperature_c, memory_temperature_c=g.memory_temperature_c, power_w=g.power_w,
+        energy_mj=g.energy_mj, sm_clock_mhz=g.sm_clock_mhz, mem_clock_mhz=g.mem_clock_mhz,
+        utilization_pct=g.utilization_pct, mem_copy_util_pct=g.mem_copy_util_pct,
+        fb_used_mib=g.fb_used_mib, fb_free_mib=g.fb_free_mib,
+        ecc_sbe_volatile=g.ecc_sbe_volatile, ecc_dbe_volatile=g.ecc_dbe_volatile,
+        ecc_sbe_aggregate=g.ecc_sbe_aggregate, ecc_dbe_aggregate=g.ecc_dbe_aggregate,
+        remapped_rows_correctable=g.remapped_rows_correctable,
+        remapped_rows_uncorrectable=g.remapped_rows_uncorrectable,
+        remap_pending=g.remap_pending, remap_failure=g.remap_failure, remap_bank_max=g.remap_bank_max,
+        sram_uncorrectable=g.sram_uncorrectable, retired_pages=g.retired_pages,
+        xid_events=events, xid_counts=xid_counts(events),
+        nvlink_crc_errors=g.nvlink_crc_errors, nvlink_replay_errors=g.nvlink_replay_errors,
+        nvlink_recovery_errors=g.nvlink_recovery_errors, nvlink_links_up=g.nvlink_links_up,
+        pcie_replay=g.pcie_replay, throttle_reasons=g.throttle_reasons,
+        bf16_tflops_measured=g.bf16_tflops_measured, hbm_gb_s_measured=g.hbm_gb_s_measured,
+        responsive=True,
+    )
+
+
+def read_node(node: SimNode) -> NodeSample:
+    """A ``NodeSample`` of one twin node (``up=False`` while it is powered off)."""
+    if not node.powered:
+        return NodeSample(hostname=node.hostname, node_type=node.node_type, serial=node.serial, up=False,
+                          problems=["node is powered off"])
+    return NodeSample(
+        hostname=node.hostname, node_type=node.node_type, serial=node.serial, collected_at_s=time.time(),
+        gpus=[read_gpu(g) for g in node.gpus],
+        ib_ports=[IBPortReading(device=p.device, port=p.port, state=p.state, rate_gbps=float(p.rate_gbps),
+                                counters=dict(p.counters)) for p in node.ib_ports],
+        nvme=[NVMeReading(name=d.name, media_errors=d.media_errors, percent_used=float(d.percent_used),
+                          read_gb_s_measured=d.read_gb_s_measured, write_gb_s_measured=d.write_gb_s_measured)
+              for d in node.nvme],
+        firmware=dict(node.firmware),
+        problems=[f"gpu {g.index}: fallen off the bus" for g in node.gpus if not g.responsive],
+    )
+
+
+class SimCollector(Collector):
+    """Collector over one twin node."""
+
+    name = "sim"
+
+    def __init__(self, node: SimNode, region: SimRegion | None = None):
+        self.node = node
+        self.region = region
+
+    def collect(self) -> NodeSample:
+        if self.region is not None:
+            catch_up(self.region)
+        return read_node(self.node)
+
+
+class SimProber(Prober):
+    """Active tests on a twin node: what a GEMM / HBM stream would measure now (no time passes)."""
+
+    def __init__(self, node: SimNode):
+        self.node = node
+
+    def _gpu(self, gpu: int) -> SimGPU:
+        from velyrix import errors
+
+        if not 0 <= gpu < len(self.node.gpus):
+            raise errors.InvalidInputError(
+                f"{self.node.hostname} has no GPU {gpu}", hint=f"valid: 0..{len(self.node.gpus) - 1}")
+        g = self.node.gpus[gpu]
+        g.refresh_measured()
+        return g
+
+    def run_gemm(self, gpu: int, duration_s: float = 10.0) -> float:
+        return float(self._gpu(gpu).bf16_tflops_measured)
+
+    def run_memtest(self, gpu: int, duration_s: float = 10.0) -> float:
+        return float(self._gpu(gpu).hbm_gb_s_measured)

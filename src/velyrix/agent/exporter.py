@@ -1,0 +1,279 @@
+"""Prometheus exposition of ``NodeSample``s, DCGM-compatible, with per-job labels.
+
+Names and types follow dcgm-exporter (REFERENCE §3) so that existing dashboards keep working: GPU
+metrics are ``DCGM_FI_DEV_*`` with the labels ``gpu``, ``UUID``, ``device``, ``modelName``,
+``Hostname`` and ``hpc_job``. What dcgm-exporter leaves out or gets wrong is added under ``velyrix_*``:
+XID counts with an ``xid`` label (a counter, where DCGM keeps only the last XID in a gauge), throttle
+reasons one series per reason, remap bank pressure, NVLink links up, InfiniBand port counters (bytes,
+not 4-byte words), NVMe health, node liveness, and ``velyrix_job_info`` for attribution joins.
+
+The text is rendered here rather than by ``prometheus_client.generate_latest`` for two reasons: DCGM's
+counters have no ``_total`` suffix (prometheus_client would announce them under another name), and a
+fleet exporter renders hundreds of thousands of series per scrape. ``PrometheusCollector`` adapts the
+same families to a ``prometheus_client`` registry for programs that embed the agent.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable, Iterable, Iterator
+from dataclasses import dataclass
+from typing import Any
+
+from velyrix.agent.collectors.base import GPUReading, IBPortReading, NodeSample, NVMeReading
+from velyrix.agent.jobs import JobMap
+
+
+@dataclass(frozen=True)
+class MetricDef:
+    """One exported metric: name, Prometheus type, help text and the reading attribute it shows."""
+
+    name: str
+    type: str
+    help: str
+    attr: str
+    scale: float = 1.0
+
+
+GPU_METRICS: tuple[MetricDef, ...] = (
+    MetricDef("DCGM_FI_DEV_SM_CLOCK", "gauge", "SM clock frequency (in MHz).", "sm_clock_mhz"),
+    MetricDef("DCGM_FI_DEV_MEM_CLOCK", "gauge", "Memory clock frequency (in MHz).", "mem_clock_mhz"),
+    MetricDef("DCGM_FI_DEV_MEMORY_TEMP", "gauge", "Memory temperature (in C).", "memory_temperature_c"),
+    MetricDef("DCGM_FI_DEV_GPU_TEMP", "gauge", "GPU temperature (in C).", "temperature_c"),
+    MetricDef("DCGM_FI_DEV_POWER_USAGE", "gauge", "Power draw (in W).", "power_w"),
+    MetricDef("DCGM_FI_DEV_TOTAL_ENERGY_CONSUMPTION", "counter",
+              "Total energy consumption since boot (in mJ).", "energy_mj"),
+    MetricDef("DCGM_FI_DEV_PCIE_REPLAY_COUNTER", "counter", "Total number of PCIe retries.", "pcie_replay"),
+    MetricDef("DCGM_FI_DEV_GPU_UTIL", "gauge", "GPU utilization (in %).", "utilization_pct"),
+    MetricDef("DCGM_FI_DEV_MEM_COPY_UTIL", "gauge", "Memory utilization (in %).", "mem_copy_util_pct"),
+    MetricDef("DCGM_FI_DEV_ENC_UTIL", "gauge", "Encoder utilization (in %).", "enc_util_pct"),
+    MetricDef("DCGM_FI_DEV_DEC_UTIL", "gauge", "Decoder utilization (in %).", "dec_util_pct"),
+    MetricDef("DCGM_FI_DEV_XID_ERRORS", "gauge",
+              "Value of the last XID error encountered (see velyrix_gpu_xid_errors_total for counts).", "last_xid"),
+    MetricDef("DCGM_FI_DEV_FB_FREE", "gauge", "Framebuffer memory free (in MiB).", "fb_free_mib"),
+    MetricDef("DCGM_FI_DEV_FB_USED", "gauge", "Framebuffer memory used (in MiB).", "fb_used_mib"),
+    MetricDef("DCGM_FI_DEV_FB_RESERVED", "gauge", "Framebuffer memory reserved (in MiB).", "fb_reserved_mib"),
+    MetricDef("DCGM_FI_DEV_ECC_SBE_VOL_TOTAL", "counter", "Total number of single-bit volatile ECC errors.",
+              "ecc_sbe_volatile"),
+    MetricDef("DCGM_FI_DEV_ECC_DBE_VOL_TOTAL", "counter", "Total number of double-bit volatile ECC errors.",
+              "ecc_dbe_volatile"),
+    MetricDef("DCGM_FI_DEV_ECC_SBE_AGG_TOTAL", "counter", "Total number of single-bit persistent ECC errors.",
+              "ecc_sbe_aggregate"),
+    MetricDef("DCGM_FI_DEV_ECC_DBE_AGG_TOTAL", "counter", "Total number of double-bit persistent ECC errors.",
+              "ecc_dbe_aggregate"),
+    MetricDef("DCGM_FI_DEV_UNCORRECTABLE_REMAPPED_ROWS", "counter",
+              "Number of remapped rows for uncorrectable errors.", "remapped_rows_uncorrectable"),
+    MetricDef("DCGM_FI_DEV_CORRECTABLE_REMAPPED_ROWS", "counter",
+              "Number of remapped rows for correctable errors.", "remapped_rows_correctable"),
+    MetricDef("DCGM_FI_DEV_ROW_REMAP_FAILURE", "gauge", "Whether remapping of rows has failed.", "remap_failure"),
+    MetricDef("DCGM_FI_DEV_ROW_REMAP_PENDING", "gauge", "Whether remapping of rows is pending (reset to apply).",
+              "remap_pending"),
+    MetricDef("DCGM_FI_DEV_NVLINK_CRC_FLIT_ERROR_COUNT_TOTAL", "counter",
+              "Total number of NVLink flow-control CRC errors.", "nvlink_crc_errors"),
+    MetricDef("DCGM_FI_DEV_NVLINK_REPLAY_ERROR_COUNT_TOTAL", "counter", "Total number of NVLink retries.",
+              "nvlink_replay_errors"),
+    MetricDef("DCGM_FI_DEV_NVLINK_RECOVERY_ERROR_COUNT_TOTAL", "counter",
+              "Total number of NVLink recovery errors.", "nvlink_recovery_errors"),
+    MetricDef("DCGM_FI_DEV_CLOCK_THROTTLE_REASONS", "gauge",
+              "Current clock throttle reasons (NVML bitmask; see velyrix_gpu_throttle_active).", "throttle_reasons"),
+    MetricDef("velyrix_gpu_nvlink_links_up", "gauge", "NVLink links in the active state.", "nvlink_links_up"),
+    MetricDef("velyrix_gpu_row_remap_bank_max", "gauge",
+              "Most row remaps used in any one memory bank (8 per bank on Ampere/Hopper).", "remap_bank_max"),
+    MetricDef("velyrix_gpu_sram_uncorrectable_errors_total", "counter",
+              "Uncorrectable SRAM ECC errors (aggregate).", "sram_uncorrectable"),
+    MetricDef("velyrix_gpu_retired_pages", "gauge", "Pages retired for ECC errors (pre-Ampere).", "retired_pages"),
+    MetricDef("velyrix_gpu_responsive", "gauge", "1 when the GPU answers NVML, 0 when it fell off the bus.",
+              "responsive"),
+)
+
+XID_METRIC = MetricDef("velyrix_gpu_xid_errors_total", "counter",
+                       "XID errors reported by the driver, by XID code.", "xid_counts")
+THROTTLE_METRIC = MetricDef("velyrix_gpu_throttle_active", "gauge",
+                            "1 while the clocks are held back for this reason (NVML clock event reasons).",
+                            "throttle_reasons")
+# NVML clock event reason bits (nvml.h nvmlClocksEventReason*); GPU idle and app clocks are not problems.
+THROTTLE_REASONS: dict[str, int] = {
+    "sw_power_cap": 0x4, "hw_slowdown": 0x8, "sync_boost": 0x10, "sw_thermal": 0x20,
+    "hw_thermal": 0x40, "hw_power_brake": 0x80,
+}
+
+# sysfs counter name -> (metric suffix, help, scale). port_*_data counts 4-byte words (IB PortCounters).
+IB_COUNTERS: dict[str, tuple[str, str, float]] = {
+    "symbol_error": ("symbol_errors_total", "Minor link errors detected on one or more physical lanes.", 1),
+    "link_downed": ("link_downed_total", "Times the link failed to recover and went down.", 1),
+    "link_error_recovery": ("link_error_recovery_total", "Successful link error recoveries.", 1),
+    "port_rcv_errors": ("port_rcv_errors_total", "Packets received with errors.", 1),
+    "port_xmit_wait": ("port_xmit_wait_total", "Ticks during which the port had data but could not send.", 1),
+    "port_xmit_data": ("port_xmit_data_bytes_total", "Data bytes transmitted.", 4),
+    "port_rcv_data": ("port_rcv_data_bytes_total", "Data bytes received.", 4),
+    "port_xmit_packets": ("port_xmit_packets_total", "Packets transmitted.", 1),
+    "port_rcv_packets": ("port_rcv_packets_total", "Packets received.", 1),
+}
+
+OTHER_METRICS: dict[str, tuple[str, str]] = {
+    "velyrix_ib_port_state_active": ("gauge", "1 when the InfiniBand port is ACTIVE."),
+    "velyrix_ib_port_rate_gbps": ("gauge", "InfiniBand port rate (in Gb/s)."),
+    "velyrix_nvme_media_errors_total": ("counter", "NVMe unrecovered data integrity errors (SMART)."),
+    "velyrix_nvme_percent_used": ("gauge", "NVMe endurance used (SMART, in %)."),
+    "velyrix_nvme_read_bytes_total": ("counter", "Bytes read from the NVMe drive."),
+    "velyrix_nvme_written_bytes_total": ("counter", "Bytes written to the NVMe drive."),
+    "velyrix_node_up": ("gauge", "1 when the node answered the collector (powered and reachable)."),
+    "velyrix_node_sample_timestamp_seconds": ("gauge", "Wall-clock time of the node's latest sample (Unix s)."),
+    "velyrix_node_gpus": ("gauge", "GPUs the collector sees on the node."),
+    "velyrix_job_info": ("gauge", "Attribution of a job present in the job mapping (always 1)."),
+}
+
+GPU_LABELS = ("gpu", "UUID", "device", "modelName", "Hostname", "hpc_job")
+
+
+def exported_metric_names() -> set[str]:
+    """Every metric name the exporter can emit (dashboards and rules may use only these)."""
+    names = {m.name for m in GPU_METRICS} | {XID_METRIC.name, THROTTLE_METRIC.name} | set(OTHER_METRICS)
+    names |= {f"velyrix_ib_port_{suffix}" for suffix, _, _ in IB_COUNTERS.values()}
+    return names
+
+
+def _esc(value: str) -> str:
+    if "\\" in value or '"' in value or "\n" in value:
+        return value.replace("\\", "\\\\").replace('"', '\\"').replace("\n", "\\n")
+    return value
+
+
+def _num(value: Any) -> str:
+    if isinstance(value, bool):
+        return "1" if value else "0"
+    if isinstance(value, int):
+        return str(value)
+    if value != value:  # NaN
+        return "NaN"
+    return repr(float(value))
+
+
+def _labelstr(pairs: Iterable[tuple[str, str]]) -> str:
+    return "{" + ",".join(f'{k}="{_esc(v)}"' for k, v in pairs) + "}"
+
+
+Snapshot = list[tuple[NodeSample, JobMap]]
+_LABEL = re.compile(r'(\w+)="((?:[^"\\]|\\.)*)"')
+
+
+def families(snapshot: Snapshot) -> Iterator[tuple[str, str, str, list[tuple[str, Any]]]]:
+    """Yield ``(name, type, help, [(label string, value)])`` per metric, samples of all nodes together."""
+    # Per GPU: one label string per job on it (dcgm-exporter repeats a GPU's series per job), or one
+    # with hpc_job="" when the GPU is idle.
+    gpu_rows: list[tuple[GPUReading, list[str]]] = []
+    for sample, jobs in snapshot:
+        if not sample.up:
+            continue
+        for g in sample.gpus:
+            base = f'gpu="{g.index}",UUID="{_esc(g.uuid)}",device="nvidia{g.index}",' \
+                   f'modelName="{_esc(g.name)}",Hostname="{_esc(sample.hostname)}"'
+            gpu_rows.append((g, [f'{{{base},hpc_job="{_esc(j)}"}}' for j in jobs.jobs_of(g.index)]
+                             or [f'{{{base},hpc_job=""}}']))
+    for m in GPU_METRICS:
+        rows = []
+        for g, labels in gpu_rows:
+            value = getattr(g, m.attr)
+            if value is None:
+                continue
+            for lab in labels:
+                rows.append((lab, value))
+        yield m.name, m.type, m.help, rows
+    rows = []
+    for g, labels in gpu_rows:
+        for xid, count in sorted(g.xid_counts.items()):
+            for lab in labels:
+                rows.append((f'{lab[:-1]},xid="{xid}"}}', count))
+    yield XID_METRIC.name, XID_METRIC.type, XID_METRIC.help, rows
+    rows = []
+    for g, labels in gpu_rows:
+        if g.throttle_reasons is None:
+            continue
+        for reason, bit in THROTTLE_REASONS.items():
+            active = 1 if g.throttle_reasons & bit else 0
+            for lab in labels:
+                rows.append((f'{lab[:-1]},reason="{reason}"}}', active))
+    yield THROTTLE_METRIC.name, THROTTLE_METRIC.type, THROTTLE_METRIC.help, rows
+    yield from _ib_families(snapshot)
+    yield from _nvme_families(snapshot)
+    yield from _node_families(snapshot)
+
+
+def _ib_families(snapshot: Snapshot) -> Iterator[tuple[str, str, str, list[tuple[str, Any]]]]:
+    ports: list[tuple[str, IBPortReading]] = []
+    for sample, _ in snapshot:
+        if sample.up:
+            ports.extend((_labelstr((("Hostname", sample.hostname), ("device", p.device), ("port", str(p.port)))), p)
+                         for p in sample.ib_ports)
+    for counter, (suffix, help_text, scale) in IB_COUNTERS.items():
+        rows = [(lab, p.counters[counter] * scale if scale != 1 else p.counters[counter])
+                for lab, p in ports if counter in p.counters]
+        yield f"velyrix_ib_port_{suffix}", "counter", help_text, [(lab, int(v)) for lab, v in rows]
+    yield ("velyrix_ib_port_state_active", *OTHER_METRICS["velyrix_ib_port_state_active"],
+           [(lab, p.state == "ACTIVE") for lab, p in ports])
+    yield ("velyrix_ib_port_rate_gbps", *OTHER_METRICS["velyrix_ib_port_rate_gbps"],
+           [(lab, p.rate_gbps) for lab, p in ports if p.rate_gbps is not None])
+
+
+def _nvme_families(snapshot: Snapshot) -> Iterator[tuple[str, str, str, list[tuple[str, Any]]]]:
+    drives: list[tuple[str, NVMeReading]] = []
+    for sample, _ in snapshot:
+        if sample.up:
+            drives.extend((_labelstr((("Hostname", sample.hostname), ("device", d.name))), d) for d in sample.nvme)
+    for name, attr in (("velyrix_nvme_media_errors_total", "media_errors"),
+                       ("velyrix_nvme_percent_used", "percent_used"),
+                       ("velyrix_nvme_read_bytes_total", "read_bytes"),
+                       ("velyrix_nvme_written_bytes_total", "written_bytes")):
+        rows = [(lab, getattr(d, attr)) for lab, d in drives if getattr(d, attr) is not None]
+        yield (name, *OTHER_METRICS[name], rows)
+
+
+def _node_families(snapshot: Snapshot) -> Iterator[tuple[str, str, str, list[tuple[str, Any]]]]:
+    nodes = [(_labelstr((("Hostname", s.hostname), ("node_type", s.node_type or ""))), s) for s, _ in snapshot]
+    yield ("velyrix_node_up", *OTHER_METRICS["velyrix_node_up"], [(lab, s.up) for lab, s in nodes])
+    yield ("velyrix_node_sample_timestamp_seconds", *OTHER_METRICS["velyrix_node_sample_timestamp_seconds"],
+           [(_labelstr((("Hostname", s.hostname),)), round(s.collected_at_s, 3)) for _, s in nodes])
+    yield ("velyrix_node_gpus", *OTHER_METRICS["velyrix_node_gpus"],
+           [(lab, len(s.gpus)) for lab, s in nodes if s.up])
+    seen: dict[str, str] = {}
+    for _, jobs in snapshot:
+        for job in jobs.job_ids():
+            if job not in seen:
+                seen[job] = _labelstr(jobs.info[job].labels().items())
+    yield ("velyrix_job_info", *OTHER_METRICS["velyrix_job_info"], [(lab, 1) for lab in seen.values()])
+
+
+def render(snapshot: Snapshot) -> bytes:
+    """The Prometheus text exposition (format 0.0.4) of ``snapshot``; families without samples are left out."""
+    out: list[str] = []
+    for name, typ, help_text, rows in families(snapshot):
+        if not rows:
+            continue
+        out.append(f"# HELP {name} {help_text}\n# TYPE {name} {typ}\n")
+        out.extend(f"{name}{lab} {_num(v)}\n" for lab, v in rows)
+    return "".join(out).encode()
+
+
+class PrometheusCollector:
+    """``prometheus_client`` custom collector over the same families, for embedding in a registry.
+
+    ``source`` returns the current snapshot. DCGM counters without a ``_total`` suffix are typed
+    ``unknown`` here, because prometheus_client would announce a counter under ``<name>_total``.
+    """
+
+    def __init__(self, source: Callable[[], Snapshot]):
+        self.source = source
+
+    def collect(self) -> Iterator[Any]:
+        from prometheus_client.metrics_core import Metric
+
+        for name, typ, help_text, rows in families(self.source()):
+            if typ == "counter" and name.endswith("_total"):
+                metric = Metric(name[:-6], help_text, "counter")
+            else:
+                metric = Metric(name, help_text, "gauge" if typ == "gauge" else "unknown")
+            for lab, value in rows:
+                labels = {k: v.replace('\\"', '"').replace("\\n", "\n").replace("\\\\", "\\")
+                          for k, v in _LABEL.findall(lab)}
+                metric.add_sample(name, labels, float(value))
+            yield metric

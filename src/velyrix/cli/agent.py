@@ -1,0 +1,87 @@
+"""``velyrix agent``: the node agent (serves /metrics, reports to the control plane)."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import typer
+
+AGENT_HELP = """Run the node agent: collect GPU (NVML), InfiniBand and NVMe readings, serve them on \
+/metrics with DCGM-compatible names and per-job labels, and report the node's state to the control plane.
+
+Examples:
+
+  velyrix agent --job-map-dir /run/velyrix/jobs
+
+  velyrix agent --collector sim --port 9402 --once
+
+  velyrix agent --control-plane https://velyrix.example.com --node-token "$TOKEN"
+"""
+
+
+def register(app: typer.Typer) -> None:
+    app.command(name="agent", help=AGENT_HELP)(agent)
+
+
+def agent(
+    collector: str = typer.Option("nvml", "--collector", help="Where GPU readings come from: nvml or sim."),
+    listen: str = typer.Option("0.0.0.0", "--listen", help="Address to serve /metrics on."),
+    port: int = typer.Option(9402, "--port", help="Port to serve /metrics on (0 picks a free one)."),
+    job_map_dir: Path | None = typer.Option(None, "--job-map-dir",
+                                            help="Directory the scheduler prolog writes: one file per GPU index."),
+    ib_root: Path = typer.Option(Path("/sys/class/infiniband"), "--ib-root", help="sysfs InfiniBand root."),
+    nvme_root: Path = typer.Option(Path("/sys/class/nvme"), "--nvme-root", help="sysfs NVMe root."),
+    hostname: str | None = typer.Option(None, "--hostname", help="Node name to report (default: this host's)."),
+    control_plane: str | None = typer.Option(None, "--control-plane", metavar="URL",
+                                             help="Control plane base URL to report node state to."),
+    node_token: str | None = typer.Option(None, "--node-token", metavar="T",
+                                          help="This node's credential (or env VELYRIX_NODE_TOKEN)."),
+    report_interval_s: float = typer.Option(30.0, "--report-interval", help="Seconds between reports."),
+    sim_region: str = typer.Option("us-east-1", "--sim-region", help="With --collector sim: catalog region."),
+    sim_node_type: str = typer.Option("hgx-h200-8g", "--sim-node-type", help="With --collector sim: node type."),
+    sim_load_pct: float = typer.Option(0.0, "--sim-load", help="With --collector sim: GPU load (%)."),
+    sim_speed: float = typer.Option(1.0, "--sim-speed", help="With --collector sim: simulated s per wall s."),
+    once: bool = typer.Option(False, "--once", help="Print one scrape to stdout and exit."),
+) -> None:
+    from velyrix import errors
+    from velyrix.agent import service
+    from velyrix.agent.collectors import base
+
+    names = ["nvml", "sim"]
+    if collector not in names:
+        raise errors.UnknownNameError("collector", collector, names)
+    if collector == "sim":
+        from velyrix.agent.collectors.sim import SimCollector
+        from velyrix.fleet.drivers.sim import SimClock, SimRegion
+
+        region = SimRegion.build(sim_region, {sim_node_type: 1}, clock=SimClock(speed=sim_speed))
+        node = next(iter(region.nodes.values()))
+        node.load_pct = sim_load_pct
+        region.advance(1.0)
+        gpu_collector: base.Collector = SimCollector(node, region)
+    else:
+        name = hostname or os.uname().nodename
+        gpu_collector = base.HostCollector([
+            base.create("nvml", hostname=name),
+            base.create("infiniband", root=ib_root, hostname=name),
+            base.create("nvme", root=nvme_root, hostname=name),
+        ], hostname=name)
+    source = service.MetricsSource([service.NodeSource(gpu_collector, job_map_dir)], min_interval_s=1.0)
+    if once:
+        typer.echo(source.render().decode(), nl=False)
+        gpu_collector.close()
+        return
+    reporter = None
+    if control_plane:
+        from velyrix.agent.reporting import Reporter
+
+        reporter = Reporter(control_plane, node_token or os.environ.get("VELYRIX_NODE_TOKEN", ""))
+    server = service.serve(source, listen, port)
+    typer.echo(f"velyrix agent: serving {server.url}" + (f", reporting to {control_plane}" if reporter else ""),
+               err=True)
+    svc = service.AgentService(source, server, reporter, report_interval_s)
+    try:
+        svc.run_forever()
+    finally:
+        gpu_collector.close()
