@@ -142,6 +142,14 @@ class CapacityError(VelyrixError):
     template = "{message}"
 
 
+class TopologyInvalidError(VelyrixError):
+    """A network topology failed verification on its graph (fabric_verify names the parts)."""
+
+    code = "topology_invalid"
+    http_status = 422
+    template = "topology failed verification ({count} problems), first: {first}"
+
+
 class NotFoundError(VelyrixError):
     code = "not_found"
     http_status = 404
@@ -178,6 +186,14 @@ class ExternalToolError(VelyrixError):
     code = "external_tool_failed"
     http_status = 502
     user_error = False
+
+
+class DrainOwnershipError(ConflictError):
+    """A source tried to undrain a node that another source drained."""
+
+    code = "drain_owned_by_other_source"
+    http_status = 409
+    template = "node '{node}' is drained by {holders}; '{source}' cannot undrain it"
 
 
 class NvmlUnavailableError(VelyrixError):
