@@ -211,3 +211,25 @@ class AgentReportError(VelyrixError):
     http_status = 502
     user_error = False
     template = "report to {url} failed: {reason}"
+
+
+class RemoteError(VelyrixError):
+    """The control-plane API refused or failed a request; ``code`` and ``http_status`` are the server's."""
+
+    code = "remote_error"
+    http_status = 502
+    template = "{message}"
+
+    def __init__(self, message: str, *, code: str, status: int, hint: str | None = None, **fields: Any) -> None:
+        super().__init__(message, hint=hint, **fields)
+        self.code = code  # type: ignore[misc]
+        self.http_status = status  # type: ignore[misc]
+        self.user_error = 400 <= status < 500  # type: ignore[misc]
+
+
+class NotLoggedInError(VelyrixError):
+    """The CLI has no endpoint and key for the control plane."""
+
+    code = "not_logged_in"
+    http_status = 401
+    template = "not logged in to a Velyrix control plane"

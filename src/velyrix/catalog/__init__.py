@@ -5,9 +5,9 @@ Use it as ``from velyrix import catalog`` then ``catalog.node_type("hgx-h200-8g"
 """
 
 from velyrix.catalog.reader import (
-    failure_rates,
     fabric,
     fabric_names,
+    failure_rates,
     gpu_hour_price_usd,
     load_toml,
     node_type,

@@ -6,7 +6,7 @@ from __future__ import annotations
 from typing import Any
 
 from velyrix import catalog
-from velyrix.planners import cost
+from velyrix.planners import cost, storage
 from velyrix.spec import models
 
 SCHEMA_VERSION = 1
@@ -30,6 +30,11 @@ def plan_cluster(spec: models.ClusterSpec) -> dict[str, Any]:
         "acceptance": spec.acceptance.enabled(),
         "cost": {"monthly_usd": cost.total(lines), "lines": [c.to_dict() for c in lines]},
     }
+    if spec.workload is not None:
+        storage_plan = storage.plan_storage(spec)
+        out["storage_plan"] = storage_plan.to_dict()
+        gp = storage.plan_goodput_for(spec, storage_plan)
+        out["goodput"] = gp.to_dict() if gp else None
     return out
 
 

@@ -73,6 +73,8 @@ class WorkloadSpec:
     sample_mb: float | None = None
     read_pattern: str = "sequential"
     samples_per_s_per_gpu: float | None = None
+    batch_per_gpu: int | None = None
+    """Samples per GPU per step; with ``step_time_s`` it gives the samples/s/GPU when that is absent."""
     au_target: float = 0.9
     keep_checkpoints: int = 3
     promote_every: int = 10
