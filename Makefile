@@ -9,7 +9,7 @@ bootstrap:
 	@bash scripts/bootstrap.sh
 
 demo: bootstrap
-	$(BIN)/velyrix demo
+	$(BIN)/velyrix plan examples/acme-pretrain.tf
 
 lint: bootstrap
 	$(BIN)/ruff check src tests bench
