@@ -43,6 +43,10 @@ def _register() -> None:
     _agent.register(app)
     from velyrix.cli import sim_exporter as _sim_exporter  # keep after any `sim` group module: joins that group
     _sim_exporter.register(app)
+    from velyrix.cli import server as _server
+    _server.register(app)
+    from velyrix.cli import login as _login
+    _login.register(app)
 
 
 _register()

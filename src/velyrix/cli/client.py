@@ -1,0 +1,144 @@
+"""The one HTTP client of the control plane, used by ``login`` and by ``apply``/``status``/``destroy``.
+
+Credentials live in ``$VELYRIX_HOME/credentials.json`` (mode 0600); ``VELYRIX_ENDPOINT`` and
+``VELYRIX_API_KEY`` override them. Problem+json answers become ``errors.RemoteError`` (code, status,
+message, hint of the server). POSTs carry an ``Idempotency-Key``, so their automatic retries after a
+connection failure never create a twin.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import uuid
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from velyrix import errors, settings
+
+if TYPE_CHECKING:
+    import httpx
+
+CREDENTIALS_FILE = "credentials.json"
+RETRIES = 3
+
+
+def credentials_path() -> Path:
+    return settings.load().paths.home / CREDENTIALS_FILE
+
+
+def save_credentials(endpoint: str, api_key: str) -> Path:
+    """Write endpoint and key to the credentials file, readable by the owner only (0600)."""
+    path = credentials_path()
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+    with os.fdopen(fd, "w") as fh:
+        json.dump({"endpoint": endpoint.rstrip("/"), "api_key": api_key}, fh)
+    path.chmod(0o600)
+    return path
+
+
+@dataclass
+class Client:
+    """A connection to one control plane with one API key."""
+
+    endpoint: str
+    api_key: str
+    timeout_s: float = 30.0
+    transport: Any = None
+    """An httpx transport (tests pass ``httpx.ASGITransport(app)``)."""
+
+    @classmethod
+    def from_login(cls) -> Client:
+        """The client of the stored login (or of ``VELYRIX_ENDPOINT``/``VELYRIX_API_KEY``)."""
+        endpoint, key = os.environ.get("VELYRIX_ENDPOINT"), os.environ.get("VELYRIX_API_KEY")
+        path = credentials_path()
+        if (not endpoint or not key) and path.exists():
+            stored = json.loads(path.read_text())
+            endpoint, key = endpoint or stored.get("endpoint"), key or stored.get("api_key")
+        if not endpoint or not key:
+            raise errors.NotLoggedInError(hint="run: velyrix login --endpoint http://HOST:PORT")
+        return cls(endpoint=endpoint, api_key=key)
+
+    def _http(self) -> httpx.Client:
+        import httpx
+
+        return httpx.Client(base_url=self.endpoint, timeout=self.timeout_s, transport=self.transport,
+                            headers={"Authorization": f"Bearer {self.api_key}",
+                                     "User-Agent": "velyrix-cli"})
+
+    def request(self, method: str, path: str, *, json_body: Any = None, params: dict[str, Any] | None = None,
+                if_match: str | None = None) -> tuple[Any, dict[str, str]]:
+        """Send one request; returns ``(json or None, headers)``; raises ``RemoteError`` on 4xx/5xx."""
+        import httpx
+
+        headers: dict[str, str] = {}
+        if method == "POST":
+            headers["Idempotency-Key"] = str(uuid.uuid4())
+        if if_match:
+            headers["If-Match"] = if_match
+        last: Exception | None = None
+        with self._http() as http:
+            for _ in range(RETRIES if method in ("GET", "POST") else 1):
+                try:
+                    resp = http.request(method, path, json=json_body, params=params, headers=headers)
+                    break
+                except httpx.TransportError as exc:
+                    last = exc
+            else:
+                raise errors.RemoteError(f"cannot reach {self.endpoint}: {last}", code="unreachable", status=503,
+                                         hint="is `velyrix server` running? check the endpoint of `velyrix login`")
+        if resp.status_code >= 400:
+            raise _remote_error(resp)
+        body = resp.json() if resp.content else None
+        return body, dict(resp.headers)
+
+    def get(self, path: str, **params: Any) -> Any:
+        return self.request("GET", path, params={k: v for k, v in params.items() if v is not None})[0]
+
+    def post(self, path: str, body: Any) -> Any:
+        return self.request("POST", path, json_body=body)[0]
+
+    def list_all(self, path: str, **params: Any) -> list[Any]:
+        """Every item of a paginated list (follows ``next_cursor``)."""
+        items: list[Any] = []
+        cursor = None
+        while True:
+            page = self.get(path, cursor=cursor, limit=200, **params)
+            items.extend(page["items"])
+            cursor = page.get("next_cursor")
+            if not cursor:
+                return items
+
+    def find_cluster(self, name: str) -> dict[str, Any] | None:
+        """The cluster called ``name`` in the key's tenant, or None."""
+        items = self.get("/v1/clusters", name=name)["items"]
+        return items[0] if items else None
+
+    def apply_cluster(self, body: dict[str, Any]) -> dict[str, Any]:
+        """Create the cluster, or update it (with If-Match) when one of that name exists."""
+        current = self.find_cluster(body["name"])
+        if current is None:
+            return dict(self.post("/v1/clusters", body))
+        etag = f'"{current["id"]}.v{current["version"]}"'
+        return dict(self.request("PUT", f"/v1/clusters/{current['id']}", json_body=body, if_match=etag)[0])
+
+    def destroy_cluster(self, name: str) -> dict[str, Any]:
+        """Request the deletion of the cluster called ``name``."""
+        current = self.find_cluster(name)
+        if current is None:
+            raise errors.NotFoundError(kind="cluster", name=name)
+        return dict(self.request("DELETE", f"/v1/clusters/{current['id']}")[0])
+
+
+def _remote_error(resp: httpx.Response) -> errors.RemoteError:
+    try:
+        problem = resp.json()
+    except ValueError:
+        problem = {}
+    if not isinstance(problem, dict):
+        problem = {}
+    message = problem.get("detail") or f"HTTP {resp.status_code} from the control plane"
+    return errors.RemoteError(str(message), code=str(problem.get("code", "http_error")), status=resp.status_code,
+                              hint=problem.get("hint"), request_id=problem.get("request_id"))

@@ -1,0 +1,103 @@
+"""``velyrix server``, ``velyrix db upgrade`` and ``velyrix admin ...`` (out-of-band bootstrap)."""
+
+from __future__ import annotations
+
+import typer
+
+db_app = typer.Typer(help="The control plane's database.", no_args_is_help=True)
+admin_app = typer.Typer(help="Bootstrap tenants and provider keys directly in the database.", no_args_is_help=True)
+
+
+def register(app: typer.Typer) -> None:
+    app.command("server")(server)
+    app.add_typer(db_app, name="db")
+    app.add_typer(admin_app, name="admin")
+
+
+def server(host: str = typer.Option("127.0.0.1", help="address to listen on"),
+           port: int = typer.Option(8600, help="TCP port"),
+           workers: int = typer.Option(1, help="uvicorn worker processes (PostgreSQL for more than one)")) -> None:
+    """Run the control-plane API (migrates the database first). OpenAPI at /openapi.json, docs at /docs."""
+    import logging
+
+    import uvicorn
+
+    from velyrix.controlplane.api import create_app
+
+    logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s %(message)s")
+    logging.getLogger("alembic").setLevel(logging.WARNING)
+    if workers > 1:
+        create_app()  # migrate once, before the workers start
+        uvicorn.run("velyrix.controlplane.api.app:create_app", factory=True, host=host, port=port,
+                    workers=workers, log_level="warning")
+    else:
+        uvicorn.run(create_app(), host=host, port=port, log_level="warning")
+
+
+@db_app.command("upgrade")
+def db_upgrade() -> None:
+    """Apply the database migrations (SQLite under $VELYRIX_HOME or VELYRIX_DATABASE_URL)."""
+    from velyrix.controlplane import db
+
+    revision = db.upgrade()
+    typer.echo(f"database {_safe_url(db.database_url())} at revision {revision}")
+
+
+def _safe_url(url: str) -> str:
+    from sqlalchemy.engine import make_url
+
+    return make_url(url).render_as_string(hide_password=True)
+
+
+def _bootstrap_audit(session: object, action: str, target: str, tenant_id: str | None) -> None:
+    import secrets
+
+    from velyrix.controlplane import audit
+
+    info = audit.RequestInfo(request_id="cli_" + secrets.token_hex(10), source_address="local", method="CLI",
+                             path=f"velyrix admin {action}")
+    event = audit.record(session, info, None, action=action, target=target, status_code=201,  # type: ignore[arg-type]
+                         tenant_id=tenant_id)
+    event.actor = "cli:velyrix-admin"
+
+
+@admin_app.command("create-tenant")
+def create_tenant(name: str = typer.Argument(..., help="short unique name, e.g. acme"),
+                  display_name: str = typer.Option("", help="human name")) -> None:
+    """Create a tenant and print its first owner key (shown once: store it now)."""
+    import re
+
+    from velyrix import errors
+    from velyrix.controlplane import db
+    from velyrix.controlplane.auth import principals
+
+    if not re.fullmatch(r"[a-z][a-z0-9-]{1,62}", name):
+        raise errors.InvalidInputError(f"invalid tenant name '{name}'",
+                                       hint="lowercase letters, digits and '-', starting with a letter")
+    db.upgrade()
+    with db.session() as s:
+        if s.query(db.models.Tenant).filter_by(name=name).first() is not None:
+            raise errors.ConflictError(f"tenant '{name}' exists", hint="pick another name")
+        tenant = db.models.Tenant(name=name, display_name=display_name or name)
+        s.add(tenant)
+        s.flush()
+        key, secret = principals.issue_key(s, tenant_id=tenant.id, name=f"{name} owner (bootstrap)", role="owner")
+        _bootstrap_audit(s, "tenants.create", f"tenants/{tenant.id}", tenant.id)
+        _bootstrap_audit(s, "api_keys.create", f"api-keys/{key.id}", tenant.id)
+    typer.echo(f"tenant {name} ({tenant.id}) created; owner key {key.id}:")
+    typer.echo(secret)
+
+
+@admin_app.command("create-provider-key")
+def create_provider_key(name: str = typer.Argument(..., help="who holds it, e.g. noc-alice"),
+                        role: str = typer.Option("operator", help="operator or auditor")) -> None:
+    """Create a provider key (NOC operator or auditor) and print it once."""
+    from velyrix.controlplane import db
+    from velyrix.controlplane.auth import principals
+
+    db.upgrade()
+    with db.session() as s:
+        key, secret = principals.issue_key(s, tenant_id=None, name=name, role=role)
+        _bootstrap_audit(s, "api_keys.create", f"api-keys/{key.id}", None)
+    typer.echo(f"provider key {key.id} ({role}):")
+    typer.echo(secret)

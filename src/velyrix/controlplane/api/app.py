@@ -1,0 +1,40 @@
+"""The FastAPI application factory."""
+
+from __future__ import annotations
+
+import sqlalchemy as sa
+from fastapi import FastAPI
+from sqlalchemy import orm
+
+import velyrix
+from velyrix.controlplane.api import context, problems
+from velyrix.controlplane.api.routes import api_keys, audit_events, clusters, health, nodes, regions, tenants, volumes
+from velyrix.controlplane.db import engine as engine_mod
+from velyrix.controlplane.db import migrate as migrate_mod
+
+ROUTERS = (health.router, tenants.router, api_keys.router, clusters.router, nodes.router, volumes.router,
+           regions.router, audit_events.router)
+
+
+def create_app(database_url: str | None = None, *, engine: sa.Engine | None = None, migrate: bool = True) -> FastAPI:
+    """The control-plane API on ``database_url`` (default: ``velyrix.settings``), or on ``engine``.
+
+    ``migrate`` applies the packaged Alembic migrations first (idempotent).
+    """
+    engine = engine if engine is not None else engine_mod.make_engine(database_url)
+    if migrate:
+        migrate_mod.upgrade(engine=engine, url=str(engine.url))
+    app = FastAPI(
+        title="Velyrix control plane", version=getattr(velyrix, "__version__", "0"),
+        description="Tenants, scoped API keys, clusters (spec, plan, status), nodes, volumes, regions and "
+                    "audit events. Authenticate with `Authorization: Bearer vlx_...`. Errors are RFC 9457 "
+                    "problem+json with a stable `code`.",
+    )
+    app.state.engine = engine
+    app.state.sessionmaker = orm.sessionmaker(engine, expire_on_commit=False)
+    app.state.schema_head = migrate_mod.head()
+    for router in ROUTERS:
+        app.include_router(router)
+    problems.install(app)
+    app.add_middleware(context.RequestIdMiddleware)
+    return app

@@ -1,0 +1,92 @@
+"""``/v1/nodes``: tenants see the nodes allocated to them; the provider's operators see and register
+the fleet. State changes go through the fleet's ``transition()``, not through this API."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from fastapi import APIRouter, Depends, Request, Response
+from pydantic import BaseModel, ConfigDict, Field
+
+from velyrix import catalog, errors
+from velyrix.controlplane.api import idempotency, schemas
+from velyrix.controlplane.api.context import Ctx, check_if_match, require, with_etag
+from velyrix.controlplane.db import models
+
+router = APIRouter(prefix="/v1/nodes", tags=["nodes"], responses=schemas.PROBLEM_RESPONSES)
+
+
+class NodeCreate(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+    name: str = Field(pattern=r"^[a-z0-9][a-z0-9.-]{0,127}$", description="hostname")
+    region: str = Field(max_length=63)
+    node_type: str = Field(max_length=63)
+    hardware: dict[str, Any] = Field(default_factory=dict, description="inventory: serials, GPUs, NICs")
+    labels: dict[str, str] = Field(default_factory=dict)
+
+
+class NodeUpdate(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+    hardware: dict[str, Any] | None = None
+    labels: dict[str, str] | None = None
+
+
+def out(n: models.Node) -> dict[str, Any]:
+    return {"id": n.id, "name": n.name, "region": n.region, "node_type": n.node_type, "tenant_id": n.tenant_id,
+            "cluster_id": n.cluster_id, "provisioning_state": n.provisioning_state, "fleet_stage": n.fleet_stage,
+            "hardware": n.hardware, "labels": n.labels, "last_error": n.last_error, "created_at": n.created_at,
+            "updated_at": n.updated_at, "version": n.version}
+
+
+@router.get("", name="nodes.list", response_model=schemas.Page[schemas.NodeOut])
+def list_nodes(ctx: Ctx = Depends(require("nodes:read")), region: str | None = None, node_type: str | None = None,
+               cluster_id: str | None = None, provisioning_state: str | None = None, fleet_stage: str | None = None,
+               cursor: str | None = Depends(schemas.cursor_param), limit: int = Depends(schemas.limit_param)
+               ) -> dict[str, Any]:
+    rows, nxt = ctx.scope.page(models.Node, filters={
+        "region": region, "node_type": node_type, "cluster_id": cluster_id,
+        "provisioning_state": provisioning_state, "fleet_stage": fleet_stage}, cursor=cursor, limit=limit)
+    return {"items": [out(r) for r in rows], "next_cursor": nxt}
+
+
+@router.post("", name="nodes.create", status_code=201, response_model=schemas.NodeOut)
+def register_node(body: NodeCreate, ctx: Ctx = Depends(require("fleet:operate")),
+                  idempotency_key: str | None = schemas.IDEMPOTENCY_KEY) -> Any:
+    """Register a node of the fleet (free, stage ``incoming``)."""
+
+    def make() -> tuple[dict[str, Any], int]:
+        catalog.region(body.region)
+        catalog.node_type(body.node_type)
+        if ctx.scope.exists(models.Node, name=body.name):
+            raise errors.ConflictError(f"node '{body.name}' is registered already")
+        node = ctx.scope.add(models.Node(name=body.name, region=body.region, node_type=body.node_type,
+                                         hardware=body.hardware, labels=body.labels))
+        ctx.audit(f"nodes/{node.id}", status_code=201, detail={"name": node.name})
+        return out(node), 201
+
+    return idempotency.create(ctx, idempotency_key, body, make)
+
+
+@router.get("/{node_id}", name="nodes.get", response_model=schemas.NodeOut)
+def get_node(node_id: str, response: Response, ctx: Ctx = Depends(require("nodes:read"))) -> dict[str, Any]:
+    node = ctx.scope.get(models.Node, node_id, "node")
+    with_etag(response, node)
+    return out(node)
+
+
+@router.patch("/{node_id}", name="nodes.update", response_model=schemas.NodeOut)
+def update_node(node_id: str, body: NodeUpdate, request: Request, response: Response,
+                ctx: Ctx = Depends(require("fleet:operate")), if_match: str | None = schemas.IF_MATCH
+                ) -> dict[str, Any]:
+    """Replace a node's inventory or labels."""
+    node = ctx.scope.get(models.Node, node_id, "node")
+    check_if_match(request, node)
+    if body.hardware is not None:
+        node.hardware = body.hardware
+    if body.labels is not None:
+        node.labels = body.labels
+    ctx.scope.flush()
+    ctx.audit(f"nodes/{node.id}")
+    ctx.commit()
+    with_etag(response, node)
+    return out(node)

@@ -1,0 +1,176 @@
+"""Response models of the API (they make /openapi.json precise enough for schemathesis) and the
+common parameters (pagination, Idempotency-Key, If-Match)."""
+
+from __future__ import annotations
+
+import datetime as dt
+from typing import Any, Generic, TypeVar
+
+from fastapi import Header, Query
+from pydantic import BaseModel, ConfigDict, Field
+
+T = TypeVar("T")
+
+
+class Problem(BaseModel):
+    """RFC 9457 problem details, with Velyrix's stable ``code`` and the request id."""
+
+    type: str
+    title: str
+    status: int
+    detail: str
+    code: str
+    instance: str
+    request_id: str | None = None
+    hint: str | None = None
+    model_config = ConfigDict(extra="allow")
+
+
+PROBLEM_RESPONSES: dict[int | str, dict[str, Any]] = {
+    status: {"description": text, "content": {"application/problem+json": {"schema": Problem.model_json_schema()}}}
+    for status, text in ((400, "Bad request"), (401, "Missing, malformed, expired or revoked API key"),
+                         (403, "The key lacks the scope"), (404, "Not found (or another tenant's)"),
+                         (409, "Conflict with the current state"), (412, "ETag mismatch (If-Match)"),
+                         (422, "Invalid input"))
+}
+
+
+class Page(BaseModel, Generic[T]):
+    """One page of a list; pass ``next_cursor`` as ``cursor`` to get the next (null at the end)."""
+
+    items: list[T]
+    next_cursor: str | None = None
+
+
+def cursor_param(cursor: str | None = Query(None, max_length=512, description="next_cursor of the previous page"),
+                 ) -> str | None:
+    return cursor
+
+
+def limit_param(limit: int = Query(50, ge=1, le=200, description="page size")) -> int:
+    return limit
+
+
+IDEMPOTENCY_KEY = Header(None, alias="Idempotency-Key", max_length=255,
+                         description="a retry with the same key returns the first answer and creates nothing")
+IF_MATCH = Header(None, alias="If-Match", max_length=512,
+                  description="the ETag read before; a changed object answers 412")
+
+
+class TenantOut(BaseModel):
+    id: str
+    name: str
+    display_name: str
+    created_at: dt.datetime
+    updated_at: dt.datetime
+    version: int
+
+
+class ApiKeyOut(BaseModel):
+    id: str
+    tenant_id: str | None
+    name: str
+    role: str
+    scopes: list[str]
+    prefix: str = Field(description="the first characters of the key, safe to show")
+    created_by_key_id: str | None
+    created_at: dt.datetime
+    expires_at: dt.datetime | None
+    revoked_at: dt.datetime | None
+
+
+class ApiKeyCreated(ApiKeyOut):
+    secret: str = Field(description="the key itself; shown once, never stored")
+
+
+class ClusterStatus(BaseModel):
+    phase: str
+    conditions: list[dict[str, Any]]
+    phase_history: list[dict[str, Any]]
+    events: list[dict[str, Any]]
+
+
+class ClusterOut(BaseModel):
+    id: str
+    tenant_id: str
+    name: str
+    region: str
+    node_type: str
+    node_count: int
+    desired_state: str
+    spec: dict[str, Any]
+    plan: dict[str, Any]
+    status: ClusterStatus
+    created_at: dt.datetime
+    updated_at: dt.datetime
+    version: int
+
+
+class NodeOut(BaseModel):
+    id: str
+    name: str
+    region: str
+    node_type: str
+    tenant_id: str | None
+    cluster_id: str | None
+    provisioning_state: str
+    fleet_stage: str
+    hardware: dict[str, Any]
+    labels: dict[str, Any]
+    last_error: str | None
+    created_at: dt.datetime
+    updated_at: dt.datetime
+    version: int
+
+
+class VolumeOut(BaseModel):
+    id: str
+    tenant_id: str
+    name: str
+    region: str
+    tier: str
+    size_tb: float
+    forbid_deletion: bool
+    cluster_id: str | None
+    state: str
+    created_at: dt.datetime
+    updated_at: dt.datetime
+    version: int
+
+
+class RegionCapacity(BaseModel):
+    node_type: str
+    total_nodes: int
+    spare_nodes: int = Field(description="held back for replacements (the region's spare fraction)")
+    in_use_nodes: int
+    available_nodes: int
+
+
+class RegionOut(BaseModel):
+    name: str
+    description: str
+    scalable_unit_nodes: int
+    spare_fraction: float
+    capacity: list[RegionCapacity]
+
+
+class AuditEventOut(BaseModel):
+    id: str
+    at: dt.datetime
+    actor: str
+    key_id: str | None
+    tenant_id: str | None
+    action: str
+    target: str
+    request_id: str
+    source_address: str | None
+    outcome: str
+    status_code: int
+    error_code: str | None
+    detail: dict[str, Any]
+
+
+class Health(BaseModel):
+    status: str
+    database: str | None = None
+    schema_revision: str | None = None

@@ -1,0 +1,46 @@
+"""Audit events: every mutation attempt writes one, successful ones in the same transaction as the
+change, refused ones (401/403/404/409/412/422...) in their own. The API has no route that changes or
+deletes an event, and the database refuses UPDATE and DELETE on the table (trigger, migration 0001).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+from sqlalchemy import orm
+
+from velyrix.controlplane.auth.principals import Principal
+from velyrix.controlplane.db import models
+
+MUTATING_METHODS = frozenset({"POST", "PUT", "PATCH", "DELETE"})
+
+
+@dataclass(frozen=True)
+class RequestInfo:
+    """What the audit record needs to know about the request itself."""
+
+    request_id: str
+    source_address: str | None
+    method: str
+    path: str
+
+
+def record(session: orm.Session, info: RequestInfo, principal: Principal | None, *, action: str, target: str,
+           outcome: str = "success", status_code: int = 200, error_code: str | None = None,
+           detail: dict[str, Any] | None = None, tenant_id: str | None = None) -> models.AuditEvent:
+    """Add one audit event to ``session`` (the caller commits, with the change it describes).
+
+    ``outcome`` is ``success``, ``replayed``, ``denied`` or ``error``. ``tenant_id`` defaults to the
+    principal's tenant (pass it for provider actions on a tenant, e.g. creating one).
+    """
+    event = models.AuditEvent(
+        actor=principal.actor if principal else "anonymous",
+        key_id=principal.key_id if principal else None,
+        tenant_id=tenant_id if tenant_id is not None else (principal.tenant_id if principal else None),
+        action=action, target=target[:200], request_id=info.request_id, source_address=info.source_address,
+        outcome=outcome, status_code=status_code, error_code=error_code,
+        detail={"method": info.method, "path": info.path, **(detail or {})},
+    )
+    session.add(event)
+    return event

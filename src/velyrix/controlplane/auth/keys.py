@@ -1,0 +1,61 @@
+"""API key format: ``vlx_`` + 32 base62 characters (~190 bits of entropy) + a 6-character base62
+CRC-32 checksum of the body, like GitHub's tokens, so that secret scanners can tell a real key
+offline. The secret is shown once; the database stores only its SHA-256 and a display prefix.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import secrets
+import string
+import zlib
+
+PREFIX = "vlx_"
+BODY_LEN = 32
+CHECKSUM_LEN = 6
+TOKEN_LEN = len(PREFIX) + BODY_LEN + CHECKSUM_LEN
+DISPLAY_LEN = len(PREFIX) + 8
+_ALPHABET = string.digits + string.ascii_letters
+_ALPHABET_SET = frozenset(_ALPHABET)
+
+
+def _base62(n: int, width: int) -> str:
+    out = []
+    for _ in range(width):
+        n, r = divmod(n, 62)
+        out.append(_ALPHABET[r])
+    return "".join(reversed(out))
+
+
+def checksum(body: str) -> str:
+    """The 6-character base62 CRC-32 of ``body``."""
+    return _base62(zlib.crc32(body.encode()), CHECKSUM_LEN)
+
+
+def generate() -> str:
+    """A new random API key (the secret; show it once, store ``digest(token)``)."""
+    body = "".join(secrets.choice(_ALPHABET) for _ in range(BODY_LEN))
+    return PREFIX + body + checksum(body)
+
+
+def looks_valid(token: str) -> bool:
+    """True when ``token`` has the key format and a correct checksum (checked before any DB lookup)."""
+    if len(token) != TOKEN_LEN or not token.startswith(PREFIX):
+        return False
+    rest = token[len(PREFIX):]
+    if not set(rest) <= _ALPHABET_SET:
+        return False
+    return secrets.compare_digest(checksum(rest[:BODY_LEN]), rest[BODY_LEN:])
+
+
+def digest(token: str) -> str:
+    """Hex SHA-256 of the key: what the database stores and looks keys up by.
+
+    A fast hash suffices (unlike passwords) because the key has ~190 random bits: no dictionary exists.
+    """
+    return hashlib.sha256(token.encode()).hexdigest()
+
+
+def display_prefix(token: str) -> str:
+    """The part of a key that may be shown and logged (``vlx_`` + 8 characters)."""
+    return token[:DISPLAY_LEN]

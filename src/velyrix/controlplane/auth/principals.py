@@ -1,0 +1,109 @@
+"""Who a request acts as: authenticate a bearer key, check scopes, and issue keys that never exceed
+their creator's rights."""
+
+from __future__ import annotations
+
+import datetime as dt
+from collections.abc import Iterable
+from dataclasses import dataclass
+
+import sqlalchemy as sa
+from sqlalchemy import orm
+
+from velyrix import errors
+from velyrix.controlplane.auth import keys, roles
+from velyrix.controlplane.db import models
+
+
+@dataclass(frozen=True)
+class Principal:
+    """The authenticated caller: one API key, its tenant (None for provider staff) and its scopes."""
+
+    key_id: str
+    name: str
+    tenant_id: str | None
+    role: str
+    scopes: frozenset[str]
+    expires_at: dt.datetime | None = None
+
+    @property
+    def is_provider(self) -> bool:
+        return self.tenant_id is None
+
+    @property
+    def actor(self) -> str:
+        """How audit records name the caller: ``key:<id> (<name>)``."""
+        return f"key:{self.key_id} ({self.name})"
+
+    def require(self, scope: str) -> None:
+        """Raise ``PermissionDeniedError`` (403) unless the key has ``scope``."""
+        if scope not in self.scopes:
+            raise errors.PermissionDeniedError(scope=scope)
+
+
+def bearer_token(authorization: str | None) -> str | None:
+    """The token of an ``Authorization: Bearer <token>`` header (None when absent or another scheme)."""
+    if not authorization:
+        return None
+    scheme, _, token = authorization.partition(" ")
+    if scheme.lower() != "bearer" or not token.strip():
+        return None
+    return token.strip()
+
+
+def authenticate(session: orm.Session, token: str | None, now: dt.datetime | None = None) -> Principal:
+    """The principal of ``token``; ``AuthenticationError`` (401) when it is missing, malformed, unknown,
+    expired or revoked. Looked up on every request, so revocation takes effect on the next one."""
+    if token is None or not keys.looks_valid(token):
+        raise errors.AuthenticationError()
+    row = session.execute(sa.select(models.ApiKey).where(models.ApiKey.secret_sha256 == keys.digest(token))
+                          ).scalar_one_or_none()
+    now = now or models.utcnow()
+    if row is None or row.revoked_at is not None or (row.expires_at is not None and row.expires_at <= now):
+        raise errors.AuthenticationError()
+    return Principal(key_id=row.id, name=row.name, tenant_id=row.tenant_id, role=row.role,
+                     scopes=frozenset(row.scopes), expires_at=row.expires_at)
+
+
+def issue_key(session: orm.Session, *, tenant_id: str | None, name: str, role: str,
+              scopes: Iterable[str] | None = None, expires_at: dt.datetime | None = None,
+              creator: Principal | None = None) -> tuple[models.ApiKey, str]:
+    """Create a key and return ``(row, secret)``; the secret exists nowhere else afterwards.
+
+    ``tenant_id`` None makes a provider key (role operator or auditor). ``scopes`` narrows the role's
+    scopes (default: all of them). With a ``creator`` (an API call), the new key must stay within the
+    creator's tenant, scopes and expiry; ``creator`` None is the out-of-band bootstrap
+    (``velyrix admin``). Raises ``InvalidInputError``/``UnknownNameError`` (422) or
+    ``PermissionDeniedError`` (403).
+    """
+    valid_roles = roles.PROVIDER_ROLES if tenant_id is None else roles.TENANT_ROLES
+    if role not in valid_roles:
+        raise errors.UnknownNameError("provider role" if tenant_id is None else "tenant role", role, valid_roles)
+    role_scopes = valid_roles[role]
+    wanted = frozenset(role_scopes if scopes is None else scopes)
+    unknown = sorted(wanted - set(roles.SCOPES))
+    if unknown:
+        raise errors.UnknownNameError("scope", unknown[0], roles.SCOPES)
+    if not wanted <= role_scopes:
+        raise errors.InvalidInputError(
+            f"scopes {sorted(wanted - role_scopes)} are not part of role '{role}'",
+            hint=f"role '{role}' allows: {', '.join(sorted(role_scopes))}")
+    if expires_at is not None and expires_at <= models.utcnow():
+        raise errors.InvalidInputError("expires_at lies in the past", hint="give a future time, or omit it")
+    if creator is not None:
+        if creator.tenant_id != tenant_id:
+            raise errors.PermissionDeniedError("a key can only create keys of its own tenant", scope="keys:admin")
+        excess = sorted(wanted - creator.scopes)
+        if excess:
+            raise errors.PermissionDeniedError(
+                f"a key cannot create a key with more rights than its own (missing: {', '.join(excess)})",
+                scope=excess[0], hint="ask an owner to create this key, or pick a smaller role or scopes")
+        if creator.expires_at is not None and (expires_at is None or expires_at > creator.expires_at):
+            expires_at = creator.expires_at  # a key never outlives the rights of the key that made it
+    token = keys.generate()
+    row = models.ApiKey(tenant_id=tenant_id, name=name, role=role, scopes=sorted(wanted),
+                        prefix=keys.display_prefix(token), secret_sha256=keys.digest(token),
+                        created_by_key_id=creator.key_id if creator else None, expires_at=expires_at)
+    session.add(row)
+    session.flush()
+    return row, token

@@ -1,0 +1,51 @@
+"""Scopes and roles. A role is a named set of scopes; tenant roles act inside one tenant, provider
+roles (the NOC's operators, auditors) act across tenants. A key's scopes are a subset of its role's."""
+
+from __future__ import annotations
+
+SCOPES: dict[str, str] = {
+    "tenants:read": "read the tenant (provider keys: every tenant)",
+    "tenants:write": "rename the tenant",
+    "tenants:admin": "create tenants (provider)",
+    "keys:read": "list API keys of the tenant",
+    "keys:admin": "create and revoke API keys",
+    "clusters:read": "read clusters, their plans and status",
+    "clusters:write": "create, update and delete clusters",
+    "volumes:read": "read volumes",
+    "volumes:write": "create, resize and delete volumes",
+    "nodes:read": "read nodes (tenants: the nodes allocated to them; provider keys: the fleet)",
+    "regions:read": "read regions and their capacity",
+    "billing:read": "read usage and invoices",
+    "audit:read": "read audit events (tenants: their own; auditors: every tenant's)",
+    "fleet:operate": "register nodes and change their state (provider)",
+}
+
+_READ = {"tenants:read", "clusters:read", "volumes:read", "nodes:read", "regions:read"}
+
+TENANT_ROLES: dict[str, frozenset[str]] = {
+    "owner": frozenset(_READ | {"tenants:write", "keys:read", "keys:admin", "clusters:write", "volumes:write",
+                                "billing:read", "audit:read"}),
+    "admin": frozenset(_READ | {"keys:read", "keys:admin", "clusters:write", "volumes:write", "audit:read"}),
+    "member": frozenset(_READ | {"clusters:write", "volumes:write"}),
+    "viewer": frozenset(_READ),
+    "billing": frozenset({"tenants:read", "regions:read", "billing:read"}),
+}
+"""Roles inside one tenant, from most to least powerful."""
+
+PROVIDER_ROLES: dict[str, frozenset[str]] = {
+    "operator": frozenset({"tenants:read", "tenants:admin", "keys:read", "keys:admin", "clusters:read",
+                           "nodes:read", "regions:read", "fleet:operate"}),
+    "auditor": frozenset({"tenants:read", "clusters:read", "nodes:read", "regions:read", "audit:read"}),
+}
+"""Roles of the cloud provider's staff (keys without a tenant)."""
+
+ALL_ROLES: dict[str, frozenset[str]] = {**TENANT_ROLES, **PROVIDER_ROLES}
+
+
+def scopes_for(role: str) -> frozenset[str]:
+    """The scopes of ``role``; an unknown role raises ``UnknownNameError`` with the closest name."""
+    from velyrix import errors
+
+    if role not in ALL_ROLES:
+        raise errors.UnknownNameError("role", role, ALL_ROLES)
+    return ALL_ROLES[role]

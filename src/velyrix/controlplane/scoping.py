@@ -1,0 +1,135 @@
+"""The one tenant-scoped query layer. Every route reads and writes through a ``Scope``; none holds a
+bare session (tests/controlplane/test_layering.py checks that route modules never import SQLAlchemy).
+
+Rules, by the model's ``tenancy`` (see ``db.models.Base``):
+- ``tenant``: a tenant key sees its tenant's rows; a provider key sees every row.
+- ``own``: a key sees its own tenancy only (provider keys: the provider's rows, tenant NULL).
+- ``self``: the tenants table; a tenant key sees its own tenant.
+A row outside the view answers ``NotFoundError`` (404), exactly as a row that does not exist.
+"""
+
+from __future__ import annotations
+
+import base64
+import binascii
+import json
+from collections.abc import Mapping, Sequence
+from typing import Any, TypeVar
+
+import sqlalchemy as sa
+from sqlalchemy import orm
+
+from velyrix import errors
+from velyrix.controlplane.auth.principals import Principal
+from velyrix.controlplane.db import models
+
+M = TypeVar("M", bound=models.Base)
+
+MAX_PAGE = 200
+
+
+def encode_cursor(last_id: str) -> str:
+    """Opaque cursor pointing after ``last_id``."""
+    return base64.urlsafe_b64encode(json.dumps({"after": last_id}).encode()).decode().rstrip("=")
+
+
+def decode_cursor(cursor: str) -> str:
+    """The id a cursor points after; ``InvalidInputError`` (422) for a cursor we did not issue."""
+    try:
+        raw = base64.urlsafe_b64decode(cursor + "=" * (-len(cursor) % 4))
+        after = json.loads(raw)["after"]
+        if not isinstance(after, str):
+            raise ValueError(after)
+        return after
+    except (binascii.Error, ValueError, KeyError, TypeError, UnicodeDecodeError) as exc:
+        raise errors.InvalidInputError("invalid pagination cursor",
+                                       hint="pass the next_cursor of the previous page unchanged") from exc
+
+
+class Scope:
+    """A principal's view of the database, bound to one request's session."""
+
+    def __init__(self, session: orm.Session, principal: Principal) -> None:
+        self.session = session
+        self.principal = principal
+
+    def _where(self, model: type[M]) -> list[sa.ColumnElement[bool]]:
+        p = self.principal
+        tenancy = model.tenancy
+        if tenancy == "self":
+            return [] if p.is_provider else [model.id == p.tenant_id]  # type: ignore[attr-defined]
+        if tenancy == "own":
+            col = model.tenant_id  # type: ignore[attr-defined]
+            return [col.is_(None)] if p.is_provider else [col == p.tenant_id]
+        if tenancy == "tenant":
+            return [] if p.is_provider else [model.tenant_id == p.tenant_id]  # type: ignore[attr-defined]
+        raise errors.VelyrixError(f"table {model.__tablename__} is not readable through the API")
+
+    def select(self, model: type[M]) -> sa.Select[tuple[M]]:
+        """``SELECT model`` restricted to this principal's view."""
+        return sa.select(model).where(*self._where(model))
+
+    def get(self, model: type[M], obj_id: str, kind: str) -> M:
+        """The row ``obj_id`` if this principal may see it, else ``NotFoundError`` (404)."""
+        row = self.session.execute(self.select(model).where(model.id == obj_id)).scalar_one_or_none()  # type: ignore[attr-defined]
+        if row is None:
+            raise errors.NotFoundError(kind=kind, name=obj_id)
+        return row
+
+    def page(self, model: type[M], *, filters: Mapping[str, Any] | None = None, cursor: str | None = None,
+             limit: int = 50, extra: Sequence[sa.ColumnElement[bool]] = ()) -> tuple[list[M], str | None]:
+        """One page of rows in id (= creation) order and the cursor of the next page (None at the end).
+
+        ``filters`` maps column names to required values (None values are ignored).
+        """
+        limit = max(1, min(int(limit), MAX_PAGE))
+        stmt = self.select(model).where(*extra)
+        for column, value in (filters or {}).items():
+            if value is not None:
+                stmt = stmt.where(getattr(model, column) == value)
+        if cursor:
+            stmt = stmt.where(model.id > decode_cursor(cursor))  # type: ignore[attr-defined]
+        rows = list(self.session.execute(stmt.order_by(model.id).limit(limit + 1)).scalars())  # type: ignore[attr-defined]
+        if len(rows) > limit:
+            return rows[:limit], encode_cursor(rows[limit - 1].id)  # type: ignore[attr-defined]
+        return rows, None
+
+    def exists(self, model: type[M], **equal: Any) -> bool:
+        """Whether a visible row with these column values exists (e.g. a name taken in the tenant)."""
+        stmt = self.select(model)
+        for column, value in equal.items():
+            stmt = stmt.where(getattr(model, column) == value)
+        return self.session.execute(stmt.limit(1)).first() is not None
+
+    def add(self, obj: M) -> M:
+        """Add a new row; tenant-owned rows are stamped with the principal's tenant (provider keys may
+        set ``tenant_id`` themselves only on ``tenant`` tables)."""
+        if obj.tenancy in ("tenant", "own") and not self.principal.is_provider:
+            obj.tenant_id = self.principal.tenant_id  # type: ignore[attr-defined]
+        if obj.tenancy == "own" and self.principal.is_provider:
+            obj.tenant_id = None  # type: ignore[attr-defined]
+        self.session.add(obj)
+        self.session.flush()
+        return obj
+
+    def nodes_in_use(self, region: str) -> dict[str, int]:
+        """Nodes per node type taken by present clusters in ``region``, over ALL tenants.
+
+        Deliberately unscoped: region capacity is public, and counts reveal no tenant's objects.
+        """
+        stmt = (sa.select(models.Cluster.node_type, sa.func.sum(models.Cluster.node_count))
+                .where(models.Cluster.region == region, models.Cluster.desired_state == "present")
+                .group_by(models.Cluster.node_type))
+        return {nt: int(n or 0) for nt, n in self.session.execute(stmt)}
+
+    def flush(self) -> None:
+        """Send pending changes (an UPDATE of a stale version raises ``StaleDataError``, answered 412)."""
+        self.session.flush()
+
+    def delete(self, obj: models.Base) -> None:
+        """Delete a row this principal has read through ``get``."""
+        self.session.delete(obj)
+        self.session.flush()
+
+    def commit(self) -> None:
+        self.session.commit()

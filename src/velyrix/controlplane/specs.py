@@ -1,0 +1,112 @@
+"""Cluster specs over the API: the JSON body shape (generated from ``velyrix.spec.models`` so it
+follows the loader's models), and its validation through the very same loader checks as an HCL file.
+
+The body is rendered to a canonical HCL resource block, one attribute per line, and loaded with
+``velyrix.spec.loader.loads``; diagnostics name the JSON field (``storage.parallel_fs_tb: ...``).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import typing
+from typing import Any
+
+import pydantic
+
+from velyrix import errors
+from velyrix.spec import loader, models
+
+NAME_PATTERN = r"^[a-z][a-z0-9-]{0,62}$"
+WORD_PATTERN = r"^[A-Za-z0-9][A-Za-z0-9._-]{0,62}$"
+_FORBID = pydantic.ConfigDict(extra="forbid")
+
+
+def _body_model(cls: type, name: str) -> type[pydantic.BaseModel]:
+    """A pydantic model (unknown fields refused) with the fields, types and defaults of dataclass ``cls``."""
+    hints = typing.get_type_hints(cls)
+    fields: dict[str, Any] = {}
+    for f in dataclasses.fields(cls):
+        default = f.default if f.default is not dataclasses.MISSING else None
+        fields[f.name] = (hints[f.name], default)
+    model: type[pydantic.BaseModel] = pydantic.create_model(name, __config__=_FORBID, **fields)
+    return model
+
+
+StorageBody = _body_model(models.StorageSpec, "StorageBody")
+WorkloadBody = _body_model(models.WorkloadSpec, "WorkloadBody")
+AcceptanceBody = _body_model(models.AcceptanceSpec, "AcceptanceBody")
+
+
+class ClusterSpecBody(pydantic.BaseModel):
+    """A ``velyrix_cluster`` resource as JSON (what ``velyrix apply`` sends)."""
+
+    model_config = _FORBID
+
+    name: str = pydantic.Field(pattern=NAME_PATTERN, description="cluster name, unique in the tenant")
+    region: str = pydantic.Field(pattern=WORD_PATTERN)
+    node_type: str = pydantic.Field(pattern=WORD_PATTERN)
+    node_count: int = pydantic.Field(ge=1, le=100_000)
+    fabric: str = pydantic.Field(pattern=WORD_PATTERN)
+    scheduler: str = pydantic.Field(pattern=WORD_PATTERN)
+    storage: StorageBody | None = None  # type: ignore[valid-type]
+    workload: WorkloadBody | None = None  # type: ignore[valid-type]
+    acceptance: AcceptanceBody | None = None  # type: ignore[valid-type]
+    address: str | None = pydantic.Field(default=None, pattern=r"^velyrix_cluster\.[A-Za-z_][A-Za-z0-9_-]{0,62}$")
+
+
+def _hcl_value(value: Any) -> str:
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if isinstance(value, (int, float)):
+        return repr(value) if isinstance(value, int) else json.dumps(value)
+    text = json.dumps(str(value))
+    return text.replace("${", "$${").replace("%{", "%%{")  # no interpolation of user text
+
+
+def to_hcl(body: ClusterSpecBody) -> tuple[str, dict[int, str]]:
+    """Canonical HCL of ``body`` and, per line number, the JSON field it came from."""
+    label = (body.address or f"velyrix_cluster.{body.name}").split(".", 1)[1]
+    lines = [f'resource "velyrix_cluster" {json.dumps(label)} {{']
+    where: dict[int, str] = {1: "(body)"}
+    for key in ("name", "region", "node_type", "node_count", "fabric", "scheduler"):
+        lines.append(f"  {key} = {_hcl_value(getattr(body, key))}")
+        where[len(lines)] = key
+    for block in ("storage", "workload", "acceptance"):
+        sub = getattr(body, block)
+        if sub is None:
+            continue
+        lines.append(f"  {block} {{")
+        where[len(lines)] = block
+        for key, value in sub.model_dump(exclude_none=True, exclude_unset=True).items():
+            lines.append(f"    {key} = {_hcl_value(value)}")
+            where[len(lines)] = f"{block}.{key}"
+        lines.append("  }")
+    lines.append("}")
+    return "\n".join(lines) + "\n", where
+
+
+def validate(body: ClusterSpecBody) -> models.ClusterSpec:
+    """The ``ClusterSpec`` of ``body`` after every check the HCL loader makes (catalog names, fabric
+    fit, region capacity, workload consistency). Raises ``SpecError`` (422) naming the JSON fields."""
+    text, where = to_hcl(body)
+    try:
+        spec_file = loader.loads(text, "request body")
+    except errors.SpecError as exc:
+        raise errors.SpecError([
+            dataclasses.replace(d, message=f"{where.get(d.line, '(body)')}: {d.message}")
+            for d in exc.diagnostics
+        ]) from None
+    return spec_file.clusters[0]
+
+
+def to_body(spec: models.ClusterSpec) -> dict[str, Any]:
+    """The JSON body of a loaded ``ClusterSpec`` (for the CLI's ``apply``)."""
+    out: dict[str, Any] = {
+        "name": spec.name, "region": spec.region, "node_type": spec.node_type, "node_count": spec.node_count,
+        "fabric": spec.fabric, "scheduler": spec.scheduler, "address": spec.address,
+        "storage": dataclasses.asdict(spec.storage), "acceptance": dataclasses.asdict(spec.acceptance),
+    }
+    if spec.workload is not None:
+        out["workload"] = {k: v for k, v in dataclasses.asdict(spec.workload).items() if v is not None}
+    return out

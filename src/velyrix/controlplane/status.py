@@ -1,0 +1,47 @@
+"""Cluster status bookkeeping: phase (with history), conditions and events. The API records the
+first phase; the reconcilers move clusters on with ``set_phase`` (who, when, why are recorded)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from velyrix.controlplane.db import models
+
+PHASES = ("Pending", "Provisioning", "Validating", "Ready", "Degraded", "Deleting", "Deleted", "Failed")
+"""Cluster phases, in their usual order."""
+MAX_EVENTS = 200
+
+
+def _now() -> str:
+    return models.utcnow().isoformat()
+
+
+def add_event(cluster: models.Cluster, reason: str, message: str, type_: str = "Normal") -> None:
+    """Append an event (``type_`` ``Normal`` or ``Warning``); only the newest ``MAX_EVENTS`` are kept."""
+    events = [*cluster.events, {"at": _now(), "type": type_, "reason": reason, "message": message}]
+    cluster.events = events[-MAX_EVENTS:]
+
+
+def set_phase(cluster: models.Cluster, phase: str, *, actor: str, reason: str) -> None:
+    """Move ``cluster`` to ``phase`` and record it in the history and the events (no-op if unchanged)."""
+    if phase not in PHASES:
+        from velyrix import errors
+
+        raise errors.UnknownNameError("cluster phase", phase, PHASES)
+    if cluster.phase == phase and cluster.phase_history:
+        return
+    cluster.phase = phase
+    cluster.phase_history = [*cluster.phase_history, {"phase": phase, "at": _now(), "actor": actor,
+                                                      "reason": reason}]
+    add_event(cluster, f"Phase{phase}", reason)
+
+
+def set_condition(cluster: models.Cluster, type_: str, status: bool, reason: str, message: str = "") -> None:
+    """Set condition ``type_`` (e.g. ``Planned``, ``NodesAllocated``, ``AcceptancePassed``)."""
+    kept: list[dict[str, Any]] = [c for c in cluster.conditions if c["type"] != type_]
+    previous = next((c for c in cluster.conditions if c["type"] == type_), None)
+    value = "True" if status else "False"
+    changed_at = previous["last_transition_at"] if previous and previous["status"] == value else _now()
+    kept.append({"type": type_, "status": value, "reason": reason, "message": message,
+                 "last_transition_at": changed_at})
+    cluster.conditions = kept
