@@ -1,0 +1,1 @@
+"""Operations on top of the control plane: scheduler policy, SLA, billing, NOC, rollouts."""
