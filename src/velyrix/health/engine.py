@@ -25,6 +25,8 @@ from velyrix.health import evidence as ev
 from velyrix.health.ladder import ESCALATION_CAP, Action, Level
 from velyrix.health.policy import Policy
 
+_SOURCE_ORDER = {"xid": 0, "check": 1, "counter": 2, "trend": 3, "peer": 4, "lemon": 5}
+
 RECENT_S = 3600.0
 """An XID whose action needs no fix (IGNORE, RESTART_APP) is current for this long after it was seen."""
 
@@ -69,8 +71,9 @@ class Verdict:
         """One line naming the strongest reason, for drain reasons and logs."""
         if not self.reasons:
             return "healthy"
-        top = max(self.reasons, key=lambda r: (r.action, r.level))
-        return f"{top.key}: {top.message}"
+        top = self.reasons[0]  # reasons are sorted strongest first
+        more = f" (+{len(self.reasons) - 1} more)" if len(self.reasons) > 1 else ""
+        return f"{top.key}: {top.message}{more}"
 
     def to_dict(self) -> dict[str, Any]:
         return {"node": self.node, "level": str(self.level), "action": self.action.name,
@@ -99,7 +102,7 @@ class Engine:
                                   self.policy.rule_action("lemon", Action.parse(lem["action"])), hardware=True))
         reasons = [r if r.action <= self.policy.max_action else
                    Reason(r.key, r.source, r.message, r.level, self.policy.max_action, r.hardware) for r in reasons]
-        reasons.sort(key=lambda r: (-r.action, -r.level, r.key))
+        reasons.sort(key=lambda r: (-r.action, -r.level, _SOURCE_ORDER.get(r.source, 9), r.key))
         action = max((r.action for r in reasons), default=Action.IGNORE)
         level = max((r.level for r in reasons), default=Level.OK)
         return Verdict(evidence.node, level, action, tuple(reasons), score)

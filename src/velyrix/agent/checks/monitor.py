@@ -1,0 +1,82 @@
+"""The agent's passive health loop: every poll, read the node, judge it, act through the seam.
+
+``HealthMonitor.poll()`` collects a ``NodeSample``, adds it (and new XIDs) to a sliding window of
+evidence, asks the engine for a verdict and applies it (``velyrix.health.actions``). ``run()`` polls every
+``poll_interval_s`` until stopped, so a fatal XID drains the node within one poll interval.
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+from collections import deque
+from collections.abc import Callable
+
+from velyrix.agent.checks import convert
+from velyrix.agent.collectors.base import Collector
+from velyrix.health import actions
+from velyrix.health import evidence as ev
+from velyrix.health.drains import SchedulerSeam
+from velyrix.health.engine import Engine, Verdict
+from velyrix.health.ladder import Action
+
+
+class HealthMonitor:
+    """Passive health for one node. ``clock`` gives the time used for evidence (wall or simulated, the
+    same clock as the collector's XID timestamps); ``window_s`` bounds the kept samples."""
+
+    def __init__(self, node: str, collector: Collector, seam: SchedulerSeam, *, engine: Engine | None = None,
+                 poll_interval_s: float = 60.0, clock: Callable[[], float] = time.time,
+                 window_s: float = 72 * 3600.0, max_samples: int = 512) -> None:
+        self.node = node
+        self.collector = collector
+        self.seam = seam
+        self.engine = engine or Engine()
+        self.poll_interval_s = poll_interval_s
+        self.clock = clock
+        self.window_s = window_s
+        self.samples: deque[ev.CounterSample] = deque(maxlen=max_samples)
+        self.xids: list[ev.XidEvent] = []
+        self.checks: list[ev.CheckResult] = []
+        self.repairs: list[ev.RepairEvent] = []
+        self.held: Action | None = None
+        self.last: Verdict | None = None
+        self._seen_xids: set[tuple[float, int, int]] = set()
+        self.stop = threading.Event()
+
+    def add_checks(self, results: list[ev.CheckResult]) -> None:
+        """Feed results of a quick/deep check run into the next verdict."""
+        self.checks.extend(results)
+
+    def poll(self) -> Verdict:
+        """One collection, verdict and action. Returns the verdict."""
+        now = self.clock()
+        sample = self.collector.collect()
+        self.samples.append(convert.counter_sample(sample, now))
+        while self.samples and self.samples[0].t_s < now - self.window_s:
+            self.samples.popleft()
+        for x in convert.xid_events(sample):
+            key = (x.t_s, x.code, x.gpu if x.gpu is not None else -1)
+            if key not in self._seen_xids:
+                self._seen_xids.add(key)
+                self.xids.append(x)
+        evidence = ev.Evidence.build(self.node, now, xids=self.xids, samples=self.samples, checks=self.checks,
+                                     repairs=self.repairs)
+        verdict = self.engine.evaluate(evidence)
+        applied = actions.apply_verdict(verdict, self.seam, held_action=self.held)
+        if "drain" in applied.ops:
+            self.held = verdict.action
+            self.repairs.append(ev.RepairEvent(now, "drain", reason=verdict.summary()))
+        if "reboot" in applied.ops:
+            self.repairs.append(ev.RepairEvent(now, "reboot", reason=verdict.summary()))
+        if "undrain" in applied.ops:
+            self.held = None
+        self.last = verdict
+        return verdict
+
+    def run(self) -> None:
+        """Poll every ``poll_interval_s`` (wall seconds) until ``stop`` is set."""
+        while not self.stop.is_set():
+            started = time.monotonic()
+            self.poll()
+            self.stop.wait(max(0.0, self.poll_interval_s - (time.monotonic() - started)))
