@@ -47,6 +47,8 @@ def _register() -> None:
     _server.register(app)
     from velyrix.cli import login as _login
     _login.register(app)
+    from velyrix.cli import fabric as _fabric
+    _fabric.register(app)
 
 
 _register()

@@ -239,7 +239,7 @@ def plan_compute(node_type: str, node_count: int, fabric: str, *, oversubscripti
                  sharp: bool = True) -> ComputePlane:
     """The compute plane alone (see the module docstring for the rules). Raises ``CapacityError`` beyond
     what the fabric builds at this oversubscription, naming the limit and the options."""
-    nt, fab = catalog.node_type(node_type), catalog.fabric(fabric)
+    fab = catalog.fabric(fabric)
     sw = catalog.switch(fab.switch)
     radix, link, rails = _radix_link_rails(node_type, fabric)
     down, up = leaf_ports(radix, oversubscription)
@@ -341,3 +341,16 @@ def slurm_topology(plan: FabricPlan, node_names: list[str]) -> str:
     from velyrix.planners import fabric_export
 
     return fabric_export.slurm_topology(plan, node_names)
+
+
+def fabric_section(node_type: str, node_count: int, fabric: str, *, oversubscription: float = 1.0,
+                   sharp: bool = True, storage_target_gb_s: float | None = None) -> dict[str, Any]:
+    """The ``fabric`` section of a cluster plan: ``plan_fabric(...).to_dict()`` plus
+    ``compute.verification`` (the graph proof of ``fabric_verify.verify``)."""
+    from velyrix.planners import fabric_verify
+
+    plan = plan_fabric(node_type, node_count, fabric, oversubscription=oversubscription, sharp=sharp,
+                       storage_target_gb_s=storage_target_gb_s)
+    out = plan.to_dict()
+    out["compute"]["verification"] = fabric_verify.verify(plan).to_dict()
+    return out

@@ -138,7 +138,7 @@ def _check_uplinks(topo: Topology, failures: list[str]) -> None:
     for (a, b), count in topo.links.items():
         up[a][b] = count
     expect_peers: dict[int, int] = {}
-    for i, sw in enumerate(topo.switches):
+    for sw in topo.switches:
         if sw.role == "spine":
             expect_peers[sw.pod] = expect_peers.get(sw.pod, 0) + 1
     cores_per_group: dict[int, int] = collections.Counter(sw.group for sw in topo.switches if sw.role == "core")
@@ -215,28 +215,30 @@ def _dinic(n: int, edges: list[tuple[int, int, int]], s: int, t: int) -> int:
         if level[t] < 0:
             return total
         it = [0] * n
-
-        def push(u: int, limit: int) -> int:
-            if u == t:
-                return limit
-            edges_u = head[u]
-            while it[u] < len(edges_u):
-                e = edges_u[it[u]]
-                v = to[e]
-                if cap[e] and level[v] == level[u] + 1:
-                    pushed = push(v, min(limit, cap[e]))
-                    if pushed:
-                        cap[e] -= pushed
-                        cap[e ^ 1] += pushed
-                        return pushed
-                it[u] += 1
-            return 0
-
         while True:
-            pushed = push(s, 1 << 60)
+            pushed = _augment(s, t, 1 << 60, head, to, cap, level, it)
             if not pushed:
                 break
             total += pushed
+
+
+def _augment(u: int, t: int, limit: int, head: list[list[int]], to: list[int], cap: list[int],
+             level: list[int], it: list[int]) -> int:
+    """One augmenting path of Dinic's blocking flow (depth <= the graph's few tiers)."""
+    if u == t:
+        return limit
+    edges_u = head[u]
+    while it[u] < len(edges_u):
+        e = edges_u[it[u]]
+        v = to[e]
+        if cap[e] and level[v] == level[u] + 1:
+            pushed = _augment(v, t, min(limit, cap[e]), head, to, cap, level, it)
+            if pushed:
+                cap[e] -= pushed
+                cap[e ^ 1] += pushed
+                return pushed
+        it[u] += 1
+    return 0
 
 
 def _ecmp(topo: Topology, backend: str, failures: list[str]) -> tuple[int, int]:

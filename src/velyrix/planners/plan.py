@@ -6,7 +6,7 @@ from __future__ import annotations
 from typing import Any
 
 from velyrix import catalog
-from velyrix.planners import cost, storage
+from velyrix.planners import cost, fabric, storage
 from velyrix.spec import models
 
 SCHEMA_VERSION = 1
@@ -35,6 +35,9 @@ def plan_cluster(spec: models.ClusterSpec) -> dict[str, Any]:
         out["storage_plan"] = storage_plan.to_dict()
         gp = storage.plan_goodput_for(spec, storage_plan)
         out["goodput"] = gp.to_dict() if gp else None
+    read_target = out["storage_plan"]["expected_read_gb_s"] if "storage_plan" in out else None
+    out["fabric"] = fabric.fabric_section(spec.node_type, spec.node_count, spec.fabric,
+                                          storage_target_gb_s=read_target)
     return out
 
 
