@@ -50,6 +50,11 @@ def _register() -> None:
     from velyrix.cli import fabric as _fabric
     _fabric.register(app)
 
+    from velyrix.cli import checkpoint as _checkpoint
+    _checkpoint.register(app)
+    from velyrix.cli import goodput as _goodput
+    _goodput.register(app)
+
 
 _register()
 

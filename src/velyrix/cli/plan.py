@@ -8,10 +8,11 @@ from typing import Any
 
 import typer
 
-from velyrix.cli import common, fabric_views
+from velyrix.cli import common, fabric_views, storage_views
 
 # Renderers of optional plan sections, keyed by the section's JSON key; each takes (console, section).
 SECTION_RENDERERS: dict[str, Callable[[Any, dict[str, Any]], None]] = {}
+SECTION_RENDERERS.update(storage_views.RENDERERS)
 SECTION_RENDERERS.update(fabric_views.RENDERERS)
 
 

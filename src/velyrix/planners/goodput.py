@@ -250,17 +250,20 @@ def sensitivity(interval_s: float, save_s: float, restart_s: float, mtti_s: floa
     """Rows: the baseline, the failure rate doubled, and (when ``low_percentile_derate`` < 1) save and
     reload at the low-percentile bandwidth (1/derate as long), each with Daly's interval and the ETTR."""
 
-    def row(case: str, m: float, d: float, r: float) -> Sensitivity:
-        t_daly = daly_interval_s(d, m)
-        return Sensitivity(case=case, mtti_h=m / units.SECONDS_PER_HOUR, save_s=d, restart_s=r,
-                           interval_daly_s=t_daly, ettr_at_interval=ettr_first_order(interval_s, d, r, m),
-                           ettr_at_daly=ettr_first_order(t_daly, d, r, m))
-
-    rows = [row("baseline", mtti_s, save_s, restart_s), row("failure rate x2", mtti_s / 2.0, save_s, restart_s)]
+    rows = [sensitivity_row("baseline", interval_s, save_s, restart_s, mtti_s),
+            sensitivity_row("failure rate x2", interval_s, save_s, restart_s, mtti_s / 2.0)]
     if low_percentile_derate < 1.0:  # 1.0: the inputs are already low-percentile figures
-        rows.append(row("bandwidth at low percentile", mtti_s, save_s / low_percentile_derate,
-                        restart_s / low_percentile_derate))
+        rows.append(sensitivity_row("bandwidth at low percentile", interval_s, save_s / low_percentile_derate,
+                                    restart_s / low_percentile_derate, mtti_s))
     return rows
+
+
+def sensitivity_row(case: str, interval_s: float, save_s: float, restart_s: float, mtti_s: float) -> Sensitivity:
+    """One sensitivity row: Daly's interval and the ETTR at ``interval_s`` and at Daly's, for these inputs."""
+    t_daly = daly_interval_s(save_s, mtti_s)
+    return Sensitivity(case=case, mtti_h=mtti_s / units.SECONDS_PER_HOUR, save_s=save_s, restart_s=restart_s,
+                       interval_daly_s=t_daly, ettr_at_interval=ettr_first_order(interval_s, save_s, restart_s, mtti_s),
+                       ettr_at_daly=ettr_first_order(t_daly, save_s, restart_s, mtti_s))
 
 
 def ettr_curve(save_s: float, restart_s: float, mtti_s: float, intervals_s: list[float]) -> list[float]:
