@@ -102,12 +102,12 @@ IB_COUNTERS: dict[str, tuple[str, str, float]] = {
     "symbol_error": ("symbol_errors_total", "Minor link errors detected on one or more physical lanes.", 1),
     "link_downed": ("link_downed_total", "Times the link failed to recover and went down.", 1),
     "link_error_recovery": ("link_error_recovery_total", "Successful link error recoveries.", 1),
-    "port_rcv_errors": ("port_rcv_errors_total", "Packets received with errors.", 1),
-    "port_xmit_wait": ("port_xmit_wait_total", "Ticks during which the port had data but could not send.", 1),
-    "port_xmit_data": ("port_xmit_data_bytes_total", "Data bytes transmitted.", 4),
-    "port_rcv_data": ("port_rcv_data_bytes_total", "Data bytes received.", 4),
-    "port_xmit_packets": ("port_xmit_packets_total", "Packets transmitted.", 1),
-    "port_rcv_packets": ("port_rcv_packets_total", "Packets received.", 1),
+    "port_rcv_errors": ("rcv_errors_total", "Packets received with errors.", 1),
+    "port_xmit_wait": ("xmit_wait_total", "Ticks during which the port had data but could not send.", 1),
+    "port_xmit_data": ("xmit_data_bytes_total", "Data bytes transmitted.", 4),
+    "port_rcv_data": ("rcv_data_bytes_total", "Data bytes received.", 4),
+    "port_xmit_packets": ("xmit_packets_total", "Packets transmitted.", 1),
+    "port_rcv_packets": ("rcv_packets_total", "Packets received.", 1),
 }
 
 OTHER_METRICS: dict[str, tuple[str, str]] = {

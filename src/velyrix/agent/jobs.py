@@ -75,7 +75,7 @@ def read_job_map(directory: str | Path | None, max_jobs_per_gpu: int = 4) -> Job
         if not entry.name.isdigit() or not entry.is_file():
             continue
         try:
-            lines = entry.read_text().split()
+            lines = [line.strip() for line in entry.read_text().splitlines() if line.strip()]
         except OSError:
             continue  # removed by an epilog between listing and reading
         jobs = []
