@@ -57,4 +57,4 @@ def render_fabric(con: Any, fab: dict[str, Any]) -> None:
     con.print(table)
 
 
-RENDERERS = {"fabric": render_fabric}
+RENDERERS = {"fabric_plan": render_fabric}

@@ -36,8 +36,8 @@ def plan_cluster(spec: models.ClusterSpec) -> dict[str, Any]:
         gp = storage.plan_goodput_for(spec, storage_plan)
         out["goodput"] = gp.to_dict() if gp else None
     read_target = out["storage_plan"]["expected_read_gb_s"] if "storage_plan" in out else None
-    out["fabric"] = fabric.fabric_section(spec.node_type, spec.node_count, spec.fabric,
-                                          storage_target_gb_s=read_target)
+    out["fabric_plan"] = fabric.fabric_section(spec.node_type, spec.node_count, spec.fabric,
+                                               storage_target_gb_s=read_target)
     return out
 
 
