@@ -150,5 +150,5 @@ def judge_cluster(node_type: str, m: dict[str, Any], *, expected_all_reduce_gb_s
                 continue
             got = m[f"storage_{direction}_gb_s"]
             out.append(TestResult("storage", f"parallel_fs/{direction}", got, round(exp_value, 1), "GB/s",
-                                  got >= exp_value, "aggregate, performance tier vs storage plan"))
+                                  _ok(got, exp_value), "aggregate, performance tier vs storage plan"))
     return out

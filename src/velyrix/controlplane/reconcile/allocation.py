@@ -1,0 +1,112 @@
+"""Topology-aware node allocation: whole scalable units first, the rest packed into as few SUs as possible,
+spares held back for replacements.
+
+``choose`` is pure (tested on its own); ``allocate`` runs it on the database under the region's allocation
+lock and moves the chosen nodes to ``allocated`` through ``transition()``.
+"""
+
+from __future__ import annotations
+
+import math
+from collections import defaultdict
+from dataclasses import dataclass
+
+import sqlalchemy as sa
+from sqlalchemy import orm
+
+from velyrix import catalog, errors
+from velyrix.controlplane.db import models
+from velyrix.controlplane.reconcile import locks
+from velyrix.controlplane.reconcile.store import move
+from velyrix.fleet import states
+
+
+@dataclass(frozen=True)
+class Candidate:
+    """A free node and its place: scalable unit and slot within it."""
+
+    name: str
+    su: int
+    slot: int
+
+
+def choose(free: list[Candidate], count: int, su_nodes: int, *, near_su: int | None = None) -> list[str]:
+    """Pick ``count`` of ``free`` nodes (``ValueError`` if there are fewer).
+
+    1. whole free SUs (every rail leaf of the SU belongs to the cluster: same-rail traffic stays one hop
+       and no other tenant shares a leaf); 2. the remainder from the SU that fits it most tightly
+       (``near_su`` first, for replacements), so other SUs stay whole; 3. if no single SU fits, from the SUs
+       with the most free nodes. Within an SU, lowest slots first. Deterministic for the same input.
+    """
+    if count > len(free):
+        raise ValueError(f"{count} nodes requested, {len(free)} free")
+    by_su: dict[int, list[Candidate]] = defaultdict(list)
+    for c in sorted(free, key=lambda c: (c.su, c.slot)):
+        by_su[c.su].append(c)
+    chosen: list[Candidate] = []
+    if near_su is None:
+        for su in sorted(by_su):
+            if len(chosen) + su_nodes > count:
+                break
+            if len(by_su[su]) == su_nodes:
+                chosen.extend(by_su.pop(su))
+    rest = count - len(chosen)
+    while rest > 0:
+        fitting = [su for su in by_su if len(by_su[su]) >= rest]
+        if near_su in fitting:
+            su = near_su
+        elif fitting:
+            su = min(fitting, key=lambda s: (len(by_su[s]), s))
+        else:
+            su = max(by_su, key=lambda s: (len(by_su[s]), -s))
+        take = by_su.pop(su)[:rest]
+        chosen.extend(take)
+        rest -= len(take)
+    return [c.name for c in chosen]
+
+
+def _candidate(node: models.Node) -> Candidate:
+    pos = (node.hardware or {}).get("position") or {}
+    return Candidate(name=node.name, su=int(pos.get("su", 0)), slot=int(pos.get("slot", 0)))
+
+
+def spare_reserve(session: orm.Session, region: str, node_type: str) -> int:
+    """Nodes of ``node_type`` held back in ``region`` for replacements: ceil(fleet x spare_fraction)."""
+    fleet = session.scalar(sa.select(sa.func.count()).select_from(models.Node).where(
+        models.Node.region == region, models.Node.node_type == node_type,
+        models.Node.fleet_stage != states.RETIRED)) or 0
+    return math.ceil(fleet * catalog.region(region).spare_fraction)
+
+
+def allocate(session: orm.Session, cluster: models.Cluster, count: int, *, actor: str, replacement: bool = False,
+             near_su: int | None = None) -> list[models.Node]:
+    """Allocate ``count`` nodes to ``cluster`` (single-tenant: the nodes get its tenant and cluster).
+
+    A first allocation may not eat into the spare reserve; a ``replacement`` may. Raises ``CapacityError``
+    when the region cannot serve the request. Holds the region's allocation lock until the caller commits.
+    """
+    if count <= 0:
+        return []
+    locks.hold(session, f"allocate/{cluster.region}/{cluster.node_type}")
+    free_rows = session.scalars(sa.select(models.Node).where(
+        models.Node.region == cluster.region, models.Node.node_type == cluster.node_type,
+        models.Node.provisioning_state == states.AVAILABLE, models.Node.fleet_stage == states.PRODUCTION,
+        models.Node.cluster_id.is_(None))).all()
+    reserve = 0 if replacement else spare_reserve(session, cluster.region, cluster.node_type)
+    usable = len(free_rows) - reserve
+    if count > usable:
+        what = "replacement node" if replacement else f"{cluster.node_type} nodes"
+        raise errors.CapacityError(
+            f"{cluster.region} has {max(0, usable)} {what} available for '{cluster.name}', {count} needed"
+            + (f" ({reserve} more held back as spares)" if reserve else ""),
+            hint="lower node_count, wait for capacity to free up, or choose another region or node type")
+    su_nodes = catalog.region(cluster.region).scalable_unit_nodes
+    names = set(choose([_candidate(n) for n in free_rows], count, su_nodes, near_su=near_su))
+    chosen = [n for n in free_rows if n.name in names]
+    for node in chosen:
+        node.cluster_id = cluster.id
+        node.tenant_id = cluster.tenant_id
+        move(session, node, states.ALLOCATED, actor=actor,
+             reason=("replacement for " if replacement else "allocated to ") + f"cluster {cluster.name}")
+    session.flush()  # a concurrent allocation of the same node fails here on its version column
+    return chosen

@@ -1,0 +1,68 @@
+"""Fleet intake: nodes the driver reports are enrolled, inspected and burned in before they are sold.
+
+``reconcile_fleet`` is one pass: enroll unknown hostnames (``enrolled``/``burn-in``), inspect enrolled ones
+(-> ``available`` with their inventory), and run the acceptance tests on burned-in nodes (-> ``production``
+or ``quarantined``). Requests are keyed by node and step, so a pass after a crash resubmits safely.
+"""
+
+from __future__ import annotations
+
+import sqlalchemy as sa
+from sqlalchemy import orm
+
+from velyrix.controlplane.db import models
+from velyrix.controlplane.reconcile.store import move
+from velyrix.fleet import acceptance, states
+from velyrix.fleet.drivers import base
+
+ACTOR = "reconciler/fleet"
+
+
+def enroll(session: orm.Session, driver: base.Driver, region: str, node_types: dict[str, str]) -> int:
+    """Insert a node row for every hostname of ``driver`` not yet known; ``node_types`` maps hostname -> node
+    type. Returns how many were enrolled. New rows start ``enrolled`` in stage ``burn-in``."""
+    known = set(session.scalars(sa.select(models.Node.name).where(models.Node.region == region)))
+    new = [h for h in driver.list_nodes() if h not in known]
+    for hostname in new:
+        session.add(models.Node(name=hostname, region=region, node_type=node_types[hostname],
+                                provisioning_state=states.ENROLLED, fleet_stage=states.BURN_IN, hardware={},
+                                labels={}))
+    session.flush()
+    return len(new)
+
+
+def reconcile_fleet(session: orm.Session, driver: base.Driver, region: str) -> int:
+    """One intake pass over nodes of ``region`` that are not yet sellable; returns how many are still
+    waiting on the driver (0 when the intake is done)."""
+    waiting = 0
+    rows = session.scalars(sa.select(models.Node).where(
+        models.Node.region == region, models.Node.cluster_id.is_(None),
+        sa.or_(models.Node.provisioning_state.in_([states.ENROLLED, states.INSPECTING]),
+               models.Node.fleet_stage == states.BURN_IN))).all()
+    for node in rows:
+        if node.provisioning_state == states.ENROLLED:
+            move(session, node, states.INSPECTING, actor=ACTOR, reason="new node: read its inventory")
+        if node.provisioning_state == states.INSPECTING:
+            op = driver.inspect(node.name, request_id=f"intake/{node.name}/inspect")
+            if not op.done:
+                waiting += 1
+                continue
+            if op.status == base.FAILED:
+                node.last_error = f"inspection failed: {op.error}"
+                move(session, node, states.FAILED, actor=ACTOR, reason=node.last_error)
+                continue
+            node.hardware = op.result["hardware"]
+            move(session, node, states.AVAILABLE, actor=ACTOR, reason="inventory read")
+        if node.fleet_stage == states.BURN_IN and node.provisioning_state == states.AVAILABLE:
+            op = driver.run_acceptance(node.name, request_id=f"intake/{node.name}/burn-in")
+            if not op.done:
+                waiting += 1
+                continue
+            results = acceptance.judge_node(node.node_type, op.result) if op.status == base.SUCCEEDED else []
+            if op.status == base.SUCCEEDED and acceptance.passed(results):
+                move(session, node, states.PRODUCTION, actor=ACTOR, reason="burn-in passed")
+            else:
+                node.last_error = "; ".join(acceptance.failures(results)) or f"burn-in failed: {op.error}"
+                move(session, node, states.QUARANTINED, actor=ACTOR, reason=node.last_error[:500])
+    session.flush()
+    return waiting

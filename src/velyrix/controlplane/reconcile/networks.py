@@ -1,0 +1,54 @@
+"""Tenant networks of a cluster: an Ethernet VLAN in a VRF and an InfiniBand partition key, unique among the
+live clusters of a region (``network_allocations`` enforces it with a unique index)."""
+
+from __future__ import annotations
+
+import sqlalchemy as sa
+from sqlalchemy import orm
+
+from velyrix import catalog, errors
+from velyrix.controlplane.db import models
+from velyrix.controlplane.reconcile import locks, tables
+from velyrix.fleet.drivers import base
+
+PKEY_RANGE = (0x0002, 0x7FFE)
+"""Usable 15-bit partition keys (REFERENCE §1): 0x7fff is the default partition; 0x0001 is kept for the
+provider's management partition (Velyrix choice)."""
+
+
+def _lowest_free(used: set[int], lo: int, hi: int) -> int | None:
+    for value in range(lo, hi + 1):
+        if value not in used:
+            return value
+    return None
+
+
+def ensure(session: orm.Session, cluster: models.Cluster) -> base.NetworkAttachment:
+    """The cluster's networks, allocating the VLAN and the partition key on first call (idempotent).
+
+    Raises ``CapacityError`` when the region has no VLAN or partition key left.
+    """
+    rows = {r.kind: r.value for r in session.scalars(
+        sa.select(tables.NetworkAllocation).where(tables.NetworkAllocation.cluster_id == cluster.id))}
+    missing = [k for k in ("vlan", "pkey") if k not in rows]
+    if missing:
+        locks.hold(session, f"networks/{cluster.region}")
+        region = catalog.region(cluster.region)
+        ranges = {"vlan": region.vlan_range, "pkey": PKEY_RANGE}
+        for kind in missing:
+            used = set(session.scalars(sa.select(tables.NetworkAllocation.value).where(
+                tables.NetworkAllocation.region == cluster.region, tables.NetworkAllocation.kind == kind)))
+            value = _lowest_free(used, *ranges[kind])
+            if value is None:
+                raise errors.CapacityError(f"{cluster.region} has no free {kind} left for '{cluster.name}'",
+                                           hint="destroy unused clusters to release their networks")
+            session.add(tables.NetworkAllocation(region=cluster.region, kind=kind, value=value,
+                                                 tenant_id=cluster.tenant_id, cluster_id=cluster.id))
+            rows[kind] = value
+        session.flush()
+    return base.NetworkAttachment(vlan=rows["vlan"], vrf=f"vrf-{cluster.tenant_id}-{cluster.name}", pkey=rows["pkey"])
+
+
+def release(session: orm.Session, cluster: models.Cluster) -> None:
+    """Return the cluster's VLAN and partition key to the region."""
+    session.execute(sa.delete(tables.NetworkAllocation).where(tables.NetworkAllocation.cluster_id == cluster.id))

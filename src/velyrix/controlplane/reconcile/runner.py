@@ -1,0 +1,152 @@
+"""The reconcile loop: which clusters to look at, claims between replicas, timeouts, temporary errors.
+
+Each cluster is reconciled in its own transaction under a PostgreSQL advisory lock on its id
+(``locks.try_claim``): a replica that cannot take it skips it this pass, so replicas never act on the same
+cluster at once. Errors are temporary (a concurrent update, a lost connection: retried after a delay and
+recorded in ``cluster_work.last_error``) or permanent (settled in the cluster's phase by the step itself).
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import logging
+import threading
+import time
+
+import sqlalchemy as sa
+from sqlalchemy import exc as sa_exc
+from sqlalchemy import orm
+
+from velyrix import errors
+from velyrix.controlplane.db import models
+from velyrix.controlplane.reconcile import cluster as cluster_mod
+from velyrix.controlplane.reconcile import enrollment, locks, phases, tables
+from velyrix.fleet.drivers import base
+
+log = logging.getLogger("velyrix.reconcile")
+TEMPORARY = (sa_exc.OperationalError, sa_exc.IntegrityError, orm.exc.StaleDataError, sa_exc.InterfaceError)
+
+
+class Reconciler:
+    """Reconciles the clusters of one region on one driver. ``run_once`` is one pass; ``run`` loops."""
+
+    def __init__(self, sessionmaker: orm.sessionmaker[orm.Session], driver: base.Driver, region: str,
+                 settings: phases.ReconcileSettings | None = None) -> None:
+        self.sessionmaker = sessionmaker
+        self.driver = driver
+        self.region = region
+        self.settings = settings or phases.ReconcileSettings()
+        self._not_before: dict[str, float] = {}
+        self.errors = 0
+
+    def intake(self) -> int:
+        """One fleet intake pass (enrolled -> inspected -> burned in); returns requests still pending."""
+        with self.sessionmaker() as s:
+            if not locks.try_claim(s, f"intake/{self.region}"):
+                return 0
+            waiting = enrollment.reconcile_fleet(s, self.driver, self.region)
+            s.commit()
+            return waiting
+
+    def run_once(self) -> float:
+        """Reconcile every cluster that is due; returns how long the loop may sleep (wall s)."""
+        now = time.monotonic()
+        with self.sessionmaker() as s:
+            ids = list(s.scalars(sa.select(models.Cluster.id).where(
+                models.Cluster.region == self.region, models.Cluster.phase != phases.DELETED)
+                .order_by(models.Cluster.id)))
+        sleep = self.settings.idle_s
+        for cid in ids:
+            due = self._not_before.get(cid, 0.0)
+            if due > now:
+                sleep = min(sleep, due - now)
+                continue
+            again = self.reconcile_one(cid)
+            wait = self.settings.idle_s if again is None else again
+            self._not_before[cid] = time.monotonic() + wait
+            sleep = min(sleep, wait)
+        return max(0.0, sleep)
+
+    def reconcile_one(self, cluster_id: str) -> float | None:
+        """One step of one cluster in its own transaction; returns when to look again (None: settled)."""
+        try:
+            with self.sessionmaker() as s:
+                if not locks.try_claim(s, f"cluster/{cluster_id}"):
+                    return self.settings.poll_s
+                cluster = s.get(models.Cluster, cluster_id)
+                if cluster is None:
+                    return None
+                self._check_timeout(s, cluster)
+                again = cluster_mod.reconcile(s, cluster, self.driver, self.settings)
+                s.commit()
+                return again
+        except TEMPORARY as exc:
+            self.errors += 1
+            log.info("cluster %s: temporary error, retrying: %s", cluster_id, exc.__class__.__name__)
+            self._record_error(cluster_id, f"{exc.__class__.__name__}: {str(exc)[:300]}")
+            return self.settings.retry_backoff_s
+        except errors.VelyrixError as exc:
+            self.errors += 1
+            log.warning("cluster %s: %s", cluster_id, exc.message)
+            self._record_error(cluster_id, exc.message)
+            return self.settings.retry_backoff_s
+
+    def _check_timeout(self, s: orm.Session, cluster: models.Cluster) -> None:
+        if cluster.phase not in phases.ACTIVE_PHASES or cluster.desired_state == "absent":
+            return
+        work = s.scalar(sa.select(tables.ClusterWork).where(tables.ClusterWork.cluster_id == cluster.id))
+        if work is None:
+            return
+        started = work.phase_started_at
+        if started.tzinfo is None:
+            started = started.replace(tzinfo=dt.UTC)
+        age = (models.utcnow() - started).total_seconds()
+        if age > self.settings.phase_timeout_s:
+            st = cluster_mod.Step(session=s, cluster=cluster, work=work, driver=self.driver, settings=self.settings,
+                                  entries=dict(work.nodes or {}))
+            cluster_mod.fail(st, "PhaseTimeout", f"phase {cluster.phase} took longer than "
+                             f"{self.settings.phase_timeout_s:g} s" + (f"; last error: {work.last_error}"
+                                                                        if work.last_error else ""))
+
+    def _record_error(self, cluster_id: str, message: str) -> None:
+        try:
+            with self.sessionmaker() as s:
+                work = s.scalar(sa.select(tables.ClusterWork).where(tables.ClusterWork.cluster_id == cluster_id))
+                if work is not None:
+                    work.last_error = message[:2000]
+                    work.retries += 1
+                    s.commit()
+        except TEMPORARY:
+            pass
+
+    def settle(self, timeout_s: float = 60.0, tick: float | None = None) -> None:
+        """Run passes until no cluster has work left (tests, benchmarks, the demo); ``tick`` advances a
+        simulated clock by that many seconds between passes where the driver has one."""
+        deadline = time.monotonic() + timeout_s
+        while time.monotonic() < deadline:
+            self._not_before.clear()
+            with self.sessionmaker() as s:
+                rows = s.execute(sa.select(models.Cluster, tables.ClusterWork).outerjoin(
+                    tables.ClusterWork, tables.ClusterWork.cluster_id == models.Cluster.id).where(
+                    models.Cluster.region == self.region)).all()
+                busy = [c.id for c, w in rows if cluster_mod.needs_work(c, w)]
+            if not busy:
+                return
+            for cid in busy:
+                self.reconcile_one(cid)
+            if tick:
+                advance = getattr(getattr(self.driver, "region", None), "advance", None)
+                if advance is not None:
+                    advance(tick)
+        raise TimeoutError(f"clusters still busy after {timeout_s} s")
+
+    def run(self, stop: threading.Event) -> None:
+        """Loop until ``stop`` is set: intake, then clusters."""
+        while not stop.is_set():
+            try:
+                self.intake()
+                sleep = self.run_once()
+            except Exception:
+                log.exception("reconcile pass failed")
+                sleep = self.settings.idle_s
+            stop.wait(sleep)

@@ -1,0 +1,80 @@
+"""The fleet side of a running control plane: a twin region, its driver and the reconcile thread.
+
+``velyrix up`` and ``velyrix demo`` build one with ``FleetRuntime.twin(...)``, call ``start`` (enrolls and
+burns in the twin's nodes, then reconciles in a background thread) and ``attach(app)`` (the sim and
+acceptance routes find it in ``app.state.fleet``). The twin lives in memory: after a restart it is built
+again from the same seed, and the reconcilers resubmit what the database says is in flight.
+"""
+
+from __future__ import annotations
+
+import threading
+from typing import Any
+
+from sqlalchemy import orm
+
+from velyrix.controlplane.reconcile import enrollment, phases
+from velyrix.controlplane.reconcile.runner import Reconciler
+from velyrix.fleet.drivers import base
+from velyrix.fleet.drivers.sim import SimClock, SimDelays, SimDriver, SimRegion
+
+
+class FleetRuntime:
+    """A driver (the twin's, here) and the reconciler that drives it for one region."""
+
+    def __init__(self, sessionmaker: orm.sessionmaker[orm.Session], driver: base.Driver, region: str,
+                 sim: SimRegion | None = None, settings: phases.ReconcileSettings | None = None) -> None:
+        self.sessionmaker = sessionmaker
+        self.driver = driver
+        self.region = region
+        self.sim = sim
+        self.reconciler = Reconciler(sessionmaker, driver, region, settings)
+        self._stop = threading.Event()
+        self._thread: threading.Thread | None = None
+
+    @classmethod
+    def twin(cls, sessionmaker: orm.sessionmaker[orm.Session], region: str, *,
+             node_counts: dict[str, int] | None = None, seed: int = 0, delays: bool = True, speed: float = 60.0,
+             settings: phases.ReconcileSettings | None = None) -> FleetRuntime:
+        """A runtime on a new twin of ``region``. ``delays``: requests take their ``SimDelays`` in simulated
+        time, on a clock running ``speed`` times faster than wall time; without delays they finish at once."""
+        sim = SimRegion.build(region, node_counts, seed=seed, clock=SimClock(speed=speed if delays else None))
+        driver = SimDriver(sim, SimDelays() if delays else SimDelays.off())
+        return cls(sessionmaker, driver, region, sim, settings)
+
+    def enroll(self) -> int:
+        """Enroll the driver's nodes that the database does not know and run their intake to the end
+        (the twin's clock is moved forward so that intake never waits on wall time). Returns nodes enrolled."""
+        node_types = {h: n.node_type for h, n in self.sim.nodes.items()} if self.sim else {}
+        with self.sessionmaker() as s:
+            count = enrollment.enroll(s, self.driver, self.region, node_types)
+            s.commit()
+        for _ in range(100):
+            if self.reconciler.intake() == 0:
+                break
+            if self.sim is not None:
+                self.sim.advance(600.0)
+        return count
+
+    def start(self) -> None:
+        """Enroll, then reconcile in a daemon thread until ``stop``."""
+        self.enroll()
+        self._stop.clear()
+        self._thread = threading.Thread(target=self.reconciler.run, args=(self._stop,), name="velyrix-reconcile",
+                                        daemon=True)
+        self._thread.start()
+
+    def stop(self, timeout_s: float = 5.0) -> None:
+        self._stop.set()
+        if self._thread is not None:
+            self._thread.join(timeout_s)
+
+    def attach(self, app: Any) -> None:
+        """Expose this runtime to the API (``app.state.fleet``) and mount the fleet routes."""
+        from velyrix.controlplane.api.routes import fleet as fleet_routes
+
+        app.state.fleet = self
+        if not getattr(app.state, "fleet_routes", False):
+            app.include_router(fleet_routes.router)
+            app.include_router(fleet_routes.sim_router)
+            app.state.fleet_routes = True
