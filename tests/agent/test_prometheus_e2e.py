@@ -1,0 +1,98 @@
+"""A real Prometheus scrapes two node agents and the twin's fleet exporter while a scripted schedule of
+jobs runs; GPU-hours per job and per team from PromQL equal what the schedule implies."""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from velyrix.agent import service
+from velyrix.agent.collectors.sim import SimCollector
+from velyrix.agent.fleet_exporter import fleet_source
+from velyrix.fleet.drivers.sim import SimClock, SimRegion
+from velyrix.testing.prometheus import JobSchedule, PrometheusServer, ScriptedJob, prometheus_binary
+
+pytestmark = [pytest.mark.prometheus,
+              pytest.mark.skipif(prometheus_binary() is None, reason="apt-get install prometheus")]
+
+RULES = Path(__file__).resolve().parents[2] / "deploy" / "prometheus" / "velyrix-rules.yml"
+INTERVAL_S = 1.0
+
+
+@pytest.fixture
+def stack(tmp_path: Path) -> Iterator[tuple[SimRegion, PrometheusServer, list[str]]]:
+    """Four twin nodes: n0 and n1 each behind its own agent, n2 and n3 behind the fleet exporter."""
+    region = SimRegion.build("us-east-1", {"hgx-h200-8g": 4}, seed=11, clock=SimClock(speed=1.0))
+    hosts = list(region.nodes)
+    servers = [service.serve(service.MetricsSource(
+        [service.NodeSource(SimCollector(region.nodes[h], region), tmp_path / h)])) for h in hosts[:2]]
+    servers.append(service.serve(fleet_source(region, job_map_root=tmp_path, hostnames=hosts[2:])))
+    prom = PrometheusServer({"velyrix-agent": [f"127.0.0.1:{s.port}" for s in servers[:2]],
+                             "velyrix-sim-exporter": [f"127.0.0.1:{servers[2].port}"]},
+                            interval_s=INTERVAL_S, rule_files=[RULES])
+    try:
+        prom.start()
+        yield region, prom, hosts
+    finally:
+        prom.stop()
+        for s in servers:
+            s.close()
+
+
+def test_gpu_hours_per_job_and_team_match_the_schedule(stack, tmp_path: Path) -> None:
+    region, prom, (n0, n1, n2, n3) = stack
+    schedule = [
+        ScriptedJob("job-a", {n0: list(range(8))}, 0.5, 7.5, user="ada", team="ml", cost_center="cc-100"),
+        # spans an agent's node and a fleet-exporter node
+        ScriptedJob("job-b", {n1: [0, 1, 2, 3], n2: [0, 1, 2, 3]}, 1.0, 5.0, user="bo", team="ml",
+                    cost_center="cc-200"),
+        ScriptedJob("job-c", {n3: list(range(8))}, 1.5, 8.5, user="cy", team="vision", cost_center="cc-200"),
+        ScriptedJob("job-d", {n1: [4, 5, 6, 7]}, 4.0, 8.0, user="di", team="vision", cost_center="cc-300"),
+    ]
+
+    def load(host: str, busy: bool) -> None:
+        region.nodes[host].load_pct = 90.0 if busy else 0.0
+
+    player = JobSchedule(schedule, lambda host: tmp_path / host, on_load=load)
+    thread = player.run_in_background()
+    time.sleep(4.5)
+    # mid-schedule: job-b holds 8 GPUs over two scrape targets, and its utilization shows
+    live = prom.query_by("hpc_job:velyrix_gpus_allocated:count", "hpc_job")
+    assert live.get("job-b") == 8 and live.get("job-a") == 8
+    util = prom.query_by("hpc_job:DCGM_FI_DEV_GPU_UTIL:avg", "hpc_job")
+    assert util.get("job-a") == pytest.approx(90.0)
+    thread.join()
+    time.sleep(3 * INTERVAL_S)  # the last epilog's stale markers are scraped
+
+    window = f"{int(time.time() - player.started_at) + 5}s"
+    step = f"{int(INTERVAL_S * 1000)}ms"
+    per_job = prom.query_by(f"sum_over_time(hpc_job:velyrix_gpus_allocated:count[{window}:{step}])"
+                            f" * {INTERVAL_S} / 3600", "hpc_job")
+    raw = prom.query_by(f'sum by (hpc_job) (count_over_time(velyrix_gpu_responsive{{hpc_job!=""}}[{window}]))'
+                        f" * {INTERVAL_S} / 3600", "hpc_job")
+    assert set(per_job) == set(raw) == {j.job_id for j in schedule}
+    for job in schedule:
+        expected_h = job.gpu_seconds() / 3600
+        tolerance_h = job.gpu_count * INTERVAL_S / 3600  # one scrape interval of the job's GPUs
+        assert per_job[job.job_id] == pytest.approx(expected_h, abs=tolerance_h), job.job_id
+        assert raw[job.job_id] == pytest.approx(expected_h, abs=tolerance_h), job.job_id
+
+    per_team = prom.query_by(f"sum_over_time(team:velyrix_gpus_allocated:sum[{window}:{step}])"
+                             f" * {INTERVAL_S} / 3600", "team")
+    per_cc = prom.query_by(f"sum_over_time(cost_center:velyrix_gpus_allocated:sum[{window}:{step}])"
+                           f" * {INTERVAL_S} / 3600", "cost_center")
+    for key, table, attr in (("team", per_team, "team"), ("cost_center", per_cc, "cost_center")):
+        groups = {getattr(j, attr) for j in schedule}
+        assert set(table) == groups, key
+        for group in groups:
+            members = [j for j in schedule if getattr(j, attr) == group]
+            expected_h = sum(j.gpu_seconds() for j in members) / 3600
+            tolerance_h = sum(j.gpu_count for j in members) * INTERVAL_S / 3600
+            assert table[group] == pytest.approx(expected_h, abs=tolerance_h), (key, group)
+
+    # ended jobs left the mapping: no GPU series carries a job label any more
+    assert prom.query('velyrix_gpu_responsive{hpc_job!=""}') == []
+    assert prom.query("velyrix_job_info") == []
