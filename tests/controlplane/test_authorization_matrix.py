@@ -1,0 +1,182 @@
+"""Every /v1 route x every principal, built from the app's route table (a new route cannot be
+forgotten: it needs a sample body and path parameters here, or this test fails).
+
+Expected: no key, malformed, unknown, revoked and expired keys -> 401; a role without the route's
+scope -> 403; a role with it -> 2xx on its own objects; a tenant key on another tenant's ids -> 404
+(with nothing of the object in the answer); lists never show another tenant's objects.
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Any
+
+import pytest
+from fastapi.routing import APIRoute
+
+from tests.controlplane.conftest import PROVIDER_ROLES, TENANT_ROLES, World, auth, cluster_body, unique
+from velyrix.controlplane.api.app import ROUTERS
+from velyrix.controlplane.auth import keys, roles
+
+ROUTES = [r for router in ROUTERS for r in router.routes if isinstance(r, APIRoute) and r.path.startswith("/v1")]
+BAD_KEYS = ("none", "malformed", "unknown", "revoked", "expired")
+
+
+def required_scope(route: APIRoute) -> str:
+    scopes = [d.call.required_scope for d in route.dependant.dependencies if hasattr(d.call, "required_scope")]
+    assert len(scopes) == 1, f"{route.name} declares {len(scopes)} required scopes"
+    return str(scopes[0])
+
+
+def body_for(route: APIRoute, world: World, principal_role: str, cluster_name: str | None) -> dict[str, Any] | None:
+    provider = principal_role in PROVIDER_ROLES
+    samples: dict[str, Any] = {
+        "tenants.create": {"name": unique("t")},
+        "tenants.update": {"display_name": "Renamed"},
+        "api_keys.create": {"name": unique("k"), "role": principal_role if provider else "viewer"},
+        "clusters.create": cluster_body(unique("c")),
+        "clusters.update": cluster_body(cluster_name or "x", node_count=2),
+        "nodes.create": {"name": unique("gpu"), "region": "us-east-1", "node_type": "hgx-h200-8g"},
+        "nodes.update": {"labels": {"rack": "r1"}},
+        "volumes.create": {"name": unique("v"), "region": "us-east-1", "tier": "object", "size_tb": 5},
+        "volumes.update": {"size_tb": 50},
+    }
+    if route.body_field is None:
+        return None
+    assert route.name in samples, f"add a sample body for the new route {route.name}"
+    return samples[route.name]
+
+
+def path_for(route: APIRoute, world: World, owner: Any, principal_role: str) -> tuple[str, str | None, str | None]:
+    """(path, object id, object name) with fresh objects of ``owner`` (a TenantWorld)."""
+    params = re.findall(r"{(\w+)}", route.path)
+    if not params:
+        return route.path, None, None
+    (param,) = params
+    name = None
+    if param == "tenant_id":
+        obj = owner.tenant_id
+    elif param == "key_id":
+        provider = principal_role in PROVIDER_ROLES and owner is world.a
+        obj = world.key(None if provider else owner, "operator" if provider else "viewer")[0]
+    elif param == "cluster_id":
+        obj = world.cluster(owner)
+        with world.session() as s:
+            from velyrix.controlplane.db import models
+
+            name = s.get(models.Cluster, obj).name
+    elif param == "node_id":
+        obj = world.node(owner, world.cluster(owner))
+    elif param == "volume_id":
+        obj = world.volume(owner)
+    elif param == "event_id":
+        obj = world.audit_event(owner)
+    elif param == "region":
+        obj = "us-east-1"
+    else:
+        raise AssertionError(f"add a path parameter resolver for {param} ({route.name})")
+    return route.path.replace("{" + param + "}", obj), obj, name
+
+
+def secret_for(world: World, who: str) -> str | None:
+    if who in TENANT_ROLES:
+        return world.a.keys[who]
+    if who in PROVIDER_ROLES:
+        return world.provider[who]
+    if who == "malformed":
+        return "vlx_not-a-key"
+    if who == "unknown":
+        return keys.generate()
+    if who == "revoked":
+        return world.revoked
+    if who == "expired":
+        return world.expired
+    return None
+
+
+def call(client: Any, route: APIRoute, path: str, secret: str | None, body: Any) -> Any:
+    (method,) = route.methods
+    headers = auth(secret) if secret else {}
+    return client.request(method, path, headers=headers, json=body)
+
+
+ROUTE_IDS = [f"{next(iter(r.methods))} {r.path}" for r in ROUTES]
+
+
+def test_every_v1_route_requires_exactly_one_known_scope() -> None:
+    assert ROUTES, "no /v1 routes found"
+    for route in ROUTES:
+        assert required_scope(route) in roles.SCOPES
+
+
+@pytest.mark.parametrize("route", ROUTES, ids=ROUTE_IDS)
+@pytest.mark.parametrize("who", TENANT_ROLES + PROVIDER_ROLES + BAD_KEYS)
+def test_route_answers_each_principal_as_its_scopes_say(client: Any, world: World, route: APIRoute,
+                                                        who: str) -> None:
+    path, _obj, name = path_for(route, world, world.a, who)
+    resp = call(client, route, path, secret_for(world, who), body_for(route, world, who, name))
+    if who in BAD_KEYS:
+        assert resp.status_code == 401, resp.text
+        assert resp.json()["code"] == "unauthenticated"
+        return
+    if required_scope(route) not in roles.ALL_ROLES[who]:
+        assert resp.status_code == 403, resp.text
+        assert resp.json()["code"] == "forbidden"
+        return
+    assert 200 <= resp.status_code < 300, f"{who} {route.name}: {resp.status_code} {resp.text}"
+    if route.path.endswith("s") and resp.status_code == 200 and who in TENANT_ROLES:
+        # lists: nothing of tenant b
+        assert world.b.tenant_id not in resp.text
+
+
+FOREIGN_ROUTES = [r for r in ROUTES if "{" in r.path and not r.path.endswith("{region}")]
+
+
+@pytest.mark.parametrize("route", FOREIGN_ROUTES, ids=[f"{next(iter(r.methods))} {r.path}" for r in FOREIGN_ROUTES])
+@pytest.mark.parametrize("who", TENANT_ROLES)
+def test_another_tenants_object_answers_404_without_a_trace(client: Any, world: World, route: APIRoute,
+                                                            who: str) -> None:
+    path, obj, name = path_for(route, world, world.b, who)
+    resp = call(client, route, path, world.a.keys[who], body_for(route, world, who, name))
+    if required_scope(route) not in roles.TENANT_ROLES[who]:
+        assert resp.status_code == 403, resp.text
+        return
+    assert resp.status_code == 404, f"{who} {route.name}: {resp.status_code} {resp.text}"
+    # Indistinguishable from an id that does not exist at all (apart from the id itself).
+    missing = obj[:-6] + "ffffff" if obj and obj[-6:] != "ffffff" else obj[:-6] + "eeeeee"
+    ghost = call(client, route, path.replace(obj, missing), world.a.keys[who], body_for(route, world, who, name))
+    assert ghost.status_code == 404
+
+    def normal(r: Any, oid: str) -> dict[str, Any]:
+        return {k: v for k, v in r.json().items() if k != "request_id"} | {"_": r.text.count(oid)}
+
+    assert str(normal(resp, obj)).replace(obj, "ID") == str(normal(ghost, missing)).replace(missing, "ID")
+    if obj != world.b.tenant_id:
+        assert world.b.tenant_id not in resp.text
+    if name:
+        assert name not in resp.text
+
+
+def test_provider_keys_do_not_see_tenant_keys(client: Any, world: World) -> None:
+    key_id = world.a.key_ids["viewer"]
+    resp = client.get(f"/v1/api-keys/{key_id}", headers=auth(world.provider["operator"]))
+    assert resp.status_code == 404
+    listed = client.get("/v1/api-keys", headers=auth(world.provider["operator"])).json()["items"]
+    assert listed and all(k["tenant_id"] is None for k in listed)
+
+
+def test_lists_of_each_tenant_hold_only_its_objects(client: Any, world: World) -> None:
+    for tenant in (world.a, world.b):
+        world.cluster(tenant)
+        world.volume(tenant)
+        world.node(tenant)
+    for path in ("/v1/clusters", "/v1/volumes", "/v1/nodes", "/v1/api-keys", "/v1/tenants", "/v1/audit-events"):
+        for me, other in ((world.a, world.b), (world.b, world.a)):
+            items = client.get(path, headers=auth(me.keys["owner"]), params={"limit": 200}).json()["items"]
+            assert items, path
+            for item in items:
+                assert item.get("tenant_id", item.get("id")) == me.tenant_id, (path, item)
+            if path != "/v1/audit-events":  # a's own refused attempts on b's ids name them, rightly
+                assert other.tenant_id not in str(items)
+    fleet = client.get("/v1/nodes", headers=auth(world.provider["operator"]), params={"limit": 200}).json()["items"]
+    assert {n["tenant_id"] for n in fleet} >= {world.a.tenant_id, world.b.tenant_id}
