@@ -190,9 +190,4 @@ def render(r: dict[str, Any]) -> None:
                             f"{views._usd(b['total_usd_per_month'])}/month")
         con.print(c)
     if r["sensitivity"]:
-        s = views._table("Sensitivity", ("Case", "left"), ("MTTI", "right"), ("Save", "right"),
-                         ("Restart", "right"), ("Daly interval", "right"), ("ETTR at interval", "right"))
-        for row in r["sensitivity"]:
-            s.add_row(row["case"], f"{row['mtti_h']:,.1f} h", views._s(row["save_s"]), views._s(row["restart_s"]),
-                      views._s(row["interval_daly_s"]), f"{row['ettr_at_interval']:.2%}")
-        con.print(s)
+        con.print(views.sensitivity_table(r["sensitivity"], with_daly=False))

@@ -141,17 +141,29 @@ def render_goodput(con: Any, gp: dict[str, Any]) -> None:
     t.add_row("Lost", f"{gp['lost_gpu_hours_per_week']:,.0f} GPU-hours/week = {_usd(gp['lost_usd_per_week'])}/week "
                       f"({_usd(gp['lost_usd_per_month'])}/month at ${gp['gpu_hour_usd']:.2f}/GPU-h)")
     con.print(t)
-    s = _table("Sensitivity", ("Case", "left"), ("MTTI", "right"), ("Save", "right"), ("Restart", "right"),
-               ("Daly interval", "right"), ("ETTR at interval", "right"), ("ETTR at Daly", "right"))
-    for row in gp["sensitivity"]:
-        s.add_row(row["case"], f"{row['mtti_h']:,.1f} h", _s(row["save_s"]), _s(row["restart_s"]),
-                  _s(row["interval_daly_s"]), f"{row['ettr_at_interval']:.2%}", f"{row['ettr_at_daly']:.2%}")
+    s = sensitivity_table(gp["sensitivity"], with_daly=True)
     con.print(s)
     causes = _table("Interruptions by cause (Llama 3 mix)", ("Cause", "left"), ("Share", "right"),
                     ("MTTI", "right"))
     for c in gp["causes"]:
         causes.add_row(c["cause"], f"{c['share']:.1%}", f"{c['mtti_h']:,.0f} h")
     con.print(causes)
+
+
+def sensitivity_table(rows: list[dict[str, Any]], with_daly: bool) -> Any:
+    """The sensitivity rows (``goodput.Sensitivity``) as a compact table."""
+    cols = [("Case", "left"), ("MTTI h", "right"), ("Save s", "right"), ("Restart s", "right"),
+            ("Daly s", "right"), ("ETTR", "right")]
+    if with_daly:
+        cols.append(("ETTR at Daly", "right"))
+    t = _table("Sensitivity", *cols)
+    for row in rows:
+        cells = [row["case"], f"{row['mtti_h']:,.1f}", f"{row['save_s']:,.1f}", f"{row['restart_s']:,.0f}",
+                 f"{row['interval_daly_s']:,.0f}", f"{row['ettr_at_interval']:.2%}"]
+        if with_daly:
+            cells.append(f"{row['ettr_at_daly']:.2%}")
+        t.add_row(*cells)
+    return t
 
 
 def render_plan_goodput(con: Any, gp: dict[str, Any]) -> None:

@@ -35,7 +35,8 @@ def plan_cluster(spec: models.ClusterSpec) -> dict[str, Any]:
         out["storage_plan"] = storage_plan.to_dict()
         gp = storage.plan_goodput_for(spec, storage_plan)
         out["goodput"] = gp.to_dict() if gp else None
-    read_target = out["storage_plan"]["expected_read_gb_s"] if "storage_plan" in out else None
+    # No performance tier declared (0 GB/s): let the fabric planner use its default storage guidance.
+    read_target = (out["storage_plan"]["expected_read_gb_s"] or None) if "storage_plan" in out else None
     out["fabric_plan"] = fabric.fabric_section(spec.node_type, spec.node_count, spec.fabric,
                                                storage_target_gb_s=read_target)
     return out

@@ -1,0 +1,127 @@
+"""Goodput: MTTI from failure rates, Young and Daly against hand-worked values, first-order ETTR, and a
+Monte Carlo simulation that agrees with the formula when failures are rare (and not when they are not)."""
+
+from __future__ import annotations
+
+import math
+
+import pytest
+
+from velyrix import errors
+from velyrix.planners import goodput as gp
+
+
+def test_mtti_of_the_llama3_405b_run() -> None:
+    # 16,384 H100 = 2,048 nodes at 3.79 failures per 1,000 node-days (419 in 54 days):
+    # 2,048 x 3.79 / 1,000 = 7.762 per day -> 86,400 / 7.762 = 11,131 s = 3.09 h.
+    m = gp.job_mtti_s(2048, 3.79)
+    assert m == pytest.approx(11131.1, abs=0.5)
+    assert 54 * 86400 / m == pytest.approx(419, abs=1)
+
+
+def test_mtti_of_the_seed_pod_at_the_catalog_default() -> None:
+    # 64 nodes at 6.5 (Meta RSC-1): 0.416 per day -> 57.69 h.
+    assert gp.job_mtti_s(64, gp.default_failure_rate()) / 3600 == pytest.approx(57.692, abs=0.001)
+
+
+def test_young_by_hand() -> None:
+    # delta = 60 s, M = 1 day: sqrt(2 x 60 x 86,400) = sqrt(10,368,000) = 3,219.94 s
+    assert gp.young_interval_s(60, 86400) == pytest.approx(3219.94, abs=0.01)
+
+
+def test_daly_by_hand() -> None:
+    # x = 60 / 172,800 = 3.4722e-4, sqrt(x) = 0.0186339
+    # 3,219.94 x (1 + 0.0186339/3 + 3.4722e-4/9) - 60 = 3,219.94 x 1.0062499 - 60 = 3,180.07 s
+    assert gp.daly_interval_s(60, 86400) == pytest.approx(3180.07, abs=0.02)
+    # delta = 600 s, M = 3 h: x = 600/21,600 = 0.027778, sqrt(x) = 0.166667
+    # sqrt(2 x 600 x 10,800) = 3,600; 3,600 x (1 + 0.055556 + 0.0030864) - 600 = 3,211.11 s
+    assert gp.daly_interval_s(600, 10800) == pytest.approx(3211.11, abs=0.02)
+
+
+def test_daly_is_the_mtti_when_the_save_outlasts_two_mtti() -> None:
+    assert gp.daly_interval_s(3000, 1000) == 1000
+
+
+def test_daly_is_shorter_than_young_for_small_saves() -> None:
+    assert gp.daly_interval_s(15, 2e5) < gp.young_interval_s(15, 2e5)
+
+
+def test_first_order_ettr_by_hand() -> None:
+    # T = 3,600, delta = 60, R = 600, M = 86,400: 1 - 60/3,660 - 2,400/86,400 = 0.955829
+    assert gp.ettr_first_order(3600, 60, 600, 86400) == pytest.approx(0.955829, abs=1e-6)
+    assert gp.ettr_first_order(3600, 60, 600, 100) == 0.0  # clamped
+
+
+def test_simulation_agrees_with_the_formula_when_failures_are_rare() -> None:
+    # 8 nodes at 2.34 per 1,000 node-days: M = 53.4 days; a 54-day run sees ~1 failure.
+    m = gp.job_mtti_s(8, 2.34)
+    t, d, r = 3600.0, 30.0, 600.0
+    sim = gp.simulate_ettr(t, d, r, m, horizon_s=54 * 86400, replicas=20000, seed=7)
+    formula = gp.ettr_first_order(t, d, r, m)
+    lo, hi = sim.ettr_ci
+    assert lo <= formula <= hi
+    assert hi - lo < 1e-4
+    assert sim.failures_mean == pytest.approx(54 * 86400 / m, rel=0.03)
+
+
+def test_simulation_departs_from_the_first_order_formula_when_failures_are_frequent() -> None:
+    # M = 3 h with hour-long intervals: failures during restarts and partial cycles matter.
+    t, d, r, m = 3600.0, 60.0, 900.0, 3 * 3600.0
+    sim = gp.simulate_ettr(t, d, r, m, horizon_s=30 * 86400, replicas=3000, seed=1)
+    formula = gp.ettr_first_order(t, d, r, m)
+    assert not sim.ettr_ci[0] <= formula <= sim.ettr_ci[1]
+    assert abs(sim.ettr_mean - formula) < 0.05
+
+
+def test_simulation_without_failures_is_the_save_overhead() -> None:
+    sim = gp.simulate_ettr(1000, 10, 100, 1e15, horizon_s=1010 * 100, replicas=10, seed=0)
+    assert sim.ettr_mean == pytest.approx(1000 / 1010, abs=1e-9)
+
+
+def test_simulation_is_seeded() -> None:
+    a = gp.simulate_ettr(1800, 20, 400, 40000, horizon_s=5 * 86400, replicas=500, seed=3)
+    b = gp.simulate_ettr(1800, 20, 400, 40000, horizon_s=5 * 86400, replicas=500, seed=3)
+    c = gp.simulate_ettr(1800, 20, 400, 40000, horizon_s=5 * 86400, replicas=500, seed=4)
+    assert a == b and a.ettr_mean != c.ettr_mean
+
+
+def test_plan_goodput_reports_intervals_ettr_and_lost_value() -> None:
+    plan = gp.plan_goodput(gpus=512, save_s=15, restart_s=420, interval_s=1800, replicas=1000)
+    assert plan.nodes == 64 and plan.mttf_h == pytest.approx(57.69, abs=0.01)
+    assert plan.interval_young_s == pytest.approx(math.sqrt(2 * 15 * plan.mttf_h * 3600))
+    assert plan.ettr == pytest.approx(gp.ettr_first_order(1800, 15, 420, plan.mttf_h * 3600))
+    assert plan.lost_gpu_hours_per_week == pytest.approx(512 * 168 * (1 - plan.ettr))
+    assert plan.lost_usd_per_week == pytest.approx(plan.lost_gpu_hours_per_week * 3.50)
+    cases = [row.case for row in plan.sensitivity]
+    assert cases == ["baseline", "failure rate x2", "bandwidth at low percentile"]
+    doubled = plan.sensitivity[1]
+    assert doubled.mtti_h == pytest.approx(plan.mttf_h / 2) and doubled.ettr_at_interval < plan.ettr
+    slow = plan.sensitivity[2]
+    assert slow.save_s == pytest.approx(15 / 0.8) and slow.ettr_at_interval < plan.ettr
+    assert sum(c["share"] for c in plan.causes) < 1.0 and plan.causes[0]["cause"] == "faulty_gpu"
+    data = plan.to_dict()
+    for key in ("mttf_h", "interval_young_s", "interval_daly_s", "ettr", "ettr_simulated", "ettr_simulated_ci"):
+        assert key in data
+
+
+def test_auto_interval_is_daly() -> None:
+    plan = gp.plan_goodput(gpus=64, save_s=20, restart_s=300, replicas=200)
+    assert plan.interval_is_auto and plan.interval_s == plan.interval_daly_s
+
+
+@pytest.mark.parametrize(("kwargs", "text"), [
+    ({"gpus": 0, "save_s": 10, "restart_s": 10}, "GPU count"),
+    ({"gpus": 8, "save_s": -1, "restart_s": 10}, "save seconds"),
+    ({"gpus": 8, "save_s": 10, "restart_s": -5}, "restart seconds"),
+    ({"gpus": 8, "save_s": 10, "restart_s": 5, "failure_rate": 0}, "node failure rate"),
+    ({"gpus": 8, "save_s": 10, "restart_s": 5, "interval_s": -60}, "checkpoint interval"),
+])
+def test_bad_inputs_are_rejected(kwargs: dict, text: str) -> None:
+    with pytest.raises(errors.InvalidInputError, match=text):
+        gp.plan_goodput(replicas=10, **kwargs)
+
+
+def test_unknown_node_type_suggests_the_closest() -> None:
+    with pytest.raises(errors.UnknownNameError) as info:
+        gp.plan_goodput(gpus=8, node_type="hgx-h200", save_s=10, restart_s=10, replicas=10)
+    assert "hgx-h200-8g" in (info.value.hint or "")
