@@ -105,16 +105,15 @@ def build_topology(plan: FabricPlan) -> Topology:
                                                        pod=pod.index, group=j)) for j in range(pod.spines)]
     cores_of = [[topo.add_switch(Switch(plan.core_name(g, i), "core", c.radix, group=g))
                  for i in range(c.cores_per_group)] for g in range(c.core_groups)]
-    for node in range(plan.nodes):
-        su = node // c.su_nodes
-        for rail in range(c.rails):
-            topo.nic_links.append((node, rail, leaf_of[su, rail]))
+    # Leaves were added SU by SU, rail by rail: the leaf of (su, rail) has index su * rails + rail.
+    assert all(leaf_of[su, r] == su * c.rails + r for su, r in leaf_of)
+    d, rails = c.su_nodes, c.rails
+    topo.nic_links = [(n, r, (n // d) * rails + r) for n in range(plan.nodes) for r in range(rails)]
     for pod in c.pods:
-        for su in range(pod.first_su, pod.first_su + pod.sus):
-            for rail in range(c.rails):
-                for spine in spines_of[pod.index]:
-                    topo.links[leaf_of[su, rail], spine] = pod.links_per_leaf_spine
-        for j, spine in enumerate(spines_of[pod.index]):
-            for core in cores_of[j] if c.tiers == 3 else ():
-                topo.links[spine, core] = c.links_per_spine_core
+        first, last = pod.first_su * rails, (pod.first_su + pod.sus) * rails
+        topo.links.update({(leaf, spine): pod.links_per_leaf_spine
+                           for leaf in range(first, last) for spine in spines_of[pod.index]})
+        if c.tiers == 3:
+            topo.links.update({(spine, core): c.links_per_spine_core
+                               for j, spine in enumerate(spines_of[pod.index]) for core in cores_of[j]})
     return topo

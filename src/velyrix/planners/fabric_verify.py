@@ -9,7 +9,7 @@ Checks, each failure naming the part:
    GPUs times the link speed at 1:1 (the design value, divided by oversubscription, otherwise);
 5. the same max-flow for every rail on its own;
 6. equal-cost path counts between leaves (every pair in a pod; across pods, every leaf against the
-   first leaf of the next pod) — no pair may be without a path.
+   first leaf of the next pod, so the work stays linear) — no pair may be without a path.
 
 Max-flow runs on the switch-level graph (a NIC has one cable, so NICs fold into source/sink capacities
 of their leaf). Small graphs use a pure-Python Dinic so that ``velyrix plan`` does not pay scipy's import
@@ -76,14 +76,15 @@ def verify(plan: FabricPlan, topology: Topology | None = None, *, backend: str =
     _check_ports(topo, failures)
     _check_uplinks(topo, failures)
     half = topo.nodes // 2
-    flow = _max_flow(topo, backend, rail=None) * topo.link_gbps
+    problem = _FlowProblem(topo)
+    flow = problem.solve(backend, None) * topo.link_gbps
     nonblocking = flow >= half * topo.rails * topo.link_gbps
     expected = plan.bisection_gbps()
     if flow < expected:
         failures.append(f"bisection: max-flow {flow:,} Gb/s between nodes [0,{half}) and [{half},{topo.nodes}) "
                         f"is below the design {expected:,} Gb/s")
     for rail in range(topo.rails) if topo.nodes > 1 else ():
-        rail_flow = _max_flow(topo, backend, rail=rail)
+        rail_flow = problem.solve(backend, rail)
         if rail_flow * plan.oversubscription < half:
             failures.append(f"rail {rail}: max-flow {rail_flow * topo.link_gbps:,} Gb/s is below "
                             f"{int(half * topo.link_gbps / plan.oversubscription):,} Gb/s")
@@ -106,24 +107,34 @@ def _nic(node: int, rail: int) -> str:
 
 
 def _check_nics(topo: Topology, failures: list[str]) -> bool:
-    cables: dict[tuple[int, int], list[int]] = collections.defaultdict(list)
+    rails = topo.rails
+    expected = {(sw.su, sw.rail): i for i, sw in enumerate(topo.switches) if sw.role == "leaf"}
+    first: dict[int, int] = {}  # node * rails + rail -> leaf of its (first) cable
+    extra: collections.Counter[int] = collections.Counter()
+    strays = []
     for node, rail, leaf in topo.nic_links:
-        cables[node, rail].append(leaf)
+        if not (0 <= node < topo.nodes and 0 <= rail < rails):
+            strays.append(f"a cable on {topo.switches[leaf].name} claims node {node} NIC {rail}, "
+                          "which is not in the plan")
+            continue
+        key = node * rails + rail
+        if key in first:
+            extra[key] += 1
+        else:
+            first[key] = leaf
     problems = []
-    for node in range(topo.nodes):
-        su = node // topo.su_nodes
-        for rail in range(topo.rails):
-            ends = cables.get((node, rail), [])
-            if len(ends) != 1:
-                problems.append(f"{_nic(node, rail)} has {len(ends)} cables, expected exactly 1")
-                continue
-            sw = topo.switches[ends[0]]
-            if sw.role != "leaf" or sw.su != su or sw.rail != rail:
-                want = next((s.name for s in topo.switches if s.role == "leaf" and s.su == su and s.rail == rail),
-                            f"the rail-{rail} leaf of SU {su}")
-                problems.append(f"{_nic(node, rail)} is cabled to {sw.name}, expected {want}")
-    strays = [f"a cable on {topo.switches[leaf].name} claims node {n} NIC {r}, which is not in the plan"
-              for n, r, leaf in topo.nic_links if not (0 <= n < topo.nodes and 0 <= r < topo.rails)]
+    su_nodes = topo.su_nodes
+    for key in range(topo.nodes * rails):
+        node, rail = divmod(key, rails)
+        leaf = first.get(key)
+        if leaf is None or key in extra:
+            count = 0 if leaf is None else 1 + extra[key]
+            problems.append(f"{_nic(node, rail)} has {count} cables, expected exactly 1")
+            continue
+        want = expected.get((node // su_nodes, rail))
+        if leaf != want:
+            want_name = topo.switches[want].name if want is not None else f"the rail-{rail} leaf of its SU"
+            problems.append(f"{_nic(node, rail)} is cabled to {topo.switches[leaf].name}, expected {want_name}")
     _listed(failures, problems + strays)
     return not problems and not strays
 
@@ -160,33 +171,65 @@ def _check_uplinks(topo: Topology, failures: list[str]) -> None:
     _listed(failures, problems)
 
 
-def _flow_edges(topo: Topology, rail: int | None) -> tuple[int, list[tuple[int, int, int]]]:
-    """Directed edges (u, v, capacity in links) of the bisection flow problem; source W, sink W+1."""
-    w = len(topo.switches)
-    half = topo.nodes // 2
-    src: collections.Counter[int] = collections.Counter()
-    dst: collections.Counter[int] = collections.Counter()
-    for node, r, leaf in topo.nic_links:
-        if rail is None or r == rail:
-            (src if node < half else dst)[leaf] += 1
-    edges = [(w, leaf, n) for leaf, n in src.items()] + [(leaf, w + 1, n) for leaf, n in dst.items()]
-    for (a, b), count in topo.links.items():
-        edges.append((a, b, count))
-        edges.append((b, a, count))
-    return w + 2, edges
+class _FlowProblem:
+    """The bisection flow problem on the switch graph, built once and solved for all NICs and per rail.
 
+    Vertices: switches 0..W-1, source W (NICs of the first half of the nodes), sink W+1 (the second
+    half); capacities in cables (links)."""
 
-def _max_flow(topo: Topology, backend: str, rail: int | None) -> int:
-    n, edges = _flow_edges(topo, rail)
-    if backend == "scipy":
+    def __init__(self, topo: Topology) -> None:
+        w = len(topo.switches)
+        self.n, self.source, self.sink = w + 2, w, w + 1
+        half = topo.nodes // 2
+        per_rail: collections.Counter[tuple[bool, int, int]] = collections.Counter(
+            (node < half, r, leaf) for node, r, leaf in topo.nic_links)
+        self.src: dict[int | None, dict[int, int]] = collections.defaultdict(dict)
+        self.dst: dict[int | None, dict[int, int]] = collections.defaultdict(dict)
+        for (in_first, r, leaf), n in per_rail.items():
+            side = self.src if in_first else self.dst
+            side[r][leaf] = n
+            side[None][leaf] = side[None].get(leaf, 0) + n
+        self.links = topo.links
+        self._base: list[tuple[int, int, int]] | None = None
+        self._arrays: Any = None
+
+    @property
+    def base(self) -> list[tuple[int, int, int]]:
+        """Switch-to-switch edges, both directions."""
+        if self._base is None:
+            self._base = [e for (a, b), n in self.links.items() for e in ((a, b, n), (b, a, n))]
+        return self._base
+
+    def edges(self, rail: int | None) -> list[tuple[int, int, int]]:
+        """Directed edges (u, v, capacity); ``rail`` None means every NIC."""
+        return ([(self.source, leaf, n) for leaf, n in self.src[rail].items()]
+                + [(leaf, self.sink, n) for leaf, n in self.dst[rail].items()] + self.base)
+
+    def solve(self, backend: str, rail: int | None) -> int:
+        if backend == "python":
+            return _dinic(self.n, self.edges(rail), self.source, self.sink)
         import numpy as np
         from scipy.sparse import csr_matrix
         from scipy.sparse.csgraph import maximum_flow
 
-        u, v, cap = (np.array(col, dtype=np.int32) for col in zip(*edges, strict=True))
-        graph = csr_matrix((cap, (u, v)), shape=(n, n))
-        return int(maximum_flow(graph, n - 2, n - 1, method="dinic").flow_value)
-    return _dinic(n, edges, n - 2, n - 1)
+        if self._arrays is None:
+            count = len(self.links)
+            ends = np.fromiter((x for key in self.links for x in key), dtype=np.int32, count=2 * count)
+            caps = np.fromiter(self.links.values(), dtype=np.int32, count=count)
+            a, b = ends[0::2], ends[1::2]
+            self._arrays = np.column_stack([np.concatenate([a, b]), np.concatenate([b, a]),
+                                            np.concatenate([caps, caps])])
+        ends = [(self.source, leaf, n) for leaf, n in self.src[rail].items()] + [
+            (leaf, self.sink, n) for leaf, n in self.dst[rail].items()]
+        arr = np.concatenate([self._arrays, np.array(ends, dtype=np.int32).reshape(-1, 3)])
+        graph = csr_matrix((arr[:, 2], (arr[:, 0], arr[:, 1])), shape=(self.n, self.n))
+        return int(maximum_flow(graph, self.source, self.sink, method="dinic").flow_value)
+
+
+def _flow_edges(topo: Topology, rail: int | None) -> tuple[int, list[tuple[int, int, int]]]:
+    """(vertex count, directed edges) of the bisection flow problem; source n-2, sink n-1 (for tests)."""
+    problem = _FlowProblem(topo)
+    return problem.n, problem.edges(rail)
 
 
 def _dinic(n: int, edges: list[tuple[int, int, int]], s: int, t: int) -> int:
@@ -242,71 +285,68 @@ def _augment(u: int, t: int, limit: int, head: list[list[int]], to: list[int], c
 
 
 def _ecmp(topo: Topology, backend: str, failures: list[str]) -> tuple[int, int]:
-    """(min, max) equal-cost path counts over leaf pairs; appends a failure for pairs without a path."""
+    """(min, max) equal-cost path counts over leaf pairs, parallel cables counted; appends a failure for
+    pairs without a path. Every pair within a pod (paths leaf-spine-leaf), and across pods every leaf
+    against the first leaf of the next pod (leaf-spine-core-spine-leaf), exactly and in linear time."""
     up: dict[int, dict[int, int]] = collections.defaultdict(dict)
     for (a, b), count in topo.links.items():
         up[a][b] = count
-    leaves = [i for i, sw in enumerate(topo.switches) if sw.role == "leaf"]
     by_pod: dict[int, list[int]] = collections.defaultdict(list)
-    for i in leaves:
-        by_pod[topo.switches[i].pod].append(i)
+    for i, sw in enumerate(topo.switches):
+        if sw.role == "leaf":
+            by_pod[sw.pod].append(i)
     counts: list[int] = []
     broken: list[str] = []
-    pairs: list[tuple[int, int]] = []
+    name = [sw.name for sw in topo.switches]
     for pod_leaves in by_pod.values():
-        pairs.extend((a, b) for k, a in enumerate(pod_leaves) for b in pod_leaves[k + 1:])
-    # Across pods, every leaf against the first leaf of the next pod (a ring): linear in the leaves.
+        for (a, b), n in _same_pod_paths(pod_leaves, up, backend):
+            counts.append(n)
+            if not n:
+                broken.append(f"no equal-cost path between {name[a]} and {name[b]}")
     pods = sorted(by_pod)
-    for k, pod in enumerate(pods[:-1] + pods[-1:] if len(pods) > 1 else []):
+    for k, pod in enumerate(pods if len(pods) > 1 else []):
         target = by_pod[pods[(k + 1) % len(pods)]][0]
-        pairs.extend((a, target) for a in by_pod[pod])
-    if backend == "scipy" and pairs:
-        counts = _pair_paths_scipy(topo, up, pairs)
-    else:
-        reach = {i: _up_paths(up, i, topo.tiers) for i in leaves}
-        for a, b in pairs:
-            ra, rb = reach[a], reach[b]
-            same = topo.switches[a].pod == topo.switches[b].pod
-            key = 1 if same else 2
-            counts.append(sum(n * rb[key].get(x, 0) for x, n in ra[key].items()))
-    for (a, b), n in zip(pairs, counts, strict=True):
-        if n == 0:
-            broken.append(f"no equal-cost path between {topo.switches[a].name} and {topo.switches[b].name}")
+        # cores reachable from the target leaf, with path counts (leaf <- spine <- core)
+        down_core: collections.Counter[int] = collections.Counter()
+        for spine, n in up.get(target, {}).items():
+            for core, m in up.get(spine, {}).items():
+                down_core[core] += n * m
+        via_spine: dict[int, int] = {}
+        for leaf in by_pod[pod]:
+            total = 0
+            for spine, n in up.get(leaf, {}).items():
+                if spine not in via_spine:
+                    via_spine[spine] = sum(m * down_core.get(core, 0) for core, m in up.get(spine, {}).items())
+                total += n * via_spine[spine]
+            counts.append(total)
+            if not total:
+                broken.append(f"no equal-cost path between {name[leaf]} and {name[target]}")
     _listed(failures, broken)
     return (min(counts), max(counts)) if counts else (0, 0)
 
 
-def _up_paths(up: dict[int, dict[int, int]], leaf: int, tiers: int) -> dict[int, dict[int, int]]:
-    """Path counts from ``leaf`` up: {1: {spine: n}, 2: {core: n}}."""
-    spines = dict(up.get(leaf, {}))
-    cores: dict[int, int] = collections.Counter()
-    if tiers == 3:
-        for s, n in spines.items():
-            for c, m in up.get(s, {}).items():
-                cores[c] += n * m
-    return {1: spines, 2: dict(cores)}
+def _same_pod_paths(leaves: list[int], up: dict[int, dict[int, int]],
+                    backend: str) -> list[tuple[tuple[int, int], int]]:
+    """Leaf-spine-leaf path counts for every pair of ``leaves``."""
+    if len(leaves) < 2:
+        return []
+    if backend == "scipy":
+        import numpy as np
 
-
-def _pair_paths_scipy(topo: Topology, up: dict[int, dict[int, int]], pairs: list[tuple[int, int]]) -> list[int]:
-    import numpy as np
-    from scipy.sparse import csr_matrix
-
-    w = len(topo.switches)
-    rows, cols, vals = [], [], []
-    for a, peers in up.items():
-        for b, n in peers.items():
-            rows.append(a)
-            cols.append(b)
-            vals.append(n)
-    adj = csr_matrix((np.array(vals, dtype=np.int64), (rows, cols)), shape=(w, w))
-    hop1 = adj  # leaf -> spine path counts
-    hop2 = (adj @ adj).tocsr() if topo.tiers == 3 else csr_matrix((w, w), dtype=np.int64)  # leaf -> core
-    a_idx = np.array([a for a, _ in pairs])
-    b_idx = np.array([b for _, b in pairs])
-    pods = np.array([sw.pod for sw in topo.switches])
-    same = pods[a_idx] == pods[b_idx]
-    out = np.zeros(len(pairs), dtype=np.int64)
-    for mask, hop in ((same, hop1), (~same, hop2)):
-        if mask.any():
-            out[mask] = np.asarray(hop[a_idx[mask]].multiply(hop[b_idx[mask]]).sum(axis=1)).ravel()
-    return [int(x) for x in out]
+        spines = sorted({s for leaf in leaves for s in up.get(leaf, {})})
+        col = {s: j for j, s in enumerate(spines)}
+        mat = np.zeros((len(leaves), max(1, len(spines))), dtype=np.int64)
+        for i, leaf in enumerate(leaves):
+            for s, n in up.get(leaf, {}).items():
+                mat[i, col[s]] = n
+        prod = mat @ mat.T
+        rows, cols = np.triu_indices(len(leaves), k=1)
+        return [((leaves[i], leaves[j]), int(v)) for i, j, v in zip(rows.tolist(), cols.tolist(),
+                                                                      prod[rows, cols].tolist(), strict=True)]
+    out = []
+    for k, a in enumerate(leaves):
+        ua = up.get(a, {})
+        for b in leaves[k + 1:]:
+            ub = up.get(b, {})
+            out.append(((a, b), sum(n * ub.get(s, 0) for s, n in ua.items())))
+    return out
