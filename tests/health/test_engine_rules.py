@@ -66,6 +66,12 @@ def test_rising_single_bit_rate_is_a_precursor_but_a_steady_rate_is_not():
     assert _verdict(steady).reason("sbe_rate_rising:gpu0") is None
 
 
+def test_a_fix_restarts_trends():
+    rising = [_sample(i * H, ecc_sbe_aggregate=int(5 * i * i)) for i in range(25)]
+    e = ev.Evidence.build("n1", rising[-1].t_s, samples=rising, repairs=[ev.RepairEvent(22.5 * H, "reboot")])
+    assert Engine().evaluate(e).reason("sbe_rate_rising:gpu0") is None
+
+
 def test_trend_only_counts_inside_its_window():
     old = [_sample(i * H, ecc_sbe_aggregate=int(5 * i * i)) for i in range(25)]
     later = old + [_sample(100 * H, ecc_sbe_aggregate=old[-1].gpus[0].ecc_sbe_aggregate)]
@@ -105,9 +111,9 @@ def test_latest_check_result_wins():
 
 
 def test_lemon_score_from_repair_history_quarantines():
-    repairs = [ev.RepairEvent(d * 86400.0, "reboot") for d in range(5)]
-    v = Engine().evaluate(ev.Evidence.build("n", 6 * 86400.0, repairs=repairs))
-    assert v.lemon_score == 5.0 and v.action is Action.QUARANTINE and v.reason("lemon").hardware
+    repairs = [ev.RepairEvent(d * 86400.0, "reboot") for d in range(6)]
+    v = Engine().evaluate(ev.Evidence.build("n", 7 * 86400.0, repairs=repairs))
+    assert v.lemon_score == 6.0 and v.action is Action.QUARANTINE and v.reason("lemon").hardware
     older = Engine().evaluate(ev.Evidence.build("n", 200 * 86400.0, repairs=repairs))
     assert older.lemon_score == 0.0 and older.action is Action.IGNORE
 

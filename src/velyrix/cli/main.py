@@ -54,6 +54,8 @@ def _register() -> None:
     _checkpoint.register(app)
     from velyrix.cli import goodput as _goodput
     _goodput.register(app)
+    from velyrix.cli import health as _health
+    _health.register(app)
 
 
 _register()

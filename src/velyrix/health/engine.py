@@ -202,10 +202,13 @@ class Engine:
                              hardware=Action.parse(rule.action) >= Action.QUARANTINE)
 
     def _trend_reasons(self, e: ev.Evidence) -> Iterator[Reason]:
+        last_fix = max((r.t_s for r in e.repairs if r.kind in ev.FIX_RUNG and r.t_s <= e.now_s),
+                       default=float("-inf"))
         for rule in self.thresholds.trends:
             if not self.policy.enabled(rule.name):
                 continue
-            start = e.now_s - rule.window_h * 3600.0
+            # a fix (GPU reset, reboot, part swap) restarts every trend: growth before it is history
+            start = max(e.now_s - rule.window_h * 3600.0, last_fix)
             series: dict[str, list[tuple[float, float]]] = defaultdict(list)
             for s in e.samples:
                 if start <= s.t_s <= e.now_s:

@@ -1,0 +1,389 @@
+"""Does proactive health save jobs? Run the twin for a simulated period under three policies.
+
+The twin (``velyrix.fleet.drivers.sim``) produces failures at the catalog's published rate and cause mix;
+causes flagged ``precursor`` first run their precursor trend for the twin's precursor window (rising
+single-bit ECC before a DBE, remaps before a remap failure, link errors before a link drops, temperature
+before a thermal trip, media errors before a slow disk). Benign noise (application XIDs, one-off
+single-bit storms) is added at rates below. Jobs are an alternating busy/idle process per node.
+
+Policies:
+- ``none``: nobody acts on health signals; a broken node is noticed by a person after ``notice_h`` and
+  every job that starts on it meanwhile crashes.
+- ``reactive``: after a failure (a fatal XID or a dead GPU/link/disk) the node is drained at the next poll
+  and repaired; precursors are ignored.
+- ``proactive``: the Velyrix engine judges every changed node at each poll (the agent's path: twin node ->
+  NodeSample -> evidence -> verdict). DRAIN_AFTER_JOB leaves the node at the end of the job or at its next
+  checkpoint (the job is requeued onto a spare), whichever comes first; DRAIN_NOW and up leave now.
+
+A failure is "caught before job damage" when the node left service before the failure fired. Figures
+marked "assumption" in ``EvalConfig`` are Velyrix design values, not published measurements.
+"""
+
+from __future__ import annotations
+
+import math
+from collections import deque
+from dataclasses import asdict, dataclass, field
+from typing import Any
+
+import numpy as np
+
+from velyrix import errors
+from velyrix.agent.checks import convert
+from velyrix.agent.collectors.sim import read_node
+from velyrix.catalog import health as catalog_health
+from velyrix.fleet.drivers.sim import Fault, SimRegion
+from velyrix.health import evidence as ev
+from velyrix.health.engine import Engine
+from velyrix.health.ladder import Action, Level
+
+POLICIES = ("none", "reactive", "proactive")
+H = 3600.0
+
+
+@dataclass(frozen=True)
+class EvalConfig:
+    """Parameters of one evaluation (times in hours unless named ``_s``)."""
+
+    days: float = 90.0
+    nodes: int = 1024
+    seed: int = 0
+    region: str = "us-east-1"
+    node_type: str = "hgx-h200-8g"
+    poll_s: float = 3600.0             # agent verdict cadence in the simulation (the real agent polls ~60 s)
+    load_pct: float = 90.0
+    job_mean_h: float = 24.0           # assumption: mean job (or job segment) length on a node
+    idle_mean_h: float = 2.4           # assumption: mean gap between jobs -> ~90% busy
+    checkpoint_interval_h: float = 1.0  # assumption; Young's T* = sqrt(2 delta M) is ~1 h for minute-long saves
+    restart_h: float = 0.25            # assumption: detect + reschedule + reload (R in REFERENCE section 2)
+    repair_h: float = 48.0             # assumption: part swap or RMA turnaround (a spare covers it)
+    reboot_h: float = 0.5              # assumption: drain + reset/reboot + quick check
+    diag_h: float = 2.0                # assumption: deep diagnostics after a drain that finds nothing
+    notice_h: float = 24.0             # assumption: without checks, a person notices a broken node
+    app_xid_per_node_day: float = 0.01     # assumption: benign application XIDs (13, 31, 43)
+    sbe_storm_per_node_day: float = 0.0005  # assumption: one-off single-bit ECC bursts on healthy GPUs
+    link_flap_per_node_day: float = 0.002   # assumption: a single IB link retrain (link_downed +1, symbol errors)
+    job_nodes: tuple[tuple[int, float], ...] = ((1, 0.4), (4, 0.3), (16, 0.2), (64, 0.1))  # assumption
+
+    def validate(self) -> None:
+        if self.days <= 0 or self.nodes <= 0:
+            raise errors.InvalidInputError(f"--days and --nodes must be positive (got {self.days}, {self.nodes})",
+                                           hint="e.g. --days 90 --nodes 1024")
+        if self.poll_s <= 0 or self.poll_s > 6 * H:
+            raise errors.InvalidInputError(f"poll interval must be within (0, 21600] s, got {self.poll_s}")
+
+
+class Jobs:
+    """Per-node alternating busy/idle intervals (exponential lengths), the same for every policy."""
+
+    def __init__(self, cfg: EvalConfig, rng: np.random.Generator) -> None:
+        horizon_h = cfg.days * 24.0 + 10 * cfg.job_mean_h
+        m = int(horizon_h / (cfg.job_mean_h + cfg.idle_mean_h) * 2) + 20
+        busy = rng.exponential(cfg.job_mean_h * H, size=(cfg.nodes, m))
+        idle = rng.exponential(cfg.idle_mean_h * H, size=(cfg.nodes, m))
+        offset = rng.uniform(0, (cfg.job_mean_h + cfg.idle_mean_h) * H, size=(cfg.nodes, 1))
+        self.starts = np.cumsum(busy + idle, axis=1) - busy - idle - offset
+        self.ends = self.starts + busy
+        sizes, weights = zip(*cfg.job_nodes, strict=True)
+        # GPUs of the job behind each interval: the same job has the same size under every policy
+        self.gpus = 8 * rng.choice(np.array(sizes), size=(cfg.nodes, m), p=np.array(weights) / sum(weights))
+
+    def at(self, i: int, t: float) -> tuple[bool, float, float]:
+        """(busy, job start, job end) of node ``i`` at time ``t`` (s)."""
+        k = self._k(i, t)
+        if k < 0:
+            return False, t, t
+        return bool(t < self.ends[i, k]), float(self.starts[i, k]), float(self.ends[i, k])
+
+    def _k(self, i: int, t: float) -> int:
+        return int(np.searchsorted(self.starts[i], t, side="right")) - 1
+
+    def job_gpus(self, i: int, t: float) -> int:
+        """GPUs of the job running (or last started) on node ``i`` at ``t``."""
+        return int(self.gpus[i, max(self._k(i, t), 0)])
+
+    def starts_between_gpus(self, i: int, a: float, b: float) -> list[int]:
+        """GPU counts of the jobs that start on node ``i`` in (a, b]."""
+        row = self.starts[i]
+        lo, hi = np.searchsorted(row, a, side="right"), np.searchsorted(row, b, side="right")
+        return [int(g) for g in self.gpus[i, lo:hi]]
+
+
+
+@dataclass
+class _Node:
+    samples: deque = field(default_factory=lambda: deque(maxlen=96))
+    xids: list = field(default_factory=list)
+    xid_seen: int = 0
+    repairs: list = field(default_factory=list)
+    out_until: float = -1.0
+    fix_kind: str = ""            # what happens at return: part_swap (repair) or reboot (diag/reset)
+    open_fault_s: float | None = None
+    pending: tuple[float, float] | None = None   # precursor (start, fault time)
+    last_action: Action = Action.IGNORE
+    known: ev.CounterSample | None = None       # the last reading; unchanged until the node is touched
+
+
+@dataclass
+class _Stats:
+    job_interruptions: int = 0
+    precursor_job_interruptions: int = 0
+    repeat_interruptions: int = 0
+    failures: int = 0
+    precursor_failures: int = 0
+    failures_caught_before_job_damage: int = 0
+    lead_times_h: list = field(default_factory=list)
+    planned_requeues: int = 0
+    false_drains: int = 0
+    false_quarantines: int = 0
+    spares_used: int = 0
+    gpu_hours_lost: float = 0.0
+    node_hours_out_of_service: float = 0.0
+
+
+def _noise(cfg: EvalConfig, rng: np.random.Generator) -> list[tuple[float, int, Fault | str]]:
+    """Benign events on healthy nodes: (time s, node index, a twin Fault or "link_flap")."""
+    out: list[tuple[float, int, Fault | str]] = []
+    span = cfg.days * 86400.0
+    makers = ((cfg.app_xid_per_node_day, lambda g: Fault("xid", gpu=g, xid=int(rng.choice([13, 31, 43])))),
+              (cfg.sbe_storm_per_node_day, lambda g: Fault("ecc_sbe_storm", gpu=g)),
+              (cfg.link_flap_per_node_day, lambda g: "link_flap"))
+    for rate, make in makers:
+        for _ in range(int(rng.poisson(rate * cfg.nodes * cfg.days))):
+            out.append((float(rng.uniform(0, span)), int(rng.integers(cfg.nodes)), make(int(rng.integers(8)))))
+    return sorted(out, key=lambda x: x[0])
+
+
+def _lasting(fault: Fault) -> bool:
+    """Whether the node stays broken after the fault (transient XIDs only crash the job)."""
+    return fault.kind != "xid" or fault.xid == 79
+
+
+class _Run:
+    def __init__(self, policy: str, cfg: EvalConfig) -> None:
+        self.policy, self.cfg = policy, cfg
+        self.region = SimRegion.build(cfg.region, {cfg.node_type: cfg.nodes}, seed=cfg.seed)
+        self.region.enable_spontaneous(True)
+        self.hosts = list(self.region.nodes)
+        self.index = {h: i for i, h in enumerate(self.hosts)}
+        for node in self.region.nodes.values():
+            node.load_pct = cfg.load_pct
+        self.jobs = Jobs(cfg, np.random.default_rng([cfg.seed, 1]))
+        self.noise = _noise(cfg, np.random.default_rng([cfg.seed, 2]))
+        self.state = {h: _Node() for h in self.hosts}
+        self.stats = _Stats()
+        self.engine = Engine()
+        fatal = {c for c in catalog_health.xid_codes() if catalog_health.xid(c).level == "fatal"}
+        self.fatal_xids = fatal
+        if policy == "proactive":
+            for host, node in self.region.nodes.items():
+                self.state[host].known = convert.counter_sample(read_node(node), 0.0)
+
+    # --- accounting ------------------------------------------------------------------------------
+    def _lose(self, host: str, t: float, start: float, *, planned_at_checkpoint: bool = False) -> None:
+        """Work lost by the job on ``host`` stopped at ``t``: since its last checkpoint, plus the restart."""
+        c = self.cfg.checkpoint_interval_h * H
+        since_ckpt = 0.0 if planned_at_checkpoint else (t - start) - math.floor((t - start) / c) * c
+        self.stats.gpu_hours_lost += self.jobs.job_gpus(self.index[host], start) * (since_ckpt / H + self.cfg.restart_h)
+
+    def _remove(self, host: str, t: float, hours: float, fix_kind: str) -> None:
+        st = self.state[host]
+        if st.open_fault_s is not None:   # jobs that started on the broken node before it left crashed
+            repeats = self.jobs.starts_between_gpus(self.index[host], st.open_fault_s, t)
+            self.stats.repeat_interruptions += len(repeats)
+            self.stats.job_interruptions += len(repeats)
+            self.stats.gpu_hours_lost += sum(repeats) * self.cfg.restart_h
+            st.open_fault_s = None
+        st.out_until, st.fix_kind = t + hours * H, fix_kind
+        self.stats.node_hours_out_of_service += hours
+        if hours >= self.cfg.repair_h:
+            self.stats.spares_used += 1
+        if fix_kind == "part_swap":
+            self.region.repair(host)
+            st.pending = None
+
+    # --- the loop --------------------------------------------------------------------------------
+    def run(self) -> dict[str, Any]:
+        cfg, steps = self.cfg, int(math.ceil(self.cfg.days * 86400.0 / self.cfg.poll_s))
+        t, ev_i, noise_i = 0.0, 0, 0
+        for _ in range(steps):
+            t_next = t + cfg.poll_s
+            touched_noise: set[str] = set()
+            for host, st in self.state.items():
+                if 0 <= st.out_until <= t:
+                    self._return(host, st, t)
+            while noise_i < len(self.noise) and self.noise[noise_i][0] < t_next:
+                _, i, fault = self.noise[noise_i]
+                noise_i += 1
+                if self.state[self.hosts[i]].out_until >= 0:
+                    continue
+                if isinstance(fault, Fault):
+                    self.region.inject(self.hosts[i], fault)
+                else:                           # a link retrains once: counters move, the port stays up
+                    port = self.region.nodes[self.hosts[i]].ib_ports[i % 8]
+                    port.counters["link_downed"] += 1
+                    port.counters["symbol_error"] += 40
+                    touched_noise.add(self.hosts[i])
+            self.region.advance(cfg.poll_s)
+            t = t_next
+            touched = set(touched_noise)
+            for event in self.region.events[ev_i:]:
+                touched.add(event.hostname)
+                self._event(event)
+            ev_i = len(self.region.events)
+            self._respond(t, touched)
+        return self._report()
+
+    def _return(self, host: str, st: _Node, t: float) -> None:
+        st.out_until = -1.0
+        st.repairs.append(ev.RepairEvent(t, st.fix_kind))
+        st.samples.clear()
+        if self.policy == "proactive":
+            st.known = convert.counter_sample(read_node(self.region.nodes[host]), t)
+        if st.fix_kind == "part_swap":
+            st.xids.clear()
+        st.last_action = Action.IGNORE
+
+    def _event(self, event) -> None:  # a SimEvent
+        host, st = event.hostname, self.state[event.hostname]
+        if event.kind == "precursor":
+            st.pending = (event.at_s, event.at_s + self.region.precursor_window_s)
+            self.stats.precursor_failures += 1
+            return
+        if event.cause is None and event.fault.kind in ("xid", "ecc_sbe_storm") and st.pending is None:
+            return                                        # injected benign noise, not a failure
+        if st.out_until >= 0:
+            return                                        # out of service: no job, repaired on return
+        had_precursor = st.pending is not None and abs(st.pending[1] - event.at_s) < 1.0
+        if had_precursor:
+            st.pending = None
+        self.stats.failures += 1
+        busy, start, _ = self.jobs.at(self.index[host], event.at_s)
+        if busy:
+            self.stats.job_interruptions += 1
+            self.stats.precursor_job_interruptions += int(had_precursor)
+            self._lose(host, event.at_s, start)
+        if _lasting(event.fault):
+            st.open_fault_s = event.at_s
+        elif self.policy == "reactive" and event.fault.xid in self.fatal_xids:
+            self._remove(host, event.at_s, self.cfg.reboot_h, "reboot")
+
+    def _respond(self, t: float, touched: set[str]) -> None:
+        cfg = self.cfg
+        for host, st in self.state.items():
+            if st.out_until >= 0 or st.open_fault_s is None:
+                continue
+            if self.policy == "none" and t - st.open_fault_s >= cfg.notice_h * H:
+                self._remove(host, t, cfg.repair_h, "part_swap")
+            elif self.policy == "reactive":
+                self._remove(host, t, cfg.repair_h, "part_swap")
+        if self.policy != "proactive":
+            return
+        candidates = touched | {tr.hostname for tr in self.region.trends} | {
+            h for h, s in self.state.items() if s.last_action > Action.IGNORE or s.open_fault_s is not None}
+        for host in sorted(candidates):
+            st = self.state[host]
+            if st.out_until >= 0:
+                continue
+            sample = read_node(self.region.nodes[host])
+            if not st.samples and st.known is not None:
+                # the twin changes a node's counters only through its events and trends: until this poll
+                # the agent would have read the last known values (this keeps the simulation fast)
+                st.samples.append(ev.CounterSample(t - self.cfg.poll_s, st.known.gpus, st.known.ib_ports,
+                                                   st.known.nvme))
+            st.samples.append(convert.counter_sample(sample, t))
+            st.known = st.samples[-1]
+            new = [x for x in convert.xid_events(sample) if x.t_s > st.xid_seen]
+            if new:
+                st.xids.extend(new)
+                st.xid_seen = max(x.t_s for x in new)
+            verdict = self.engine.evaluate(ev.Evidence(host, t, tuple(st.xids), tuple(st.samples), (),
+                                                       tuple(st.repairs)))
+            st.last_action = verdict.action
+            self._act(host, st, t, verdict)
+
+    def _act(self, host: str, st: _Node, t: float, verdict) -> None:
+        cfg, action = self.cfg, verdict.action
+        if action < Action.RESET_GPU or (action < Action.DRAIN_AFTER_JOB and verdict.level < Level.FATAL):
+            return
+        broken = st.open_fault_s is not None
+        real = broken or st.pending is not None
+        busy, start, end = self.jobs.at(self.index[host], t)
+        st.repairs.append(ev.RepairEvent(t, "drain", reason=verdict.summary()))
+        if action < Action.DRAIN_AFTER_JOB:                  # fatal XID: reset or reboot now
+            self._remove(host, t, cfg.repair_h if broken else cfg.reboot_h, "part_swap" if broken else "reboot")
+            return
+        leave = t
+        if busy and not broken:
+            if action == Action.DRAIN_AFTER_JOB:
+                leave = min(end, t + cfg.checkpoint_interval_h * H)
+                self.stats.planned_requeues += int(leave < end)
+                self._lose(host, leave, start, planned_at_checkpoint=True)
+            else:
+                self.stats.planned_requeues += 1
+                self._lose(host, t, start)
+        if st.pending is not None:
+            if st.pending[1] <= leave:
+                st.last_action = Action.IGNORE               # too late: the failure will hit the job
+                st.repairs.pop()
+                return
+            self.stats.failures_caught_before_job_damage += 1
+            self.stats.lead_times_h.append((st.pending[1] - t) / H)
+        if not real:
+            self.stats.false_drains += 1
+            self.stats.false_quarantines += int(action >= Action.QUARANTINE)
+        hours = cfg.repair_h if (real or action >= Action.QUARANTINE) else cfg.diag_h
+        self._remove(host, leave, hours + (leave - t) / H, "part_swap" if real else "reboot")
+
+    def _report(self) -> dict[str, Any]:
+        s = self.stats
+        months = self.cfg.days / 30.0
+        return {
+            "job_interruptions": s.job_interruptions,
+            "precursor_job_interruptions": s.precursor_job_interruptions,
+            "repeat_interruptions": s.repeat_interruptions,
+            "failures": s.failures + s.failures_caught_before_job_damage,
+            "precursor_failures": s.precursor_failures,
+            "failures_caught_before_job_damage": s.failures_caught_before_job_damage,
+            "mean_lead_time_h": round(float(np.mean(s.lead_times_h)), 2) if s.lead_times_h else 0.0,
+            "planned_requeues": s.planned_requeues,
+            "false_drains": s.false_drains,
+            "false_quarantines": s.false_quarantines,
+            "false_quarantines_pct_nodes_per_month": round(100.0 * s.false_quarantines / self.cfg.nodes / months, 3),
+            "spares_used": s.spares_used,
+            "gpu_hours_lost": round(s.gpu_hours_lost, 1),
+            "node_hours_out_of_service": round(s.node_hours_out_of_service, 1),
+        }
+
+
+def run_policy(policy: str, cfg: EvalConfig) -> dict[str, Any]:
+    """Simulate ``cfg`` under ``policy`` (none, reactive, proactive); returns its figures."""
+    if policy not in POLICIES:
+        raise errors.UnknownNameError("policy", policy, POLICIES)
+    return _Run(policy, cfg).run()
+
+
+def evaluate(cfg: EvalConfig, workers: int = 1) -> dict[str, Any]:
+    """All three policies on the same twin seed (one process each with ``workers`` > 1), plus the
+    proactive-vs-reactive comparison."""
+    cfg.validate()
+    if workers > 1:
+        import concurrent.futures
+
+        with concurrent.futures.ProcessPoolExecutor(max_workers=min(workers, len(POLICIES))) as pool:
+            results = dict(zip(POLICIES, pool.map(run_policy, POLICIES, [cfg] * len(POLICIES)), strict=True))
+    else:
+        results = {p: run_policy(p, cfg) for p in POLICIES}
+    r, p = results["reactive"], results["proactive"]
+    base = r["precursor_job_interruptions"]
+    return {
+        "config": {k: v for k, v in asdict(cfg).items() if k != "job_nodes"},
+        "fault_process": "velyrix.fleet.drivers.sim (SimRegion spontaneous faults at catalog failure rates)",
+        "policies": results,
+        "proactive_vs_reactive": {
+            "precursor_interruption_reduction_pct": round(100.0 * (base - p["precursor_job_interruptions"]) / base, 1)
+            if base else 0.0,
+            "all_interruption_reduction_pct": round(100.0 * (r["job_interruptions"] - p["job_interruptions"])
+                                                    / r["job_interruptions"], 1) if r["job_interruptions"] else 0.0,
+        },
+    }
