@@ -126,15 +126,15 @@ def _check_nics(topo: Topology, failures: list[str]) -> bool:
     su_nodes = topo.su_nodes
     for key in range(topo.nodes * rails):
         node, rail = divmod(key, rails)
-        leaf = first.get(key)
-        if leaf is None or key in extra:
-            count = 0 if leaf is None else 1 + extra[key]
+        got = first.get(key)
+        if got is None or key in extra:
+            count = 0 if got is None else 1 + extra[key]
             problems.append(f"{_nic(node, rail)} has {count} cables, expected exactly 1")
             continue
         want = expected.get((node // su_nodes, rail))
-        if leaf != want:
+        if want is None or got != want:
             want_name = topo.switches[want].name if want is not None else f"the rail-{rail} leaf of its SU"
-            problems.append(f"{_nic(node, rail)} is cabled to {topo.switches[leaf].name}, expected {want_name}")
+            problems.append(f"{_nic(node, rail)} is cabled to {topo.switches[got].name}, expected {want_name}")
     _listed(failures, problems + strays)
     return not problems and not strays
 
@@ -214,9 +214,9 @@ class _FlowProblem:
 
         if self._arrays is None:
             count = len(self.links)
-            ends = np.fromiter((x for key in self.links for x in key), dtype=np.int32, count=2 * count)
+            pairs = np.fromiter((x for key in self.links for x in key), dtype=np.int32, count=2 * count)
             caps = np.fromiter(self.links.values(), dtype=np.int32, count=count)
-            a, b = ends[0::2], ends[1::2]
+            a, b = pairs[0::2], pairs[1::2]
             self._arrays = np.column_stack([np.concatenate([a, b]), np.concatenate([b, a]),
                                             np.concatenate([caps, caps])])
         ends = [(self.source, leaf, n) for leaf, n in self.src[rail].items()] + [
