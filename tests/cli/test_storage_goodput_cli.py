@@ -107,3 +107,31 @@ def test_plan_json_of_the_405b_example_has_both_sections(velyrix) -> None:
     res = json.loads(r.stdout)["resources"][0]
     assert res["storage_plan"]["declared"]["capacity_tb"] == 800
     assert res["goodput"]["interval_s"] == 1800 and 0 < res["goodput"]["ettr"] < 1
+
+
+def _spec(tmp_path: Path, workload: str) -> Path:
+    text = (EXAMPLES / "acme-pretrain.tf").read_text().replace(
+        "  # 512 GPUs, one apply, validated on delivery\n", f"  workload {{\n{workload}\n  }}\n")
+    path = tmp_path / "w.tf"
+    path.write_text(text)
+    return path
+
+
+def test_plan_with_impossible_parallelism_exits_2_naming_the_resource(velyrix, tmp_path: Path) -> None:
+    path = _spec(tmp_path, "    model_params = 70e9\n    tp = 8\n    pp = 3")
+    r = velyrix("plan", str(path))
+    assert r.exit_code == 2
+    assert "velyrix_cluster.training workload" in r.stderr and "does not divide the 512 GPUs" in r.stderr
+    assert f"{path}:" in r.stderr and "Traceback" not in r.stderr
+
+
+def test_plan_with_auto_interval_uses_daly(velyrix, tmp_path: Path) -> None:
+    path = _spec(tmp_path, '    model_params = 70e9\n    tp = 8\n    checkpoint_interval_s = "auto"')
+    r = velyrix("plan", str(path), "--json")
+    assert r.exit_code == 0, r.stderr
+    res = json.loads(r.stdout)["resources"][0]
+    assert res["storage_plan"]["declared"]["interval_auto"]
+    assert res["goodput"]["interval_s"] == pytest.approx(res["goodput"]["interval_daly_s"])
+    restore = res["storage_plan"]["restore"]
+    assert restore["parallel_fs_s"] > 0 and restore["object_s"] > restore["parallel_fs_s"]
+    assert restore["archive_h"][0] >= 0.1

@@ -107,6 +107,13 @@ def render_storage_plan(con: Any, sp: dict[str, Any]) -> None:
     if r["archive_after_days"] is not None:
         ret.add_row("Archive", f"+{r['archive_tb_per_month']:,.0f} TB/month after {r['archive_after_days']:g} days "
                                f"({_usd(r['archive_usd_per_month'])} the first month)")
+    rs = sp.get("restore") or {}
+    restore = [f"{tier} {_s(rs[key])}" for tier, key in (("performance tier", "parallel_fs_s"),
+                                                           ("object", "object_s")) if rs.get(key) is not None]
+    if rs.get("archive_h"):
+        restore.append(f"archive {rs['archive_h'][0]:,.1f}-{rs['archive_h'][1]:,.1f} h")
+    if restore:
+        ret.add_row("Restore one", "; ".join(restore))
     con.print(ret)
     feed = sp.get("data_feed")
     if feed:

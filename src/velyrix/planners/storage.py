@@ -37,6 +37,9 @@ class StoragePlan:
     change: list[str]
     """What to change from the declared configuration to reach ``cheapest`` (empty when it meets)."""
     retention: sizing.Retention
+    restore: dict[str, Any]
+    """Time to read one checkpoint back: ``parallel_fs_s``, ``object_s`` (null when not declared),
+    ``archive_h`` [min, max] including retrieval."""
     data_feed: datafeed.DataFeedPlan | None
     failure_rate_per_1000_node_days: float
     warnings: list[str] = field(default_factory=list)
@@ -71,6 +74,7 @@ class StoragePlan:
             "cheapest_storage": self.cheapest_storage.to_dict() if self.cheapest_storage else None,
             "change": list(self.change),
             "retention": self.retention.to_dict(),
+            "restore": dict(self.restore),
             "data_feed": self.data_feed.to_dict() if self.data_feed else None,
             "failure_rate_per_1000_node_days": self.failure_rate_per_1000_node_days,
             "warnings": list(self.warnings),
@@ -119,7 +123,34 @@ def _check_workload(w: models.WorkloadSpec) -> None:
 
 
 def plan_storage(spec: models.ClusterSpec) -> StoragePlan:
-    """Plan storage for ``spec`` (which must have a ``workload``); see the module docstring."""
+    """Plan storage for ``spec`` (which must have a ``workload``); see the module docstring.
+
+    Raises ``InvalidInputError`` naming the resource (and its file position) for a workload that
+    cannot be: negative sizes, parallelism that does not divide the GPUs, fractions out of range...
+    """
+    try:
+        return _plan_storage(spec)
+    except errors.InvalidInputError as exc:
+        where = f"{spec.position}: " if spec.position else ""
+        raise errors.InvalidInputError(f"{where}{spec.address} workload: {exc.message}", hint=exc.hint) from None
+
+
+def restore_times(ckpt: checkpoints.CheckpointSize, *, nodes: int, node_type: str, perf_tb: float,
+                  object_tb: float) -> dict[str, Any]:
+    """Seconds (hours for archive) to read one checkpoint back from each tier at its low percentile."""
+    size_gb = ckpt.size_bytes / units.GB
+    out: dict[str, Any] = {}
+    for name, tb in (("parallel_fs", perf_tb), ("object", object_tb)):
+        perf = tiers.tier_performance(name, tb, nodes=nodes, node_type=node_type)
+        out[f"{name}_s"] = size_gb / perf.p10_read_gb_s if perf.p10_read_gb_s > 0 and tb > 0 else None
+    archive = tiers.tier_performance("archive", 0.0, nodes=nodes, node_type=node_type)
+    read_h = size_gb / archive.p10_read_gb_s / units.SECONDS_PER_HOUR
+    lo, hi = archive.retrieval_h or (0.0, 0.0)
+    out["archive_h"] = [lo + read_h, hi + read_h]
+    return out
+
+
+def _plan_storage(spec: models.ClusterSpec) -> StoragePlan:
     w = spec.workload
     if w is None:
         raise errors.InvalidInputError(f"{spec.address} has no workload block", hint="add workload { ... }")
@@ -179,7 +210,10 @@ def plan_storage(spec: models.ClusterSpec) -> StoragePlan:
         checkpoint=ckpt, architecture=arch, perf_tier=perf, tiers=declared_tiers, declared=declared,
         target={"max_checkpoint_overhead": w.max_checkpoint_overhead, "goodput_target": w.goodput_target},
         cheapest=cheapest, cheapest_storage=cheapest_storage, change=sizing.describe_change(declared, cheapest),
-        retention=declared.retention, data_feed=feed, failure_rate_per_1000_node_days=rate, warnings=warnings,
+        retention=declared.retention, data_feed=feed,
+        restore=restore_times(ckpt, nodes=nodes, node_type=spec.node_type, perf_tb=declared_tb,
+                              object_tb=spec.storage.object_tb),
+        failure_rate_per_1000_node_days=rate, warnings=warnings,
     )
 
 
