@@ -1,0 +1,267 @@
+"""``velyrix apply``, ``velyrix destroy`` and ``velyrix status``: converge the declared clusters on a control
+plane, Terraform style (diff, confirm, follow the phases)."""
+
+from __future__ import annotations
+
+import time
+from pathlib import Path
+from typing import Any
+
+import typer
+
+from velyrix.cli import common
+
+PHASE_ORDER = ("Pending", "Allocating", "Provisioning", "Networking", "Storage", "Validating", "Ready")
+SETTLED = ("Ready", "Degraded", "Failed", "Deleted")
+DIFF_FIELDS = ("node_count", "fabric", "scheduler", "storage", "workload", "acceptance")
+
+APPLY_HELP = """Create or update the clusters declared in FILE on the control plane you are logged in to, then \
+follow them through their phases until they are Ready (exit 0) or Failed/Degraded (exit 1).
+
+Examples:
+
+  velyrix apply examples/acme-pretrain.tf
+
+  velyrix apply cluster.tf -auto-approve -var node_count=32
+"""
+
+
+def register(app: typer.Typer) -> None:
+    app.command(name="apply", help=APPLY_HELP)(apply)
+    app.command(name="destroy")(destroy)
+    app.command(name="status")(status_cmd)
+
+
+def _load(file: Path, var: list[str] | None, var_file: list[Path] | None) -> Any:
+    from velyrix.spec import loader
+
+    return loader.load(file, variables=common.parse_vars(var), var_files=var_file or [])
+
+
+def diff(body: dict[str, Any], live: dict[str, Any] | None) -> tuple[str, list[tuple[str, Any, Any]]]:
+    """``("create"|"update"|"noop", [(field, live, desired)])`` for one cluster body against its live object."""
+    if live is None or live.get("desired_state") == "absent" or live["status"]["phase"] == "Deleted":
+        return "create", [(f, None, _norm(body.get(f))) for f in ("name", "region", "node_type", *DIFF_FIELDS)
+                          if body.get(f) is not None]
+    spec = live.get("spec") or {}
+    changes = [(f, spec.get(f), body.get(f)) for f in DIFF_FIELDS if _norm(spec.get(f)) != _norm(body.get(f))]
+    return ("update" if changes else "noop"), changes
+
+
+def _norm(value: Any) -> Any:
+    if isinstance(value, dict):
+        # defaults (0 TB, tests left on) are not worth a diff line
+        return {k: _norm(v) for k, v in value.items() if v not in (None, 0, 0.0) and v is not True}
+    return value
+
+
+def render_diff(con: Any, address: str, action: str, changes: list[tuple[str, Any, Any]]) -> None:
+    sign = {"create": "[green]+[/]", "update": "[yellow]~[/]", "destroy": "[red]-[/]", "noop": " "}[action]
+    verb = {"create": "will be created", "update": "will be updated in-place", "destroy": "will be destroyed",
+            "noop": "is up to date"}[action]
+    con.print(f"  {sign} [bold]{address}[/] {verb}")
+    for field, old, new in changes:
+        if action == "create":
+            con.print(f"      [green]+[/] {field} = {new}")
+        else:
+            con.print(f"      [yellow]~[/] {field}: {old} [dim]->[/] {new}")
+
+
+def confirm(con: Any, auto_approve: bool, what: str) -> None:
+    """Terraform-style confirmation: only 'yes' proceeds."""
+    if auto_approve:
+        return
+    con.print(f"\n[bold]Do you want to {what}?[/]\n  Only 'yes' will be accepted to approve.")
+    answer = typer.prompt("  Enter a value", default="", show_default=False)
+    if answer.strip() != "yes":
+        con.print("Apply cancelled.")
+        raise typer.Exit(1)
+
+
+def follow(client: Any, cluster_id: str, *, since_phases: int, want: tuple[str, ...], timeout_s: float,
+           con: Any) -> dict[str, Any]:
+    """Poll the cluster until it settles after ``since_phases`` recorded phases; show a progress bar and the
+    cluster's events. Returns the last cluster object."""
+    from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn
+
+    seen_events = 0
+    deadline = time.monotonic() + timeout_s
+    grace = time.monotonic() + 10.0
+    cluster: dict[str, Any] = {}
+    with Progress(TextColumn("[bold]{task.description:<13}"), BarColumn(bar_width=36),
+                  TextColumn("{task.completed}/{task.total} phases"), TimeElapsedColumn(),
+                  console=con, transient=False) as bar:
+        task = bar.add_task("Pending", total=len(PHASE_ORDER) - 1)
+        while time.monotonic() < deadline:
+            cluster = client.get(f"/v1/clusters/{cluster_id}")
+            st = cluster["status"]
+            events = st.get("events") or []
+            for ev in events[seen_events:] if seen_events else events[-3:]:
+                style = "yellow" if ev.get("type") == "Warning" else "dim"
+                bar.console.print(f"  [{style}]{ev['reason']}: {ev['message']}[/]")
+            seen_events = len(events)
+            phase = st["phase"]
+            done = PHASE_ORDER.index(phase) if phase in PHASE_ORDER else len(PHASE_ORDER) - 1
+            bar.update(task, description=phase, completed=done)
+            moved = len(st.get("phase_history") or []) > since_phases
+            if phase in want and (moved or time.monotonic() > grace):
+                break
+            time.sleep(0.3)
+        else:
+            raise _timeout(cluster, timeout_s)
+    return cluster
+
+
+def _timeout(cluster: dict[str, Any], timeout_s: float) -> Exception:
+    from velyrix import errors
+
+    phase = cluster.get("status", {}).get("phase", "?")
+    return errors.VelyrixError(f"cluster still in phase {phase} after {timeout_s:g} s",
+                               hint="check it later with: velyrix status NAME")
+
+
+def reasons(cluster: dict[str, Any]) -> list[str]:
+    """The messages of the cluster's failing conditions."""
+    return [f"{c['type']}: {c['reason']} - {c['message']}" for c in cluster["status"].get("conditions", [])
+            if c["status"] == "False"]
+
+
+def apply(
+    file: Path = typer.Argument(..., help="HCL file with velyrix_cluster resources.", show_default=False),
+    auto_approve: bool = typer.Option(False, "-auto-approve", "--auto-approve", help="Skip the confirmation."),
+    var: list[str] = typer.Option(None, "-var", "--var", metavar="NAME=VALUE", help="Set a variable (repeatable)."),
+    var_file: list[Path] = typer.Option(None, "-var-file", "--var-file", metavar="FILE", help="A .tfvars file."),
+    timeout_s: float = typer.Option(3600.0, "--timeout", help="Seconds to wait for the clusters to settle."),
+) -> None:
+    from velyrix.cli import client as client_mod
+    from velyrix.controlplane import specs
+
+    con = common.console()
+    spec_file = _load(file, var, var_file)
+    client = client_mod.Client.from_login()
+    bodies = [specs.to_body(c) for c in spec_file.clusters]
+    plans = []
+    con.print("\nVelyrix will perform the following actions:\n")
+    for body in bodies:
+        live = client.find_cluster(body["name"])
+        action, changes = diff(body, live)
+        plans.append((body, live, action))
+        render_diff(con, body["address"], action, changes)
+    counts = {a: sum(1 for *_, x in plans if x == a) for a in ("create", "update")}
+    con.print(f"\n[bold]Plan:[/] {counts['create']} to add, {counts['update']} to change, 0 to destroy.")
+    if counts["create"] + counts["update"]:
+        confirm(con, auto_approve, "perform these actions")
+    failed = False
+    for body, live, action in plans:
+        before = 0 if action == "create" or live is None else len(live["status"].get("phase_history") or [])
+        if action != "noop":
+            cluster = client.apply_cluster(body)
+            before = 0 if action == "create" else before
+        else:
+            cluster = live
+        assert cluster is not None
+        con.print(f"\n[bold]{body['address']}[/] ({cluster['id']}):")
+        cluster = follow(client, cluster["id"], since_phases=before if action != "noop" else 0,
+                         want=("Ready", "Degraded", "Failed"), timeout_s=timeout_s, con=con)
+        phase = cluster["status"]["phase"]
+        if phase == "Ready":
+            con.print(f"[green]{body['name']}: Ready[/] - acceptance report: velyrix report acceptance {body['name']}")
+        else:
+            failed = True
+            con.print(f"[red]{body['name']}: {phase}[/]")
+            for line in reasons(cluster):
+                con.print(f"  [red]{line}[/]")
+    if failed:
+        raise typer.Exit(1)
+    con.print("\n[green bold]Apply complete.[/]")
+
+
+def destroy(
+    file: Path = typer.Argument(..., help="HCL file whose clusters to destroy.", show_default=False),
+    auto_approve: bool = typer.Option(False, "-auto-approve", "--auto-approve", help="Skip the confirmation."),
+    delete_volumes: bool = typer.Option(False, "--delete-volumes", help="Also delete the clusters' volumes."),
+    var: list[str] = typer.Option(None, "-var", "--var", metavar="NAME=VALUE", help="Set a variable (repeatable)."),
+    var_file: list[Path] = typer.Option(None, "-var-file", "--var-file", metavar="FILE", help="A .tfvars file."),
+    timeout_s: float = typer.Option(3600.0, "--timeout", help="Seconds to wait for the teardown."),
+) -> None:
+    """Destroy the clusters declared in FILE: nodes are drained, sanitized and returned; volumes are kept
+    unless --delete-volumes."""
+    from velyrix.cli import client as client_mod
+
+    con = common.console()
+    spec_file = _load(file, var, var_file)
+    client = client_mod.Client.from_login()
+    targets = []
+    for c in spec_file.clusters:
+        live = client.find_cluster(c.name)
+        if live is None or live["status"]["phase"] == "Deleted":
+            continue
+        targets.append(live)
+        render_diff(con, c.address, "destroy", [])
+    con.print(f"\n[bold]Plan:[/] 0 to add, 0 to change, {len(targets)} to destroy.")
+    if not targets:
+        return
+    confirm(con, auto_approve, "destroy these clusters")
+    for live in targets:
+        client.post(f"/v1/clusters/{live['id']}/destroy", {"delete_volumes": delete_volumes})
+        cluster = follow(client, live["id"], since_phases=0, want=("Deleted",), timeout_s=timeout_s, con=con)
+        con.print(f"[green]{cluster['name']}: destroyed[/] (volumes {'deleted' if delete_volumes else 'kept'})")
+
+
+def status_cmd(
+    name: str = typer.Argument(None, help="A cluster name (default: every cluster).", show_default=False),
+    json_out: bool = typer.Option(False, "--json", help="Print JSON."),
+) -> None:
+    """Show your clusters and their phases, or one cluster with its conditions and latest events."""
+    from rich.table import Table
+
+    from velyrix import errors
+    from velyrix.cli import client as client_mod
+
+    client = client_mod.Client.from_login()
+    con = common.console()
+    if name is None:
+        items = client.list_all("/v1/clusters")
+        if json_out:
+            common.print_json(items)
+            return
+        table = Table(title="Clusters")
+        for col in ("name", "region", "node type", "nodes", "phase", "updated"):
+            table.add_column(col)
+        for c in items:
+            table.add_row(c["name"], c["region"], c["node_type"], str(c["node_count"]), c["status"]["phase"],
+                          str(c["updated_at"])[:19])
+        con.print(table)
+        return
+    cluster = client.find_cluster(name)
+    if cluster is None:
+        raise errors.NotFoundError(kind="cluster", name=name)
+    if json_out:
+        common.print_json(cluster)
+        return
+    render_cluster(con, cluster, client.list_all("/v1/nodes", cluster_id=cluster["id"]))
+
+
+def render_cluster(con: Any, cluster: dict[str, Any], nodes: list[dict[str, Any]]) -> None:
+    """The delivered cluster: phase, conditions, nodes per scalable unit, latest events."""
+    from collections import Counter
+
+    from rich.table import Table
+
+    st = cluster["status"]
+    con.print(f"[bold]{cluster['name']}[/] ({cluster['id']}) in {cluster['region']}: "
+              f"[bold]{st['phase']}[/], {cluster['node_count']} x {cluster['node_type']}")
+    cond = Table(title="Conditions", show_lines=False)
+    for col in ("type", "status", "reason", "message"):
+        cond.add_column(col)
+    for c in st.get("conditions", []):
+        cond.add_row(c["type"], c["status"], c["reason"], c["message"])
+    con.print(cond)
+    if nodes:
+        per_su = Counter(((n.get("hardware") or {}).get("position") or {}).get("su") for n in nodes)
+        states = Counter(n["provisioning_state"] for n in nodes)
+        con.print("Nodes: " + ", ".join(f"{v} {k}" for k, v in sorted(states.items()))
+                  + "; per scalable unit: " + ", ".join(f"SU{su}: {v}" for su, v in sorted(per_su.items(),
+                                                                                             key=lambda x: str(x[0]))))
+    for ev in (st.get("events") or [])[-5:]:
+        con.print(f"  [dim]{ev['at'][:19]} {ev['reason']}: {ev['message']}[/]")
