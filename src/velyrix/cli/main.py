@@ -41,6 +41,10 @@ def _register() -> None:
     _plan.register(app)
     from velyrix.cli import agent as _agent
     _agent.register(app)
+    from velyrix.cli import apply as _apply
+    _apply.register(app)
+    from velyrix.cli import fleet as _fleet
+    _fleet.register(app)
     from velyrix.cli import sim_exporter as _sim_exporter  # keep after any `sim` group module: joins that group
     _sim_exporter.register(app)
     from velyrix.cli import server as _server

@@ -7,7 +7,8 @@ from typing import Any
 
 from velyrix.controlplane.db import models
 
-PHASES = ("Pending", "Provisioning", "Validating", "Ready", "Degraded", "Deleting", "Deleted", "Failed")
+PHASES = ("Pending", "Allocating", "Provisioning", "Networking", "Storage", "Validating", "Ready", "Degraded",
+          "Deleting", "Deleted", "Failed")
 """Cluster phases, in their usual order."""
 MAX_EVENTS = 200
 
