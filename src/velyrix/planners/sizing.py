@@ -260,7 +260,10 @@ def describe_change(declared: Option, best: Option | None) -> list[str]:
     if best.mode != declared.mode:
         out.append(f"checkpoint_mode {declared.mode} -> {best.mode} (blocks {best.blocking_s:,.1f} s per save; "
                    f"stages {best.host_ram_needed_gb:,.0f} GB per node in host RAM)")
-    if not math.isclose(best.interval_s, declared.interval_s, rel_tol=1e-6):
+    if not math.isfinite(declared.interval_s):
+        daly = " (Daly's optimum)" if best.interval_auto else ""
+        out.append(f"checkpoint_interval_s = {best.interval_s:,.0f} s{daly}")
+    elif not math.isclose(best.interval_s, declared.interval_s, rel_tol=1e-6):
         out.append(f"checkpoint_interval_s {declared.interval_s:,.0f} -> {best.interval_s:,.0f} s"
                    + (" (Daly's optimum)" if best.interval_auto else ""))
     return out
