@@ -4,6 +4,8 @@ NICs, and the planner uses the low percentile."""
 from __future__ import annotations
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from velyrix import errors
 from velyrix.planners import tiers
@@ -75,3 +77,15 @@ def test_unknown_tier_suggests_the_closest() -> None:
     with pytest.raises(errors.UnknownNameError) as info:
         tiers.tier_performance("parallel-fs", 100, nodes=8, node_type=H200)
     assert "parallel_fs" in (info.value.hint or "")
+
+
+@settings(max_examples=60, deadline=None)
+@given(tier=st.sampled_from(["parallel_fs", "parallel_fs_capacity", "object", "block"]),
+       a=st.floats(0, 20000), b=st.floats(0, 20000), nodes=st.integers(1, 2048))
+def test_more_capacity_never_lowers_bandwidth_and_p10_never_exceeds_the_mean(tier: str, a: float, b: float,
+                                                                             nodes: int) -> None:
+    small, large = sorted((a, b))
+    lo = tiers.tier_performance(tier, small, nodes=nodes, node_type=H200)
+    hi = tiers.tier_performance(tier, large, nodes=nodes, node_type=H200)
+    assert hi.expected_write_gb_s >= lo.expected_write_gb_s and hi.expected_read_gb_s >= lo.expected_read_gb_s
+    assert hi.p10_write_gb_s <= hi.expected_write_gb_s <= hi.client_cap_gb_s
