@@ -28,11 +28,15 @@ _ADVANCE_LOCKS: dict[int, threading.Lock] = {}
 _LOCKS_GUARD = threading.Lock()
 
 
+def region_lock(region: SimRegion) -> threading.Lock:
+    """The lock that serializes changes to ``region`` (advancing it, injecting faults) across threads."""
+    with _LOCKS_GUARD:
+        return _ADVANCE_LOCKS.setdefault(id(region), threading.Lock())
+
+
 def catch_up(region: SimRegion) -> None:
     """Advance ``region`` to its clock's current time (thread-safe per region)."""
-    with _LOCKS_GUARD:
-        lock = _ADVANCE_LOCKS.setdefault(id(region), threading.Lock())
-    with lock:
+    with region_lock(region):
         region.advance()
 
 
