@@ -163,3 +163,13 @@ def test_no_performance_tier_still_plans_and_recommends_one() -> None:
     assert sp["declared"]["blocking_s"] is None and not sp["meets_target"]
     assert sp["cheapest"]["capacity_tb"] >= 50 and out["goodput"] is None
     assert any("no performance tier" in w for w in sp["warnings"])
+
+
+def test_a_dataset_on_the_performance_tier_keeps_its_read_bandwidth_in_the_recommendation() -> None:
+    # unet3d-like feed at AU 90%: 1,464 GB/s; random reads get 0.8 of the p10 read (1.5 x 0.8 x 0.8 per TB)
+    p = storage.plan_storage(cluster(dataset_tb=500, sample_mb=146.6, batch_per_gpu=7, step_time_s=0.323,
+                                     read_pattern="random"))
+    assert any("data feed needs" in r for r in p.declared.reasons)
+    best = p.cheapest
+    assert best is not None and best.read_gb_s * 0.8 >= p.data_feed.required_read_gb_s  # type: ignore[union-attr]
+    assert best.capacity_tb >= 1464 / (1.5 * 0.8 * 0.8)

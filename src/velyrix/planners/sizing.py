@@ -40,11 +40,16 @@ class Context:
     promote_every: int
     archive_after_days: float | None
     dataset_perf_tb: float
+    feed_read_gb_s: float = 0.0
+    """Read GB/s the data feed needs from this tier (0 when the dataset lives elsewhere)."""
+    feed_read_factor: float = 1.0
+    """Share of the tier's read bandwidth the feed's pattern gets (random reads are derated)."""
 
 
-def replace_dataset(ctx: Context, dataset_tb: float) -> Context:
-    """``ctx`` with the dataset counted on the performance tier."""
-    return dataclasses.replace(ctx, dataset_perf_tb=dataset_tb)
+def replace_dataset(ctx: Context, dataset_tb: float, read_gb_s: float = 0.0, read_factor: float = 1.0) -> Context:
+    """``ctx`` with the dataset on the performance tier, needing ``read_gb_s`` at ``read_factor``."""
+    return dataclasses.replace(ctx, dataset_perf_tb=dataset_tb, feed_read_gb_s=read_gb_s,
+                               feed_read_factor=read_factor)
 
 
 def _finite(x: float | None) -> float | None:
@@ -188,6 +193,10 @@ def evaluate(ctx: Context, tier_name: str, capacity_tb: float, mode: str, interv
     if not capacity_ok:
         reasons.append(f"{capacity_tb:,g} TB is less than the {needed_tb:,.1f} TB the kept checkpoints "
                        "(and dataset) need")
+    feed_gb_s = perf.p10_read_gb_s * ctx.feed_read_factor
+    if ctx.feed_read_gb_s > feed_gb_s:
+        reasons.append(f"reads {feed_gb_s:,.0f} GB/s at its low percentile; the data feed needs "
+                       f"{ctx.feed_read_gb_s:,.0f} GB/s")
     price = catalog.gpu_hour_price_usd(ctx.node_type)
     lost_h = ctx.gpus * units.HOURS_PER_MONTH * (1.0 - ettr)
     perf_usd = perf.price_usd_per_month

@@ -180,7 +180,9 @@ def _plan_storage(spec: models.ClusterSpec) -> StoragePlan:
             perf_tb=declared_tb, capacity_tier_tb=spec.storage.parallel_fs_capacity_tb,
             checkpoint_tb=probe.retention.perf_tb, checkpoint_drain_gb_s=drain)
         if feed.tier == PERF_TIER:
-            ctx = sizing.replace_dataset(ctx, w.dataset_tb)
+            factor = catalog.storage_tier(PERF_TIER).params.get("random_read_factor", 1.0)
+            ctx = sizing.replace_dataset(ctx, w.dataset_tb, feed.required_read_gb_s or 0.0,
+                                         factor if w.read_pattern == "random" else 1.0)
         if feed.meets_au_target is False:
             warnings.append(f"the {feed.tier} tier reads {feed.tier_read_p10_gb_s:,.0f} GB/s at its low "
                             f"percentile; the job needs {feed.required_read_gb_s:,.0f} GB/s for AU "
