@@ -110,7 +110,7 @@ def simulate_ettr(interval_s: float, save_s: float, restart_s: float, mtti_s: fl
     k = int(expected + 6.0 * math.sqrt(expected) + 16)
     ettr = np.empty(replicas)
     failures = np.empty(replicas)
-    chunk = max(1, min(replicas, 4_000_000 // k))  # bound memory: ~32 MB per array
+    chunk = max(1, min(replicas, 1_000_000 // k))  # bound memory: ~8 MB per array
     for lo in range(0, replicas, chunk):
         n = min(chunk, replicas - lo)
         gaps = rng.exponential(mtti_s, size=(n, k))
