@@ -60,6 +60,8 @@ def _register() -> None:
     _goodput.register(app)
     from velyrix.cli import health as _health
     _health.register(app)
+    from velyrix.cli import scheduler as _scheduler
+    _scheduler.register(app)
 
 
 _register()

@@ -1,8 +1,9 @@
 """Prolog and epilog scripts: the agent's quick health check, and the GPU-to-job mapping for telemetry.
 
 The mapping is one file per GPU index in the job-mapping directory, holding the job id (the layout
-DCGM's ``--hpc-job-mapping-dir`` reads). The prolog writes it, the epilog removes the files that still
-name its job. Health check exit codes: 0 healthy; 1 unhealthy (the script fails, so Slurm drains the node
+DCGM's ``--hpc-job-mapping-dir`` and ``velyrix.agent.jobs`` read), plus ``jobs/<job id>.json`` with the
+job's user and account (team). The prolog writes them, the epilog removes the files that still name
+its job. Health check exit codes: 0 healthy; 1 unhealthy (the script fails, so Slurm drains the node
 and requeues the job); anything else means the check itself is broken or missing, which is logged and
 does not take the node out (a broken check must not drain a fleet).
 """
@@ -60,6 +61,10 @@ for gpu in $GPUS; do
     printf '%s\\n' "$SLURM_JOB_ID" > "$JOB_MAP_DIR/.$gpu.$$" && mv -f "$JOB_MAP_DIR/.$gpu.$$" "$JOB_MAP_DIR/$gpu"
 done
 IFS=$old_ifs
+# Attribution for the agent's velyrix_job_info (team = Slurm account).
+mkdir -p "$JOB_MAP_DIR/jobs" && printf '{{"user": "%s", "team": "%s", "account": "%s"}}\n' \
+    "${{SLURM_JOB_USER:-}}" "${{SLURM_JOB_ACCOUNT:-}}" "${{SLURM_JOB_ACCOUNT:-}}" \
+    > "$JOB_MAP_DIR/jobs/$SLURM_JOB_ID.json"
 exit 0
 """
 
@@ -72,6 +77,7 @@ if [ -d "$JOB_MAP_DIR" ]; then
     for f in "$JOB_MAP_DIR"/*; do
         if [ -f "$f" ] && [ "$(cat "$f")" = "$SLURM_JOB_ID" ]; then rm -f "$f"; fi
     done
+    rm -f "$JOB_MAP_DIR/jobs/$SLURM_JOB_ID.json"
 fi
 run_health_check
 exit 0
