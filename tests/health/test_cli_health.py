@@ -1,0 +1,27 @@
+"""``velyrix health evaluate`` and ``velyrix health xid``."""
+
+from __future__ import annotations
+
+import json
+
+
+def test_evaluate_prints_json_per_policy_and_writes_a_chart(velyrix, tmp_path):
+    chart = tmp_path / "h.png"
+    res = velyrix("health", "evaluate", "--days", "2", "--nodes", "16", "--seed", "3", "--workers", "1", "--json",
+                  "--chart", str(chart))
+    assert res.exit_code == 0, res.stderr
+    data = json.loads(res.stdout)
+    assert set(data["policies"]) == {"none", "reactive", "proactive"}
+    assert chart.stat().st_size > 1000
+
+
+def test_evaluate_rejects_bad_input_with_exit_2(velyrix):
+    res = velyrix("health", "evaluate", "--nodes", "0")
+    assert res.exit_code == 2 and "positive" in res.stderr and "Traceback" not in res.stderr
+
+
+def test_xid_lookup_and_unknown_xid(velyrix):
+    res = velyrix("health", "xid", "48", "--json")
+    assert res.exit_code == 0 and json.loads(res.stdout)["action"] == "REBOOT"
+    res = velyrix("health", "xid", "47")
+    assert res.exit_code == 2 and "did you mean" in res.stderr
