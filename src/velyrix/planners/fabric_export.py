@@ -128,17 +128,18 @@ def pod_svg(plan: FabricPlan, max_sus_drawn: int = 6) -> str:
     sus_drawn = min(c.scalable_units, max_sus_drawn)
     leaf_w, gap, su_gap = 26, 4, 24
     su_w = c.rails * (leaf_w + gap) - gap
-    width = max(900, 60 + sus_drawn * (su_w + su_gap) + 300)
+    width = max(1100, 60 + sus_drawn * (su_w + su_gap) + 300)
     draw_w = width - 320
-    y_core, y_spine, y_leaf, y_node = 110, (200 if c.tiers == 3 else 120), 300, 400
+    y_core, y_spine, y_leaf, y_node = 120, (210 if c.tiers == 3 else 130), 310, 410
     parts: list[str] = []
     add = parts.append
-    title = (f"{plan.nodes} x {plan.node_type} on {plan.fabric}: {plan.gpus:,} GPUs, {c.tiers} tiers, "
-             f"{c.scalable_units} SU, {c.leaves} leaves, {c.spines} spines"
-             + (f", {c.cores} cores" if c.cores else "") + f", {plan.oversubscription:g}:1, "
-             f"bisection {plan.bisection_gbps() / 1000:,.1f} Tb/s")
-    add(f'<text x="20" y="30" font-size="15" font-weight="bold">{escape(title)}</text>')
-    add(f'<text x="20" y="52" font-size="12">compute plane: {c.switch_model} ({c.radix} ports at {c.link_gbps}G), '
+    title = f"{plan.nodes} x {plan.node_type} on {plan.fabric}: {plan.gpus:,} GPUs"
+    counts = (f"{c.tiers} tiers, {c.scalable_units} SU, {c.leaves} leaves, {c.spines} spines"
+              + (f", {c.cores} cores" if c.cores else "") + f", {plan.oversubscription:g}:1, "
+              f"bisection {plan.bisection_gbps() / 1000:,.1f} Tb/s")
+    add(f'<text x="20" y="28" font-size="16" font-weight="bold">{escape(title)}</text>')
+    add(f'<text x="20" y="48" font-size="12">{escape(counts)}</text>')
+    add(f'<text x="20" y="66" font-size="12">compute plane: {c.switch_model} ({c.radix} ports at {c.link_gbps}G), '
         f'rail-optimized: NIC r of every node goes to rail-leaf r of its SU</text>')
 
     def row(y: int, count: int, label: str, color: str) -> list[float]:
@@ -164,7 +165,8 @@ def pod_svg(plan: FabricPlan, max_sus_drawn: int = 6) -> str:
         first, last = su * c.su_nodes, min(plan.nodes, (su + 1) * c.su_nodes) - 1
         add(f'<rect x="{x0 - 6}" y="{y_leaf - 22}" width="{su_w + 12}" height="{y_node - y_leaf + 70}" '
             f'fill="none" stroke="#555" stroke-dasharray="4 3"/>')
-        add(f'<text x="{x0}" y="{y_leaf - 28}" font-size="11">SU {su}: nodes {first}-{last}</text>')
+        pod = f" (pod {c.pod_of_su(su).index})" if c.tiers == 3 else ""
+        add(f'<text x="{x0}" y="{y_leaf - 28}" font-size="11">SU {su}{pod}: nodes {first}-{last}</text>')
         for r in range(c.rails):
             lx = x0 + r * (leaf_w + gap)
             color = RAIL_COLORS[r % len(RAIL_COLORS)]
@@ -184,7 +186,7 @@ def pod_svg(plan: FabricPlan, max_sus_drawn: int = 6) -> str:
         note = f"{missing} ports cabled for growth" if missing else f"{c.su_nodes} nodes (full SU)"
         add(f'<text x="{x0 + su_w / 2}" y="{y_node + 30}" font-size="9" text-anchor="middle">{note}</text>')
     if c.scalable_units > sus_drawn:
-        add(f'<text x="{40 + sus_drawn * (su_w + su_gap)}" y="{y_leaf + 15}" font-size="12">'
+        add(f'<text x="{40 + sus_drawn * (su_w + su_gap) - su_gap + 4}" y="{y_node + 22}" font-size="12">'
             f'... {c.scalable_units - sus_drawn} more SUs</text>')
     add(f'<text x="{width - 270}" y="{y_leaf + 15}" font-size="12">{c.leaves} leaves ({c.leaf_down} down, '
         f'{c.leaf_up} up)</text>')
@@ -206,11 +208,13 @@ def pod_svg(plan: FabricPlan, max_sus_drawn: int = 6) -> str:
          f"dual-homed {' + '.join(f'{g}G' for g in m.egress_uplinks_gbps)}"),
     ]
     for i, (head, body) in enumerate(planes):
-        y = y_planes + i * 60
-        add(f'<rect x="20" y="{y}" width="{width - 40}" height="48" fill="#fafafa" stroke="#777"/>')
+        y = y_planes + i * 76
+        add(f'<rect x="20" y="{y}" width="{width - 40}" height="64" fill="#fafafa" stroke="#777"/>')
         add(f'<text x="32" y="{y + 18}" font-size="13" font-weight="bold">{escape(head)}</text>')
-        add(f'<text x="32" y="{y + 37}" font-size="11">{escape(body)}</text>')
-    height = y_planes + 2 * 60 + 10
+        first_line, _, rest = body.partition("; ")
+        add(f'<text x="32" y="{y + 37}" font-size="11">{escape(first_line)}</text>')
+        add(f'<text x="32" y="{y + 54}" font-size="11">{escape(rest)}</text>')
+    height = y_planes + 2 * 76 + 10
     return (f'<svg xmlns="http://www.w3.org/2000/svg" width="{width}" height="{height}" '
             f'viewBox="0 0 {width} {height}" font-family="sans-serif">\n'
             f'<rect width="100%" height="100%" fill="white"/>\n' + "\n".join(parts) + "\n</svg>\n")
