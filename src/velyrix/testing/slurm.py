@@ -93,6 +93,7 @@ class SlurmTwin:
         self.conf_dir = Path(self.options.conf_dir)
         self.slurm = commands.Slurm(conf=str(self.conf_dir / "slurm.conf"), timeout_s=30)
         self.procs: dict[str, subprocess.Popen[bytes]] = {}
+        self.submitted: list[tuple[int, str | None, int]] = []
 
     # lifecycle -----------------------------------------------------------------------------------
     def __enter__(self) -> SlurmTwin:
@@ -204,13 +205,27 @@ class SlurmTwin:
         return len(states) == len(self.cluster.node_names) and all(s == "idle" for s in states.values())
 
     # helpers for tests ---------------------------------------------------------------------------
-    def sbatch(self, *args: str, account: str | None = None, wrap: str = "sleep 1") -> int:
-        """Submit a batch job; returns its id."""
+    def sbatch(self, *args: str, account: str | None = None, wrap: str = "sleep 1", gpus: int | None = None,
+               uid: int | None = None) -> int:
+        """Submit a batch job (``gpus`` GPUs, as user ``uid`` when given); returns its id.
+
+        Every submission is recorded in ``submitted`` as (job id, account, GPUs)."""
         argv = ["--parsable", "-o", "/dev/null"]
         if account:
             argv.append(f"--account={account}")
+        if gpus:
+            argv.append(f"--gpus={gpus}")
+        if uid is not None:
+            argv += [f"--uid={uid}", "-D", "/tmp"]
         out = self.slurm.out("sbatch", *argv, *args, f"--wrap={wrap}")
-        return int(out.strip().split(";")[0])
+        job_id = int(out.strip().split(";")[0])
+        self.submitted.append((job_id, account, gpus or 0))
+        return job_id
+
+    def last_priority_calc(self) -> float:
+        """When slurmctld last recomputed fair-share (mtime of its ``priority_last_decay_ran``), UNIX s."""
+        path = Path(self.options.state_dir) / "priority_last_decay_ran"
+        return path.stat().st_mtime if path.exists() else 0.0
 
     def wait_jobs_done(self, job_ids: list[int], timeout_s: float = 60.0) -> None:
         """Wait until none of ``job_ids`` is pending or running any more."""
