@@ -249,3 +249,24 @@ def auth(secret: str) -> dict[str, str]:
 @pytest.fixture(scope="session")
 def repo_root() -> Path:
     return Path(__file__).resolve().parents[2]
+
+
+@pytest.fixture(scope="module")
+def live_url(app: Recorder) -> Iterator[str]:
+    """The app served by a real uvicorn on a free loopback port (for concurrent clients)."""
+    import threading
+    import time
+
+    import uvicorn
+
+    port = postgres.free_port()
+    server = uvicorn.Server(uvicorn.Config(app, host="127.0.0.1", port=port, log_level="warning"))
+    thread = threading.Thread(target=server.run, daemon=True)
+    thread.start()
+    deadline = time.monotonic() + 10
+    while not server.started and time.monotonic() < deadline:
+        time.sleep(0.02)
+    assert server.started, "uvicorn did not start"
+    yield f"http://127.0.0.1:{port}"
+    server.should_exit = True
+    thread.join(timeout=10)

@@ -131,5 +131,12 @@ class Scope:
         self.session.delete(obj)
         self.session.flush()
 
+    def issue_key(self, **kwargs: Any) -> tuple[models.ApiKey, str]:
+        """A new API key in this principal's tenancy, within its rights (``principals.issue_key``)."""
+        from velyrix.controlplane.auth import principals
+
+        return principals.issue_key(self.session, tenant_id=self.principal.tenant_id, creator=self.principal,
+                                    **kwargs)
+
     def commit(self) -> None:
         self.session.commit()

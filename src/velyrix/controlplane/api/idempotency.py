@@ -11,6 +11,7 @@ from typing import Any
 
 from fastapi.encoders import jsonable_encoder
 from fastapi.responses import JSONResponse
+from pydantic import BaseModel
 from sqlalchemy import exc as sa_exc
 
 from velyrix import errors
@@ -46,9 +47,11 @@ def _replay(ctx: Ctx, record: models.IdempotencyRecord, body_sha256: str) -> JSO
     return JSONResponse(record.response, status_code=record.status_code, headers={"Idempotent-Replayed": "true"})
 
 
-def create(ctx: Ctx, key: str | None, body: Any, make: Callable[[], tuple[dict[str, Any], int]]) -> JSONResponse:
+def create(ctx: Ctx, key: str | None, body: Any, make: Callable[[], tuple[dict[str, Any], int]],
+           model: type[BaseModel]) -> JSONResponse:
     """Run ``make`` (which adds the resource and its audit event, returning ``(json, status)``) at
-    most once per ``key``, and commit. Without a key, just runs and commits."""
+    most once per ``key``, and commit. Without a key, just runs and commits. The answer is serialized
+    through ``model`` (the route's response model), as FastAPI does for the other routes."""
     if key is not None and not 1 <= len(key) <= MAX_KEY_LEN:
         raise errors.InvalidInputError(f"{HEADER} must be 1 to {MAX_KEY_LEN} characters",
                                        hint="use a UUID per logical request")
@@ -57,16 +60,17 @@ def create(ctx: Ctx, key: str | None, body: Any, make: Callable[[], tuple[dict[s
         found = _find(ctx, key)
         if found is not None:
             return _replay(ctx, found, digest)
-    payload, status = make()
-    payload = jsonable_encoder(payload)
-    if key is not None:
-        ctx.scope.session.add(models.IdempotencyRecord(
-            owner=_owner(ctx), key=key, method=ctx.request.method, path=ctx.request.url.path,
-            body_sha256=digest, status_code=status, response=payload))
     try:
+        payload, status = make()
+        payload = model.model_validate(payload).model_dump(mode="json")
+        if key is not None:
+            ctx.scope.session.add(models.IdempotencyRecord(
+                owner=_owner(ctx), key=key, method=ctx.request.method, path=ctx.request.url.path,
+                body_sha256=digest, status_code=status, response=payload))
         ctx.commit()
-    except sa_exc.IntegrityError:
-        # A concurrent twin with the same key won the race: its resource stands, ours is rolled back.
+    except (sa_exc.IntegrityError, errors.ConflictError):
+        # A concurrent twin with the same key may have won the race: its resource stands, ours is
+        # rolled back, and this request gets the twin's answer.
         ctx.scope.session.rollback()
         found = _find(ctx, key) if key is not None else None
         if found is None:

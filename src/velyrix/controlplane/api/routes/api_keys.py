@@ -12,7 +12,6 @@ from pydantic import BaseModel, ConfigDict, Field
 from velyrix import errors
 from velyrix.controlplane.api import idempotency, schemas
 from velyrix.controlplane.api.context import Ctx, require
-from velyrix.controlplane.auth import principals
 from velyrix.controlplane.db import models
 
 router = APIRouter(prefix="/v1/api-keys", tags=["api-keys"], responses=schemas.PROBLEM_RESPONSES)
@@ -45,13 +44,11 @@ def create_key(body: ApiKeyCreate, ctx: Ctx = Depends(require("keys:admin")),
                idempotency_key: str | None = schemas.IDEMPOTENCY_KEY) -> Any:
     def make() -> tuple[dict[str, Any], int]:
         expires = (models.utcnow() + dt.timedelta(seconds=body.expires_in_s)) if body.expires_in_s else None
-        row, secret = principals.issue_key(ctx.scope.session, tenant_id=ctx.principal.tenant_id, name=body.name,
-                                           role=body.role, scopes=body.scopes, expires_at=expires,
-                                           creator=ctx.principal)
+        row, secret = ctx.scope.issue_key(name=body.name, role=body.role, scopes=body.scopes, expires_at=expires)
         ctx.audit(f"api-keys/{row.id}", status_code=201, detail={"role": row.role, "prefix": row.prefix})
         return {**out(row), "secret": secret}, 201
 
-    return idempotency.create(ctx, idempotency_key, body, make)
+    return idempotency.create(ctx, idempotency_key, body, make, schemas.ApiKeyCreated)
 
 
 @router.get("/{key_id}", name="api_keys.get", response_model=schemas.ApiKeyOut)

@@ -68,7 +68,7 @@ def create_cluster(body: specs.ClusterSpecBody, ctx: Ctx = Depends(require("clus
         ctx.audit(f"clusters/{cluster.id}", status_code=201, detail={"name": cluster.name})
         return out(cluster), 201
 
-    return idempotency.create(ctx, idempotency_key, body, make)
+    return idempotency.create(ctx, idempotency_key, body, make, schemas.ClusterOut)
 
 
 @router.get("/{cluster_id}", name="clusters.get", response_model=schemas.ClusterOut)

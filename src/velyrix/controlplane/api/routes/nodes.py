@@ -64,7 +64,7 @@ def register_node(body: NodeCreate, ctx: Ctx = Depends(require("fleet:operate"))
         ctx.audit(f"nodes/{node.id}", status_code=201, detail={"name": node.name})
         return out(node), 201
 
-    return idempotency.create(ctx, idempotency_key, body, make)
+    return idempotency.create(ctx, idempotency_key, body, make, schemas.NodeOut)
 
 
 @router.get("/{node_id}", name="nodes.get", response_model=schemas.NodeOut)

@@ -50,7 +50,7 @@ def create_tenant(body: TenantCreate, request: Request, ctx: Ctx = Depends(requi
         ctx.audit(f"tenants/{tenant.id}", status_code=201, tenant_id=tenant.id)
         return out(tenant), 201
 
-    return idempotency.create(ctx, idempotency_key, body, make)
+    return idempotency.create(ctx, idempotency_key, body, make, schemas.TenantOut)
 
 
 @router.get("/{tenant_id}", name="tenants.get", response_model=schemas.TenantOut)

@@ -78,7 +78,7 @@ def create_volume(body: VolumeCreate, ctx: Ctx = Depends(require("volumes:write"
         ctx.audit(f"volumes/{volume.id}", status_code=201, detail={"tier": volume.tier, "size_tb": volume.size_tb})
         return out(volume), 201
 
-    return idempotency.create(ctx, idempotency_key, body, make)
+    return idempotency.create(ctx, idempotency_key, body, make, schemas.VolumeOut)
 
 
 @router.get("/{volume_id}", name="volumes.get", response_model=schemas.VolumeOut)
