@@ -42,6 +42,8 @@ def agent(
     sim_node_type: str = typer.Option("hgx-h200-8g", "--sim-node-type", help="With --collector sim: node type."),
     sim_load_pct: float = typer.Option(0.0, "--sim-load", help="With --collector sim: GPU load (%)."),
     sim_speed: float = typer.Option(1.0, "--sim-speed", help="With --collector sim: simulated s per wall s."),
+    min_interval_s: float = typer.Option(1.0, "--min-interval",
+                                         help="Scrapes closer than this (s) reuse the last collection."),
     once: bool = typer.Option(False, "--once", help="Print one scrape to stdout and exit."),
 ) -> None:
     from velyrix import errors
@@ -67,7 +69,7 @@ def agent(
             base.create("infiniband", root=ib_root, hostname=name),
             base.create("nvme", root=nvme_root, hostname=name),
         ], hostname=name)
-    source = service.MetricsSource([service.NodeSource(gpu_collector, job_map_dir)], min_interval_s=1.0)
+    source = service.MetricsSource([service.NodeSource(gpu_collector, job_map_dir)], min_interval_s=min_interval_s)
     if once:
         typer.echo(source.render().decode(), nl=False)
         gpu_collector.close()

@@ -62,6 +62,8 @@ def exporter(
     job_map_root: Path | None = typer.Option(None, "--job-map-root",
                                              help="Per-node job mappings in ROOT/<hostname>/<gpu index>."),
     faults: bool = typer.Option(False, "--faults", help="Inject faults at the catalog's failure rates."),
+    min_interval_s: float = typer.Option(1.0, "--min-interval",
+                                         help="Scrapes closer than this (s) reuse the last collection."),
 ) -> None:
     from velyrix.agent import fleet_exporter, service
     from velyrix.fleet.drivers.sim import SimClock, SimRegion
@@ -71,7 +73,7 @@ def exporter(
         node.load_pct = load_pct
     if faults:
         twin.enable_spontaneous(True)
-    source = fleet_exporter.fleet_source(twin, job_map_root=job_map_root, min_interval_s=1.0)
+    source = fleet_exporter.fleet_source(twin, job_map_root=job_map_root, min_interval_s=min_interval_s)
     server = service.serve(source, listen, port)
     typer.echo(f"velyrix sim exporter: {len(twin.nodes)} nodes of {region} at {server.url}", err=True)
     try:
