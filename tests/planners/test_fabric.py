@@ -125,3 +125,9 @@ def test_management_plane_has_oob_inband_jump_host_and_dual_homed_egress() -> No
 def test_max_endpoints_matches_k2_over_2_and_k3_over_4() -> None:
     assert fabric.max_endpoints("hgx-h200-8g", "infiniband-ndr") == (64**2 // 2, 64**3 // 4)
     assert fabric.max_endpoints("hgx-h200-8g", "infiniband-xdr") == (144**2 // 2, 144**3 // 4)
+
+
+def test_storage_plane_says_when_two_tiers_are_not_enough() -> None:
+    assert not fabric.plan_fabric("hgx-h200-8g", 4096, "infiniband-ndr").storage_plane.notes
+    notes = fabric.plan_fabric("hgx-h200-8g", 8192, "infiniband-ndr").storage_plane.notes
+    assert any("third tier" in n for n in notes)

@@ -144,6 +144,9 @@ def plan_storage_plane(nt: records.NodeType, nodes: int, fab: records.Fabric,
     node_leaves = math.ceil(node_links / down)
     storage_leaves = math.ceil(storage_ports / (radix // 2))
     spines = math.ceil((node_leaves * up + storage_leaves * (radix // 2)) / radix)
+    if spines > up:
+        notes.append(f"{spines} storage spines exceed the {up} uplinks of a node leaf: the storage plane "
+                     "needs a third tier at this size (switch counts here are the two-tier lower bound)")
     uplink_bw = min(node_links, node_leaves * up) * link / 8.0
     deliverable = min(node_bw, uplink_bw, storage_ports * link / 8.0)
     return StoragePlane(sw.name, link, radix, node_links, node_leaves, down, up, storage_ports, storage_leaves,
