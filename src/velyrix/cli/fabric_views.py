@@ -47,7 +47,8 @@ def render_fabric(con: Any, fab: dict[str, Any]) -> None:
     st = fab["storage_plane"]
     table.add_row("Storage plane", f"{st['switches']} x {st['switch_model']} at {st['link_gbps']}G "
                   f"({st['oversubscription']:g}:1 at the nodes); target {st['target_read_gb_s']:,.0f} GB/s read "
-                  f"({st['target_source']}), deliverable {st['deliverable_gb_s']:,.0f} GB/s")
+                  f"({st['target_source']}), deliverable {st['deliverable_gb_s']:,.0f} GB/s"
+                  + "".join(f"\n[yellow]note:[/] {n}" for n in st["notes"]))
     m = fab["management_plane"]
     table.add_row("Management plane", f"OOB {m['out_of_band']['switches']} x {m['out_of_band']['switch_model']} "
                   f"({m['out_of_band']['ports_used']} ports), in-band {m['in_band']['leaves']}+"
