@@ -170,20 +170,29 @@ class Engine:
         return action, level, message, info.escalates
 
     # Counters and trends --------------------------------------------------------------------------
-    def _entities(self, sample: ev.CounterSample, scope: str) -> Iterator[tuple[str, dict[str, Any]]]:
-        """(entity name, metric -> value) for every GPU, IB port or NVMe drive of ``sample``."""
+    def _objects(self, sample: ev.CounterSample, scope: str) -> Iterator[tuple[str, Any]]:
+        """(entity name, reading) for every GPU, IB port or NVMe drive of ``sample``."""
         if scope == "gpu":
-            links = int(self.thresholds.gpu["nvlinks_per_gpu"])
             for g in sample.gpus:
-                yield f"gpu{g.index}", {**vars(g), "remapped_rows_total": g.remapped_rows_total,
-                                        "nvlink_links_down": max(links - g.nvlink_links_up, 0),
-                                        "responsive": int(g.responsive)}
+                yield f"gpu{g.index}", g
         elif scope == "ib_port":
             for p in sample.ib_ports:
-                yield p.key, {**p.counters, "state": p.state}
+                yield p.key, p
         else:
             for n in sample.nvme:
-                yield n.name, vars(n)
+                yield n.name, n
+
+    def _value(self, scope: str, obj: Any, metric: str) -> Any:
+        """One metric of one reading, including the derived ones (remapped_rows_total, nvlink_links_down)."""
+        if scope == "gpu":
+            if metric == "nvlink_links_down":
+                return max(int(self.thresholds.gpu["nvlinks_per_gpu"]) - obj.nvlink_links_up, 0)
+            if metric == "responsive":
+                return int(obj.responsive)
+            return getattr(obj, metric, None)
+        if scope == "ib_port":
+            return obj.state if metric == "state" else obj.counters.get(metric)
+        return getattr(obj, metric, None)
 
     def _counter_reasons(self, e: ev.Evidence) -> Iterator[Reason]:
         if not e.samples:
@@ -192,8 +201,8 @@ class Engine:
         for rule in self.thresholds.counters:
             if not self.policy.enabled(rule.name):
                 continue
-            for ent, values in self._entities(latest, rule.scope):
-                value = values.get(rule.metric)
+            for ent, obj in self._objects(latest, rule.scope):
+                value = self._value(rule.scope, obj, rule.metric)
                 if value is None or not _OPS[rule.op](value, rule.value):
                     continue
                 yield Reason(f"{rule.name}:{ent}", "counter", f"{ent}: {rule.reason} ({rule.metric}={value})",
@@ -202,6 +211,8 @@ class Engine:
                              hardware=Action.parse(rule.action) >= Action.QUARANTINE)
 
     def _trend_reasons(self, e: ev.Evidence) -> Iterator[Reason]:
+        import numpy as np
+
         last_fix = max((r.t_s for r in e.repairs if r.kind in ev.FIX_RUNG and r.t_s <= e.now_s),
                        default=float("-inf"))
         for rule in self.thresholds.trends:
@@ -209,27 +220,39 @@ class Engine:
                 continue
             # a fix (GPU reset, reboot, part swap) restarts every trend: growth before it is history
             start = max(e.now_s - rule.window_h * 3600.0, last_fix)
-            series: dict[str, list[tuple[float, float]]] = defaultdict(list)
-            for s in e.samples:
-                if start <= s.t_s <= e.now_s:
-                    for ent, values in self._entities(s, rule.scope):
-                        v = values.get(rule.metric)
-                        if isinstance(v, (int, float)):
-                            series[ent].append((s.t_s, float(v)))
-            for ent, pts in series.items():
-                if len(pts) < 3:
+            window = [s for s in e.samples if start <= s.t_s <= e.now_s]
+            if len(window) < 3:
+                continue
+            ents: dict[str, int] = {}
+            rows = []
+            for s in window:
+                row: dict[int, float] = {}
+                for ent, obj in self._objects(s, rule.scope):
+                    v = self._value(rule.scope, obj, rule.metric)
+                    if isinstance(v, (int, float)):
+                        row[ents.setdefault(ent, len(ents))] = float(v)
+                rows.append(row)
+            if not ents:
+                continue
+            values = np.full((len(window), len(ents)), np.nan)
+            for i, row in enumerate(rows):
+                for j, v in row.items():
+                    values[i, j] = v
+            times = np.array([s.t_s for s in window])
+            # growth of a cumulative counter: the sum of its positive steps (a reset is not negative growth)
+            steps = np.nan_to_num(np.clip(np.diff(values, axis=0), 0.0, None))
+            total = steps.sum(axis=0)
+            counted = (~np.isnan(values)).sum(axis=0)
+            mid = (times[0] + times[-1]) / 2.0
+            first = steps[times[1:] <= mid].sum(axis=0)
+            second = steps[times[:-1] >= mid].sum(axis=0)
+            for ent, j in ents.items():
+                if counted[j] < 3 or total[j] < rule.min_increase:
                     continue
-                total = _growth(pts)
-                if total < rule.min_increase:
+                if rule.rising_factor > 0 and second[j] < rule.rising_factor * max(first[j], 1.0):
                     continue
-                if rule.rising_factor > 0:
-                    mid = (pts[0][0] + pts[-1][0]) / 2.0
-                    first = _growth([p for p in pts if p[0] <= mid])
-                    second = _growth([p for p in pts if p[0] >= mid])
-                    if second < rule.rising_factor * max(first, 1.0):
-                        continue
                 yield Reason(f"{rule.name}:{ent}", "trend",
-                             f"{ent}: {rule.reason} (+{total:.0f} {rule.metric} in {rule.window_h:g} h)",
+                             f"{ent}: {rule.reason} (+{total[j]:.0f} {rule.metric} in {rule.window_h:g} h)",
                              self.policy.rule_level(rule.name, Level.parse(rule.level)),
                              self.policy.rule_action(rule.name, Action.parse(rule.action)))
 
@@ -275,8 +298,3 @@ class Engine:
         start = e.now_s - float(lem["window_h"]) * 3600.0
         weights = lem["weights"]
         return float(sum(float(weights.get(r.kind, 0.0)) for r in e.repairs if start <= r.t_s <= e.now_s))
-
-
-def _growth(points: list[tuple[float, float]]) -> float:
-    """Sum of the positive steps of a cumulative counter (a reset to zero does not count as negative)."""
-    return sum(max(b[1] - a[1], 0.0) for a, b in zip(points, points[1:], strict=False))
