@@ -11,6 +11,7 @@ from __future__ import annotations
 import logging
 import threading
 import time
+from collections.abc import Callable
 from dataclasses import dataclass
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
@@ -26,10 +27,18 @@ CONTENT_TYPE = "text/plain; version=0.0.4; charset=utf-8"
 
 @dataclass
 class NodeSource:
-    """One node the process exports: its collector and the job-mapping directory its prolog writes."""
+    """One node the process exports: its collector and where its job mapping comes from: the directory
+    the scheduler's prolog writes, or ``job_source`` (e.g. ``velyrix.agent.k8s.PodLabelSource``)."""
 
     collector: Collector
     job_map_dir: Path | None = None
+    job_source: Callable[[NodeSample], jobs.JobMap] | None = None
+
+    def job_map(self, sample: NodeSample, max_jobs_per_gpu: int) -> jobs.JobMap:
+        """The mapping for ``sample``, read now."""
+        if self.job_source is not None:
+            return self.job_source(sample)
+        return jobs.read_job_map(self.job_map_dir, max_jobs_per_gpu)
 
 
 class MetricsSource:
@@ -65,8 +74,7 @@ class MetricsSource:
     def snapshot(self) -> exporter.Snapshot:
         """Samples paired with the job mapping read now."""
         samples = self.samples()
-        return [(s, jobs.read_job_map(n.job_map_dir, self.max_jobs_per_gpu))
-                for s, n in zip(samples, self.nodes, strict=True)]
+        return [(s, n.job_map(s, self.max_jobs_per_gpu)) for s, n in zip(samples, self.nodes, strict=True)]
 
     def render(self) -> bytes:
         """The ``/metrics`` body."""

@@ -30,6 +30,12 @@ def agent(
     port: int = typer.Option(9402, "--port", help="Port to serve /metrics on (0 picks a free one)."),
     job_map_dir: Path | None = typer.Option(None, "--job-map-dir",
                                             help="Directory the scheduler prolog writes: one file per GPU index."),
+    k8s_pod_resources: str | None = typer.Option(
+        None, "--k8s-pod-resources", metavar="SOCKET",
+        help="Attribute GPUs to pods via the kubelet pod-resources socket (e.g. "
+             "/var/lib/kubelet/pod-resources/kubelet.sock) and their labels, instead of --job-map-dir."),
+    k8s_api: str = typer.Option("https://kubernetes.default.svc", "--k8s-api", help="Kubernetes API server URL."),
+    k8s_job_label: str = typer.Option("velyrix.io/job", "--k8s-job-label", help="Pod label holding the job id."),
     ib_root: Path = typer.Option(Path("/sys/class/infiniband"), "--ib-root", help="sysfs InfiniBand root."),
     nvme_root: Path = typer.Option(Path("/sys/class/nvme"), "--nvme-root", help="sysfs NVMe root."),
     hostname: str | None = typer.Option(None, "--hostname", help="Node name to report (default: this host's)."),
@@ -69,7 +75,16 @@ def agent(
             base.create("infiniband", root=ib_root, hostname=name),
             base.create("nvme", root=nvme_root, hostname=name),
         ], hostname=name)
-    source = service.MetricsSource([service.NodeSource(gpu_collector, job_map_dir)], min_interval_s=min_interval_s)
+    job_source = None
+    if k8s_pod_resources:
+        if job_map_dir is not None:
+            raise errors.InvalidInputError("--job-map-dir and --k8s-pod-resources exclude each other",
+                                           hint="Slurm nodes use --job-map-dir; Kubernetes nodes --k8s-pod-resources")
+        from velyrix.agent.k8s import PodLabelSource
+
+        job_source = PodLabelSource(k8s_pod_resources, api_url=k8s_api, job_label=k8s_job_label)
+    source = service.MetricsSource([service.NodeSource(gpu_collector, job_map_dir, job_source)],
+                                   min_interval_s=min_interval_s)
     if once:
         typer.echo(source.render().decode(), nl=False)
         gpu_collector.close()
