@@ -71,7 +71,8 @@ def free_ports(count: int, consecutive: bool = False) -> list[int]:
 class SlurmTwin:
     """A multi-node Slurm cluster on this host, with accounting (slurmdbd + MariaDB).
 
-    ``root``: working directory (None: a new temp dir, removed on ``stop``). ``cluster``: the twin
+    ``root``: working directory (None: a new temp dir, removed on ``stop``; a given one must be
+    traversable by every user that runs jobs, unlike pytest's ``tmp_path``). ``cluster``: the twin
     cluster (default: 4 nodes x 8 H200 GPUs). ``health_check_command``: what the prolog runs.
     """
 
@@ -79,6 +80,9 @@ class SlurmTwin:
                  *, health_check_command: str = "", start_timeout_s: float = 60.0) -> None:
         self._own_root = root is None
         self.root = Path(root) if root is not None else Path(tempfile.mkdtemp(prefix="velyrix-slurm-"))
+        # Jobs run as other users (sbatch --uid) read their script under the spool dir: keep the tree traversable.
+        self.root.mkdir(parents=True, exist_ok=True)
+        self.root.chmod(0o755)
         self.cluster = cluster or clusters.twin()
         self.start_timeout_s = start_timeout_s
         self.host = socket.gethostname().split(".")[0]

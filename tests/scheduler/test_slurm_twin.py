@@ -1,0 +1,213 @@
+"""Against a real Slurm: generated config, policy apply, quotas, job mapping, drains, reports, Fair Tree.
+
+One session-scoped twin (see conftest.py); tests run in file order and the Fair Tree comparison comes
+last because it waits for slurmctld's next fair-share pass (at most PriorityCalcPeriod = 1 min).
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import time
+from pathlib import Path
+
+import pytest
+
+from velyrix import errors
+from velyrix.ops.scheduler import accounting, commands, fairtree, policies, reports, slurm_drains
+
+pytestmark = pytest.mark.slurm
+POLICY = Path(__file__).parent / "data" / "policy.hcl"
+
+
+def _wait(predicate, timeout_s: float = 30.0, every_s: float = 0.3):
+    deadline = time.monotonic() + timeout_s
+    while time.monotonic() < deadline:
+        value = predicate()
+        if value:
+            return value
+        time.sleep(every_s)
+    raise AssertionError(f"condition not met within {timeout_s} s")
+
+
+def test_generated_config_brings_up_a_multinode_slurm_with_typed_gpus(slurm_twin):
+    out = slurm_twin.slurm.out("sinfo", "-h", "-N", "-o", "%N %G")
+    nodes = dict(line.split() for line in out.splitlines())
+    assert nodes == {f"twin-00{i}": "gpu:h200:8" for i in range(1, 5)}
+    assert len(slurm_twin.procs) == 4 + 4  # munged, mariadbd, slurmdbd, slurmctld and one slurmd per node
+
+
+def test_apply_shows_a_readable_diff_then_a_second_apply_changes_nothing(slurm_twin, velyrix, monkeypatch):
+    first = [c.describe() for c in slurm_twin.first_changes]
+    assert "+ account llm  parent=research  fairshare=3  grptres=gres/gpu=16" in first
+    assert "+ user daemon in vision  account=vision  fairshare=2" in first
+    monkeypatch.setenv("SLURM_CONF", slurm_twin.slurm.conf)
+    again = velyrix("scheduler", "apply", str(POLICY))
+    assert again.exit_code == 0, again.stderr
+    assert "No changes" in again.stdout
+    tree = slurm_twin.slurm.out("sacctmgr", "-n", "-P", "show", "assoc", "format=Account,ParentName,GrpTRES")
+    assert "llm|research|gres/gpu=16" in tree.splitlines()
+
+
+def test_plan_shows_a_changed_share_and_apply_converges_it(slurm_twin, velyrix, monkeypatch, tmp_path):
+    monkeypatch.setenv("SLURM_CONF", slurm_twin.slurm.conf)
+    changed = tmp_path / "p.hcl"
+    changed.write_text(POLICY.read_text().replace("shares      = 2\n  users       = [\"bin\"]",
+                                                  "shares      = 5\n  users       = [\"bin\"]"))
+    plan = velyrix("scheduler", "plan", str(changed))
+    assert "~ account search  fairshare: 2 -> 5" in plan.stdout
+    assert velyrix("scheduler", "apply", str(changed)).exit_code == 0
+    assert "No changes" in velyrix("scheduler", "plan", str(changed)).stdout
+    assert "~ account search  fairshare: 5 -> 2" in velyrix("scheduler", "apply", str(POLICY)).stdout
+
+
+def _reason(twin, job_id: int) -> str:
+    return twin.slurm.out("squeue", "-h", "-j", str(job_id), "-o", "%T %r").strip()
+
+
+def test_quota_holds_a_teams_job_at_its_gpu_limit(slurm_twin):
+    twin = slurm_twin
+    twin.wait_jobs_done(twin.workload)
+    running = twin.sbatch(account="llm", gpus=12, wrap="sleep 30")
+    _wait(lambda: _reason(twin, running).startswith("RUNNING"))
+    over = twin.sbatch(account="llm", gpus=8, wrap="sleep 1")       # 12 + 8 > llm's 16
+    within = twin.sbatch(account="llm", gpus=4, wrap="sleep 1")     # 12 + 4 = 16: fits
+    qos_a = twin.sbatch("--qos=high", account="vision", uid=2, gpus=16, wrap="sleep 1")
+    qos_b = twin.sbatch("--qos=high", account="vision", uid=2, gpus=12, wrap="sleep 1")  # QOS high: 24 GPUs
+    try:
+        assert _wait(lambda: "AssocGrpGRES" in _reason(twin, over))
+        assert _wait(lambda: "QOSGrpGRES" in _reason(twin, qos_b) or qos_b_started_after(twin, qos_a, qos_b))
+        twin.wait_jobs_done([within])
+    finally:
+        twin.slurm.run("scancel", str(running), str(over), str(qos_a), str(qos_b), check=False)
+    twin.wait_jobs_done([running, over, qos_a, qos_b])
+
+
+def qos_b_started_after(twin, qos_a: int, qos_b: int) -> bool:
+    """True once qos_b ran only after qos_a ended (it was held while both would exceed the QOS)."""
+    rows = commands.parse_pipe(twin.slurm.out("sacct", "-X", "-P", "-j", f"{qos_a},{qos_b}", "-o", "JobID,Start,End"))
+    t = {int(r["JobID"]): r for r in rows}
+    return (qos_a in t and qos_b in t and t[qos_b]["Start"] not in ("Unknown", "None")
+            and t[qos_a]["End"] not in ("Unknown", "None") and t[qos_b]["Start"] >= t[qos_a]["End"])
+
+
+def test_prolog_writes_the_gpu_to_job_mapping_and_epilog_removes_it(slurm_twin):
+    twin = slurm_twin
+    job = twin.sbatch(account="llm", gpus=3, wrap="sleep 4")
+    root = Path(twin.options.job_map_dir.split("/${")[0])
+
+    def mapped() -> dict[str, str]:
+        return {str(p.relative_to(root)): p.read_text().strip() for p in root.glob("*/[0-9]*")}
+
+    files = _wait(lambda: {k: v for k, v in mapped().items() if v == str(job)})
+    assert len(files) == 3 and len({k.split("/")[0] for k in files}) == 1
+    twin.wait_jobs_done([job])
+    _wait(lambda: str(job) not in mapped().values())
+
+
+def test_health_drain_shows_in_sinfo_and_undrain_clears_only_our_own(slurm_twin):
+    twin = slurm_twin
+    seam = slurm_drains.SlurmSeam(twin.slurm, node_map={"fleet-node-4": "twin-004"})
+    seam.drain("fleet-node-4", "xid 79 (GPU fell off the bus)", "health")
+    reasons = twin.slurm.out("sinfo", "-R", "-h", "-o", "%N|%E")
+    assert "twin-004|velyrix:health: xid 79 (GPU fell off the bus)" in reasons.splitlines()
+    seam.drain("twin-004", "switch maintenance", "noc")
+    assert set(seam.holders("twin-004")) == {"health", "noc"}
+    seam.undrain("fleet-node-4", "health")
+    assert seam.holders("twin-004") == {"noc": "velyrix:noc: switch maintenance"}
+    seam.undrain("twin-004", "noc")
+    assert not seam.holders("twin-004")
+    # Back in service (slurmctld pings a resumed node before it drops the '*' of "not responding yet").
+    _wait(lambda: twin.slurm.out("sinfo", "-h", "-n", "twin-004", "-o", "%t").strip() in ("idle", "mix", "alloc"))
+
+    twin.slurm.out("scontrol", "update", "NodeName=twin-003", "State=DRAIN", "Reason=bad fan")
+    try:
+        with pytest.raises(errors.DrainOwnershipError):
+            seam.undrain("twin-003", "health")
+        assert "drain" in twin.slurm.out("sinfo", "-h", "-n", "twin-003", "-o", "%T").strip()
+        seam.drain("twin-003", "ecc storm", "health")
+        seam.undrain("twin-003", "health")
+        assert seam.holders("twin-003") == {"admin": "bad fan"}
+    finally:
+        twin.slurm.out("scontrol", "update", "NodeName=twin-003", "State=RESUME")
+
+
+def test_unknown_node_gets_the_closest_name(slurm_twin):
+    seam = slurm_drains.SlurmSeam(slurm_twin.slurm)
+    with pytest.raises(errors.UnknownNameError) as exc:
+        seam.drain("twin-04", "x", "health")
+    assert "twin-004" in (exc.value.hint or "")
+
+
+def _sacct_used(twin) -> dict[int, int]:
+    """ElapsedRaw of every job the tests submitted, once all of them reached slurmdbd."""
+    ids = [j for j, _, _ in twin.submitted]
+
+    def rows():
+        out = commands.parse_pipe(twin.slurm.out("sacct", "-X", "-P", "-a", "-j", ",".join(map(str, ids)),
+                                                 "-o", "JobID,ElapsedRaw,State"))
+        got = {int(r["JobID"]): r for r in out}
+        done = all(j in got and got[j]["State"].split()[0] not in ("RUNNING", "PENDING") for j in ids)
+        return got if done else None
+
+    return {j: int(r["ElapsedRaw"]) for j, r in _wait(rows, 60).items()}
+
+
+def test_report_gpu_hours_per_team_equal_what_the_jobs_used(slurm_twin, velyrix, monkeypatch):
+    twin = slurm_twin
+    twin.wait_jobs_done([j for j, _, _ in twin.submitted])
+    elapsed = _sacct_used(twin)
+    expected: dict[str, float] = {}
+    for job, account, gpus in twin.submitted:
+        expected[account] = expected.get(account, 0.0) + gpus * elapsed[job] / 3600.0
+    for (account, _, gpus, seconds), job in zip(
+            __import__("tests.scheduler.conftest", fromlist=["WORKLOAD"]).WORKLOAD, twin.workload, strict=True):
+        assert seconds <= elapsed[job] <= seconds + 3, (account, gpus, elapsed[job])
+
+    t_from, t_to = int(twin.workload_start) - 60, int(time.time()) + 60
+    table = accounting.load_jobs(twin.slurm, t_from, t_to)
+    parents = accounting.account_parents(twin.slurm)
+    data = reports.build(table, t_from, t_to, cost_center_of=accounting.cost_centers(parents))
+    got = {t["team"]: t["gpu_hours"] for t in data["teams"]}
+    assert got.keys() == {a for a, v in expected.items() if v > 0}
+    for team, hours in got.items():
+        assert hours == pytest.approx(expected[team], abs=1e-5)
+    ccs = {c["cost_center"]: c["gpu_hours"] for c in data["cost_centers"]}
+    assert ccs["research"] == pytest.approx(expected["llm"] + expected["vision"], abs=1e-5)
+
+    monkeypatch.setenv("SLURM_CONF", twin.slurm.conf)
+    fmt = "%Y-%m-%dT%H:%M:%S"
+    args = ["scheduler", "report", "--from", time.strftime(fmt, time.gmtime(t_from)),
+            "--to", time.strftime(fmt, time.gmtime(t_to))]
+    res = velyrix(*args, "--format", "json")
+    assert res.exit_code == 0, res.stderr
+    cli = json.loads(res.stdout)
+    assert {t["team"]: t["gpu_hours"] for t in cli["teams"]} == got
+    assert {t["team"]: t["cost_center"] for t in cli["teams"]}["search"] == "product"
+    assert velyrix(*args, "--format", "html").stdout.count("<svg") == 3
+
+
+def test_fair_tree_factors_match_sshare(slurm_twin):
+    twin = slurm_twin
+    _wait(lambda: not twin.slurm.out("squeue", "-h").strip(), 60)
+    settled = time.time()
+    # slurmctld recomputes fair-share every PriorityCalcPeriod (1 min here): wait for a pass after the last job.
+    _wait(lambda: twin.last_priority_calc() > settled + 0.5, 75, 1.0)
+    rows, typed = accounting.load_shares(twin.slurm)
+    tree = fairtree.from_sshare(rows)
+    ours = fairtree.compute(tree)
+    slurm_users = {(s.account, s.user): s.fairshare for s in typed if s.user}
+    assert len(slurm_users) == 6
+    assert sum(1 for s in typed if s.user and s.raw_usage > 0) == 5, rows
+    for key, factor in slurm_users.items():
+        assert ours[key] == pytest.approx(factor, abs=1e-6), (key, ours, slurm_users)
+    # The what-if from the policy file alone (its shares, today's usage) gives the same answer.
+    policy = policies.load(POLICY)
+    usage = {(s.account, s.user): s.raw_usage for s in typed if s.user}
+    whatif = fairtree.compute(fairtree.from_policy(policy, usage, {("root", "root"): 1.0}))
+    assert whatif == pytest.approx(ours)
+    # Level fair-share of every association too (sshare rounds RawUsage to whole seconds).
+    for a in tree.walk()[1:]:
+        s = next(x for x in typed if (x.account, x.user) == (a.account, a.user or ""))
+        if s.level_fs is not None and not math.isinf(s.level_fs):
+            assert a.level_fs == pytest.approx(s.level_fs, rel=0.05), (a.account, a.user)
