@@ -66,6 +66,13 @@ def test_rising_single_bit_rate_is_a_precursor_but_a_steady_rate_is_not():
     assert _verdict(steady).reason("sbe_rate_rising:gpu0") is None
 
 
+def test_a_one_off_burst_is_not_a_rising_trend():
+    burst = [_sample(i * H, ecc_sbe_aggregate=0 if i < 20 else 50_000) for i in range(25)]
+    assert _verdict(burst).reason("sbe_rate_rising:gpu0") is None
+    sustained = burst[:20] + [_sample(i * H, ecc_sbe_aggregate=2000 * (i - 19)) for i in range(20, 25)]
+    assert _verdict(sustained).reason("sbe_rate_rising:gpu0").action is Action.DRAIN_AFTER_JOB
+
+
 def test_a_fix_restarts_trends():
     rising = [_sample(i * H, ecc_sbe_aggregate=int(5 * i * i)) for i in range(25)]
     e = ev.Evidence.build("n1", rising[-1].t_s, samples=rising, repairs=[ev.RepairEvent(22.5 * H, "reboot")])

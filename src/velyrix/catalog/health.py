@@ -68,6 +68,8 @@ class TrendRule:
     action: str
     reason: str
     source: str
+    min_steps: int = 1
+    """Polls in the window in which the counter grew: 2 or more tells a sustained rise from a one-off burst."""
 
 
 @dataclass(frozen=True)

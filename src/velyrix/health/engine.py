@@ -243,11 +243,12 @@ class Engine:
             steps = np.nan_to_num(np.clip(np.diff(values, axis=0), 0.0, None))
             total = steps.sum(axis=0)
             counted = (~np.isnan(values)).sum(axis=0)
+            grew = (steps > 0).sum(axis=0)
             mid = (times[0] + times[-1]) / 2.0
             first = steps[times[1:] <= mid].sum(axis=0)
             second = steps[times[:-1] >= mid].sum(axis=0)
             for ent, j in ents.items():
-                if counted[j] < 3 or total[j] < rule.min_increase:
+                if counted[j] < 3 or total[j] < rule.min_increase or grew[j] < rule.min_steps:
                     continue
                 if rule.rising_factor > 0 and second[j] < rule.rising_factor * max(first[j], 1.0):
                     continue

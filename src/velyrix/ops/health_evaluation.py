@@ -139,6 +139,8 @@ class _Stats:
     spares_used: int = 0
     gpu_hours_lost: float = 0.0
     node_hours_out_of_service: float = 0.0
+    precursor_interruptions_by_kind: dict = field(default_factory=dict)
+    false_drain_reasons: dict = field(default_factory=dict)
 
 
 def _noise(cfg: EvalConfig, rng: np.random.Generator) -> list[tuple[float, int, Fault | str]]:
@@ -262,6 +264,9 @@ class _Run:
         if busy:
             self.stats.job_interruptions += 1
             self.stats.precursor_job_interruptions += int(had_precursor)
+            if had_precursor:
+                by_kind = self.stats.precursor_interruptions_by_kind
+                by_kind[event.fault.kind] = by_kind.get(event.fault.kind, 0) + 1
             self._lose(host, event.at_s, start)
         if _lasting(event.fault):
             st.open_fault_s = event.at_s
@@ -286,11 +291,16 @@ class _Run:
             if st.out_until >= 0:
                 continue
             sample = read_node(self.region.nodes[host])
-            if not st.samples and st.known is not None:
-                # the twin changes a node's counters only through its events and trends: until this poll
-                # the agent would have read the last known values (this keeps the simulation fast)
-                st.samples.append(ev.CounterSample(t - self.cfg.poll_s, st.known.gpus, st.known.ib_ports,
-                                                   st.known.nvme))
+            if st.known is not None and (not st.samples or st.samples[-1].t_s < t - self.cfg.poll_s):
+                # the twin changes a node's counters only through its events and trends: since the node was
+                # last judged, every poll would have read the last known values. That flat stretch is kept
+                # as a few points (every 6 h of the last day, and the previous poll): fast, and for the
+                # trend rules the same as a sample at every poll
+                last = st.samples[-1].t_s if st.samples else float("-inf")
+                for at in sorted({t - h * H for h in (24, 18, 12, 6)} | {t - self.cfg.poll_s}):
+                    if at <= last:
+                        continue
+                    st.samples.append(ev.CounterSample(at, st.known.gpus, st.known.ib_ports, st.known.nvme))
             st.samples.append(convert.counter_sample(sample, t))
             st.known = st.samples[-1]
             new = [x for x in convert.xid_events(sample) if x.t_s > st.xid_seen]
@@ -332,6 +342,8 @@ class _Run:
         if not real:
             self.stats.false_drains += 1
             self.stats.false_quarantines += int(action >= Action.QUARANTINE)
+            top = verdict.reasons[0].key.split(":")[0]
+            self.stats.false_drain_reasons[top] = self.stats.false_drain_reasons.get(top, 0) + 1
         hours = cfg.repair_h if (real or action >= Action.QUARANTINE) else cfg.diag_h
         self._remove(host, leave, hours + (leave - t) / H, "part_swap" if real else "reboot")
 
@@ -353,6 +365,8 @@ class _Run:
             "spares_used": s.spares_used,
             "gpu_hours_lost": round(s.gpu_hours_lost, 1),
             "node_hours_out_of_service": round(s.node_hours_out_of_service, 1),
+            "precursor_interruptions_by_kind": dict(sorted(s.precursor_interruptions_by_kind.items())),
+            "false_drain_reasons": dict(sorted(s.false_drain_reasons.items())),
         }
 
 
