@@ -25,3 +25,18 @@ def test_xid_lookup_and_unknown_xid(velyrix):
     assert res.exit_code == 0 and json.loads(res.stdout)["action"] == "REBOOT"
     res = velyrix("health", "xid", "47")
     assert res.exit_code == 2 and "did you mean" in res.stderr
+
+
+def test_check_quick_on_a_healthy_twin_node_passes(velyrix):
+    res = velyrix("health", "check", "--quick", "--collector", "sim", "--json")
+    assert res.exit_code == 0, res.stderr
+    data = json.loads(res.stdout)
+    assert data["tier"] == "quick" and len(data["checks"]) == 8 and data["verdict"]["action"] == "IGNORE"
+
+
+def test_check_fails_with_exit_1_when_a_gpu_fell_off_the_bus(velyrix):
+    res = velyrix("health", "check", "--quick", "--collector", "sim", "--sim-fault", "xid79:2", "--json")
+    assert res.exit_code == 1
+    data = json.loads(res.stdout)
+    assert data["verdict"]["action"] == "REBOOT"
+    assert any(c["name"] == "gpu_state" and c["status"] == "fail" for c in data["checks"])
