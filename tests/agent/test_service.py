@@ -156,3 +156,26 @@ def test_cli_sim_exporter_rejects_bad_node_counts(velyrix) -> None:
     assert result.exit_code == 2 and "NODE_TYPE=COUNT" in result.stderr
     result = velyrix("sim", "exporter", "--nodes", "hgx-h20-8g=4", "--port", "0")
     assert result.exit_code == 2 and "did you mean" in result.stderr
+
+
+def test_health_verdict_is_exported_with_the_samples(region: SimRegion) -> None:
+    from velyrix.agent.checks.monitor import HealthMonitor
+    from velyrix.fleet.drivers.sim import Fault
+    from velyrix.health.drains import InMemorySeam
+    from velyrix.health.ladder import Action, Level
+
+    host, node = next(iter(region.nodes.items()))
+    collector = SimCollector(node, region)
+    monitor = HealthMonitor(host, collector, InMemorySeam(), clock=region.clock.now)
+    source = service.MetricsSource([service.NodeSource(collector)],
+                                   after_collect=[service.stamp_health(lambda: monitor.last)])
+    monitor.poll()
+    assert "velyrix_node_health_level" in source.render().decode()
+    assert source.samples()[0].health_level == Level.OK
+    region.inject(host, Fault(kind="xid", gpu=4, xid=79))
+    region.advance(1)
+    verdict = monitor.poll()
+    body = source.render().decode()
+    assert f'velyrix_node_health_level{{Hostname="{host}"}} {int(Level.FATAL)}' in body
+    assert f'velyrix_node_health_action{{Hostname="{host}"}} {int(verdict.action)}' in body
+    assert verdict.action >= Action.REBOOT and "79" in source.samples()[0].health_summary

@@ -59,6 +59,9 @@ FLEET = Dashboard("velyrix-fleet", "Velyrix / Fleet", (
           height=4, description="GPUs of a job that averaged under 5% utilization over 15 minutes."),
     Panel("GPUs off the bus", (("count(velyrix_gpu_responsive == 0) or vector(0)", "lost"),), kind="stat",
           width=6, height=4),
+    Panel("Nodes by health verdict", tuple((f"count(velyrix_node_health_level == {n}) or vector(0)", level)
+                                           for n, level in enumerate(("ok", "warn", "degraded", "fatal"))),
+          kind="stat", width=24, height=4),
     Panel("GPU utilization by model", (("avg by (modelName) (DCGM_FI_DEV_GPU_UTIL)", "{{modelName}}"),),
           unit="percent"),
     Panel("Power draw", (("sum(DCGM_FI_DEV_POWER_USAGE)", "total"),), unit="watt"),

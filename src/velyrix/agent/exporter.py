@@ -121,6 +121,11 @@ OTHER_METRICS: dict[str, tuple[str, str]] = {
     "velyrix_node_sample_timestamp_seconds": ("gauge", "Wall-clock time of the node's latest sample (Unix s)."),
     "velyrix_node_gpus": ("gauge", "GPUs the collector sees on the node."),
     "velyrix_job_info": ("gauge", "Attribution of a job present in the job mapping (always 1)."),
+    "velyrix_node_health_level": ("gauge", "Health verdict of the agent's passive checks: 0 ok, 1 warn, "
+                                           "2 degraded, 3 fatal."),
+    "velyrix_node_health_action": ("gauge", "Action the health verdict asks for, as a ladder rung: 0 ignore, "
+                                            "1 restart app, 2 reset GPU, 3 reboot, 4 drain after job, 5 drain now, "
+                                            "6 quarantine, 7 RMA."),
 }
 
 GPU_LABELS = ("gpu", "UUID", "device", "modelName", "Hostname", "hpc_job")
@@ -235,6 +240,11 @@ def _node_families(snapshot: Snapshot) -> Iterator[tuple[str, str, str, list[tup
            [(_labelstr((("Hostname", s.hostname),)), round(s.collected_at_s, 3)) for _, s in nodes])
     yield ("velyrix_node_gpus", *OTHER_METRICS["velyrix_node_gpus"],
            [(lab, len(s.gpus)) for lab, s in nodes if s.up])
+    checked = [(_labelstr((("Hostname", s.hostname),)), s) for s, _ in snapshot if s.up and s.health_level is not None]
+    yield ("velyrix_node_health_level", *OTHER_METRICS["velyrix_node_health_level"],
+           [(lab, s.health_level) for lab, s in checked])
+    yield ("velyrix_node_health_action", *OTHER_METRICS["velyrix_node_health_action"],
+           [(lab, s.health_action) for lab, s in checked])
     seen: dict[str, str] = {}
     for _, jobs in snapshot:
         for job in jobs.job_ids():

@@ -45,11 +45,15 @@ class MetricsSource:
     """Snapshots of a set of nodes for the exporter. Thread-safe: scrapes may overlap."""
 
     def __init__(self, nodes: list[NodeSource], *, min_interval_s: float = 0.0, max_jobs_per_gpu: int = 4,
-                 before_collect: list | None = None):
+                 before_collect: list[Callable[[], None]] | None = None,
+                 after_collect: list[Callable[[NodeSample], object]] | None = None):
+        """``before_collect`` hooks run once before each collection (e.g. advancing the twin);
+        ``after_collect`` hooks see each fresh sample (e.g. ``stamp_health``)."""
         self.nodes = nodes
         self.min_interval_s = min_interval_s
         self.max_jobs_per_gpu = max_jobs_per_gpu
         self.before_collect = before_collect or []
+        self.after_collect = after_collect or []
         self._lock = threading.Lock()
         self._samples: list[NodeSample] = []
         self._at = 0.0
@@ -68,6 +72,9 @@ class MetricsSource:
                     except errors.VelyrixError as exc:
                         name = getattr(node.collector, "hostname", node.collector.name)
                         out.append(NodeSample(hostname=str(name), up=False, problems=[exc.message]))
+                for sample in out:
+                    for after in self.after_collect:
+                        after(sample)
                 self._samples, self._at = out, now
             return self._samples
 
@@ -79,6 +86,21 @@ class MetricsSource:
     def render(self) -> bytes:
         """The ``/metrics`` body."""
         return exporter.render(self.snapshot())
+
+
+def stamp_health(latest: Callable[[], object | None]) -> Callable[[NodeSample], None]:
+    """An ``after_collect`` hook writing the latest health verdict (``velyrix.health.engine.Verdict``, from
+    ``latest()``) on samples of its node: ``health_level``, ``health_action``, ``health_summary``."""
+
+    def stamp(sample: NodeSample) -> None:
+        verdict = latest()
+        if verdict is None or not sample.up or getattr(verdict, "node", None) != sample.hostname:
+            return
+        sample.health_level = int(verdict.level)  # type: ignore[attr-defined]
+        sample.health_action = int(verdict.action)  # type: ignore[attr-defined]
+        sample.health_summary = verdict.summary()  # type: ignore[attr-defined]
+
+    return stamp
 
 
 class _Handler(BaseHTTPRequestHandler):

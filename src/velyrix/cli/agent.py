@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import os
+import threading
+import time
 from pathlib import Path
 
 import typer
@@ -50,6 +52,9 @@ def agent(
     sim_speed: float = typer.Option(1.0, "--sim-speed", help="With --collector sim: simulated s per wall s."),
     min_interval_s: float = typer.Option(1.0, "--min-interval",
                                          help="Scrapes closer than this (s) reuse the last collection."),
+    health: bool = typer.Option(True, "--health/--no-health",
+                                help="Run the passive health checks (verdict exported and reported)."),
+    health_interval_s: float = typer.Option(60.0, "--health-interval", help="Seconds between health polls."),
     once: bool = typer.Option(False, "--once", help="Print one scrape to stdout and exit."),
 ) -> None:
     from velyrix import errors
@@ -68,7 +73,9 @@ def agent(
         node.load_pct = sim_load_pct
         region.advance(1.0)
         gpu_collector: base.Collector = SimCollector(node, region)
+        clock = region.clock.now
     else:
+        clock = time.time
         name = hostname or os.uname().nodename
         gpu_collector = base.HostCollector([
             base.create("nvml", hostname=name),
@@ -83,8 +90,21 @@ def agent(
         from velyrix.agent.k8s import PodLabelSource
 
         job_source = PodLabelSource(k8s_pod_resources, api_url=k8s_api, job_label=k8s_job_label)
+    after = []
+    monitor = None
+    if health:
+        from velyrix.agent.checks.monitor import HealthMonitor
+        from velyrix.health.drains import InMemorySeam
+
+        # On the node the verdict is exported and reported; drains go through the control plane and the
+        # scheduler (ops), so the monitor's seam here only records what it would do.
+        node_name = getattr(gpu_collector, "hostname", None) or gpu_collector.collect().hostname
+        monitor = HealthMonitor(node_name, gpu_collector, InMemorySeam(), poll_interval_s=health_interval_s,
+                                clock=clock)
+        monitor.poll()
+        after.append(service.stamp_health(lambda: monitor.last))
     source = service.MetricsSource([service.NodeSource(gpu_collector, job_map_dir, job_source)],
-                                   min_interval_s=min_interval_s)
+                                   min_interval_s=min_interval_s, after_collect=after)
     if once:
         typer.echo(source.render().decode(), nl=False)
         gpu_collector.close()
@@ -94,6 +114,8 @@ def agent(
         from velyrix.agent.reporting import Reporter
 
         reporter = Reporter(control_plane, node_token or os.environ.get("VELYRIX_NODE_TOKEN", ""))
+    if monitor is not None:
+        threading.Thread(target=monitor.run, name="health", daemon=True).start()
     server = service.serve(source, listen, port)
     typer.echo(f"velyrix agent: serving {server.url}" + (f", reporting to {control_plane}" if reporter else ""),
                err=True)

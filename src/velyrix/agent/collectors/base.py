@@ -121,6 +121,11 @@ class NodeSample:
     nvme: list[NVMeReading] = field(default_factory=list)
     firmware: dict[str, str] = field(default_factory=dict)
     problems: list[str] = field(default_factory=list)
+    health_level: int | None = None
+    """Health engine verdict (``velyrix.health.ladder.Level``: 0 ok .. 3 fatal), set by the agent's checks."""
+    health_action: int | None = None
+    """Rung of ``velyrix.health.ladder.Action`` the verdict asks for (0 ignore .. 7 RMA)."""
+    health_summary: str = ""
 
     def to_dict(self) -> dict[str, Any]:
         """The sample as JSON-able data (what the reporter sends to the control plane)."""
