@@ -17,11 +17,16 @@ from velyrix.health import evidence as ev
 TIERS = ("quick", "deep", "acceptance")
 
 
-def _gpus(ctx: CheckContext):  # -> list[GPUReading]
+def _all_gpus(ctx: CheckContext):  # -> list[GPUReading]
     sample = ctx.sample()
     if not sample.up:
         raise errors.InvalidInputError(f"node {sample.hostname} cannot be read: {'; '.join(sample.problems)}")
     return sample.gpus
+
+
+def _gpus(ctx: CheckContext):
+    # GPUs that answer: one that fell off the bus fails gpu_state, not every other check as "could not run"
+    return [g for g in _all_gpus(ctx) if g.responsive]
 
 
 def _field(gpu, name: str):  # raise when the device did not report it: the check cannot run
@@ -32,12 +37,12 @@ def _field(gpu, name: str):  # raise when the device did not report it: the chec
 
 
 def gpu_count(ctx: CheckContext) -> tuple[bool, str]:
-    n, want = len(_gpus(ctx)), ctx.node_type.gpus_per_node
+    n, want = len(_all_gpus(ctx)), ctx.node_type.gpus_per_node
     return n == want, f"{n} of {want} GPUs visible"
 
 
 def gpu_state(ctx: CheckContext) -> tuple[bool, str]:
-    bad = [g.index for g in _gpus(ctx) if not g.responsive]
+    bad = [g.index for g in _all_gpus(ctx) if not g.responsive]
     return not bad, f"GPUs not responding: {bad}" if bad else "all GPUs respond"
 
 
