@@ -177,6 +177,9 @@ def test_report_gpu_hours_per_team_equal_what_the_jobs_used(slurm_twin, velyrix,
     assert {t["team"]: t["gpu_hours"] for t in cli["teams"]} == got
     assert {t["team"]: t["cost_center"] for t in cli["teams"]}["search"] == "product"
     assert velyrix(*args, "--format", "html").stdout.count("<svg") == 3
+    # sacct -P, the fast path for long periods, reads the same allocations.
+    fast = reports.build(accounting.load_jobs(twin.slurm, t_from, t_to, source="parsable"), t_from, t_to)
+    assert {t["team"]: t["gpu_hours"] for t in fast["teams"]} == got
 
 
 def test_fair_tree_factors_match_sshare(slurm_twin):

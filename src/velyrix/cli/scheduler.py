@@ -127,6 +127,8 @@ def report(
     out: Path = typer.Option(None, "--out", help="Write to this file instead of the terminal."),
     busy: Path = typer.Option(None, "--busy", help="JSON {job_id: busy GPU-seconds} from telemetry."),
     top: int = typer.Option(10, "--top", help="How many top users."),
+    source: str = typer.Option("json", "--source",
+                               help="json: sacct --json; parsable: sacct -P (faster over long periods)."),
     slurm_conf: Path = SLURM_CONF,
 ) -> None:
     import json
@@ -148,7 +150,7 @@ def report(
             raise errors.InvalidInputError(f"cannot read --busy {busy}: {exc}",
                                            hint='expected JSON like {"1234": 7200.0}') from None
     slurm = _slurm(slurm_conf)
-    jobs = accounting.load_jobs(slurm, a, b)
+    jobs = accounting.load_jobs(slurm, a, b, source=source)
     parents = accounting.account_parents(slurm)
     _, shares = accounting.load_shares(slurm)
     data = reports.build(jobs, a, b, cost_center_of=accounting.cost_centers(parents), shares=shares,

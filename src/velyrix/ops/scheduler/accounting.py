@@ -5,6 +5,7 @@ from ``sacctmgr``. Jobs become a column table (numpy arrays) so reports over mil
 from __future__ import annotations
 
 import json
+import re
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any
@@ -15,6 +16,8 @@ from velyrix import errors
 from velyrix.ops.scheduler import commands
 
 PENDING_STATES = ("PENDING", "REQUEUED")
+PARSABLE_FIELDS = "JobIDRaw,User,Account,AllocTRES,Submit,Start,End"
+_GPU_TRES = re.compile(r"(?:^|,)gres/gpu=(\d+)")
 
 
 @dataclass
@@ -60,6 +63,36 @@ class JobTable:
                     gpus[i] = tres.get("count") or 0
         return cls(job_id, ucode, acode, gpus, times[:, 0], times[:, 1], times[:, 2], list(users), list(accounts))
 
+    @classmethod
+    def from_parsable(cls, text: str) -> JobTable:
+        """Rows from ``sacct -P -n -o JobIDRaw,User,Account,AllocTRES,Submit,Start,End`` with
+        ``SLURM_TIME_FORMAT=%s`` (times as UNIX seconds; ``Unknown`` for not yet)."""
+        lines = text.splitlines()
+        n = len(lines)
+        job_id = np.empty(n, dtype=np.int64)
+        gpus = np.zeros(n, dtype=np.int64)
+        times = np.zeros((n, 3), dtype=np.int64)
+        users: dict[str, int] = {}
+        accounts: dict[str, int] = {}
+        ucode = np.empty(n, dtype=np.int32)
+        acode = np.empty(n, dtype=np.int32)
+        k = 0
+        for line in lines:
+            f = line.split("|")
+            if len(f) < 7 or not f[0].isdigit():
+                continue
+            job_id[k] = int(f[0])
+            ucode[k] = users.setdefault(f[1], len(users))
+            acode[k] = accounts.setdefault(f[2], len(accounts))
+            m = _GPU_TRES.search(f[3])
+            if m:
+                gpus[k] = int(m.group(1))
+            times[k] = (int(f[4]) if f[4].isdigit() else 0, int(f[5]) if f[5].isdigit() else 0,
+                        int(f[6]) if f[6].isdigit() else 0)
+            k += 1
+        return cls(job_id[:k], ucode[:k], acode[:k], gpus[:k], times[:k, 0], times[:k, 1], times[:k, 2],
+                   list(users), list(accounts))
+
     def gpu_seconds(self, t_from: float, t_to: float, now: float | None = None) -> np.ndarray:
         """GPU-seconds each job held inside [t_from, t_to) (running jobs count up to ``now``)."""
         now = float(now if now is not None else datetime.now(UTC).timestamp())
@@ -91,14 +124,28 @@ def _slurm_time(epoch: int) -> str:
     return datetime.fromtimestamp(epoch, UTC).strftime("%Y-%m-%dT%H:%M:%S")
 
 
-def load_jobs(slurm: commands.Slurm, t_from: int, t_to: int, cluster: str | None = None) -> JobTable:
-    """Jobs that ran (or waited) in [t_from, t_to), every user, allocations only (``sacct --json -a -X``)."""
-    args = ["--json", "-a", "-X", "-S", _slurm_time(t_from), "-E", _slurm_time(t_to)]
+def load_jobs(slurm: commands.Slurm, t_from: int, t_to: int, cluster: str | None = None, *,
+              source: str = "json") -> JobTable:
+    """Jobs that ran (or waited) in [t_from, t_to), every user, allocations only.
+
+    ``source``: ``json`` reads ``sacct --json`` (complete records); ``parsable`` reads ``sacct -P`` with
+    just the fields a report needs, several times faster on months of a large cluster.
+    """
+    args = ["-a", "-X", "-S", _slurm_time(t_from), "-E", _slurm_time(t_to)]
     if cluster:
         args += ["-M", cluster]
-    # sacct prints times in the local zone of its environment; pin it to UTC like our epochs.
+    # sacct reads -S/-E in the local zone of its environment; pin it to UTC like our epochs.
     slurm.env.setdefault("TZ", "UTC")
-    doc = json.loads(slurm.out("sacct", *args) or "{}")
+    if source == "parsable":
+        slurm.env["SLURM_TIME_FORMAT"] = "%s"
+        try:
+            text = slurm.out("sacct", "-P", "-n", "-o", PARSABLE_FIELDS, *args)
+        finally:
+            slurm.env.pop("SLURM_TIME_FORMAT", None)
+        return JobTable.from_parsable(text)
+    if source != "json":
+        raise errors.InvalidInputError(f"unknown accounting source '{source}'", hint="use json or parsable")
+    doc = json.loads(slurm.out("sacct", "--json", *args) or "{}")
     return JobTable.from_records(doc.get("jobs") or [])
 
 
