@@ -1,0 +1,87 @@
+"""``velyrix scheduler`` commands that need no running Slurm, and the drain seam's reason bookkeeping."""
+
+from __future__ import annotations
+
+import subprocess
+from pathlib import Path
+
+import pytest
+
+from velyrix import errors
+from velyrix.ops.scheduler import commands, slurm_drains
+
+ROOT = Path(__file__).resolve().parents[2]
+POLICY = Path(__file__).parent / "data" / "policy.hcl"
+
+
+def test_config_writes_every_file_for_a_declared_cluster(velyrix, tmp_path):
+    res = velyrix("scheduler", "config", str(ROOT / "examples" / "acme-pretrain.tf"), "--out", str(tmp_path),
+                  "--controller", "head-0")
+    assert res.exit_code == 0, res.stderr
+    names = sorted(p.name for p in tmp_path.iterdir())
+    assert names == ["cgroup.conf", "epilog.sh", "gres.conf", "prolog.sh", "slurm.conf", "slurmdbd.conf",
+                     "topology.conf"]
+    assert "SlurmctldHost=head-0" in (tmp_path / "slurm.conf").read_text()
+
+
+def test_config_names_the_closest_cluster_when_the_name_is_wrong(velyrix, tmp_path):
+    res = velyrix("scheduler", "config", str(ROOT / "examples" / "acme-pretrain.tf"), "--out", str(tmp_path),
+                  "--cluster", "nope")
+    assert res.exit_code == 2 and "unknown cluster 'nope'" in res.stderr and "Traceback" not in res.stderr
+
+
+def test_kueue_command_prints_yaml(velyrix):
+    res = velyrix("scheduler", "kueue", str(POLICY), str(ROOT / "examples" / "acme-pretrain.tf"))
+    assert res.exit_code == 0, res.stderr
+    assert "kind: ClusterQueue" in res.stdout and "cohort: research" in res.stdout
+
+
+def test_report_rejects_a_bad_format_and_a_reversed_period(velyrix):
+    bad = velyrix("scheduler", "report", "--from", "2026-11-01", "--to", "2026-12-01", "--format", "htm")
+    assert bad.exit_code == 2 and "did you mean 'html'?" in bad.stderr
+    rev = velyrix("scheduler", "report", "--from", "2026-12-01", "--to", "2026-11-01")
+    assert rev.exit_code == 2 and "--to must be after --from" in rev.stderr
+
+
+def test_policy_error_exits_2_with_position(velyrix, tmp_path):
+    p = tmp_path / "p.hcl"
+    p.write_text('team "a" {\n  gpu_limt = 3\n}\n')
+    res = velyrix("scheduler", "plan", str(p))
+    assert res.exit_code == 2 and "p.hcl:2:3: unknown attribute 'gpu_limt'" in res.stderr
+
+
+def test_reasons_of_several_holders_round_trip():
+    text = "velyrix:health: xid 79; bad fan; velyrix:noc: switch maintenance"
+    held = slurm_drains.parse_reason(text)
+    assert held == {"health": "velyrix:health: xid 79", "admin": "bad fan", "noc": "velyrix:noc: switch maintenance"}
+    assert slurm_drains.parse_reason(slurm_drains.join_reason(held)) == held
+    assert slurm_drains.parse_reason("none") == {}
+
+
+class _ScriptedSlurm(commands.Slurm):
+    """Our Slurm wrapper answering ``scontrol show node`` from a string and recording every command."""
+
+    def __init__(self, show_node: str) -> None:
+        super().__init__()
+        self.show_node = show_node
+
+    def run(self, tool: str, *args: str, check: bool = True) -> subprocess.CompletedProcess[str]:
+        self.log.append([tool, *args])
+        out = self.show_node if args[:2] == ("show", "node") else ""
+        return subprocess.CompletedProcess([tool, *args], 0, out, "")
+
+
+def test_reboot_keeps_the_holders_reason_and_asks_for_a_drained_return():
+    slurm = _ScriptedSlurm("NodeName=n1 Arch=x86_64\n   State=IDLE+DRAIN ThreadsPerCore=1\n"
+                           "   Reason=velyrix:health: xid 79 [root@2026-11-30T10:00:00]\n")
+    slurm_drains.SlurmSeam(slurm).reboot("n1", "xid 79 recovery")
+    assert slurm.log[-1] == ["scontrol", "reboot", "ASAP", "nextstate=DRAIN", "reason=velyrix:health: xid 79", "n1"]
+
+
+def test_undrain_of_a_node_nobody_drained_is_a_no_op_and_others_raise():
+    idle = _ScriptedSlurm("NodeName=n1\n   State=IDLE\n")
+    slurm_drains.SlurmSeam(idle).undrain("n1", "health")
+    assert not any(c[:2] == ["scontrol", "update"] for c in idle.log)
+    drained = _ScriptedSlurm("NodeName=n1\n   State=IDLE+DRAIN\n   Reason=velyrix:noc: x [a@b]\n")
+    with pytest.raises(errors.DrainOwnershipError):
+        slurm_drains.SlurmSeam(drained).undrain("n1", "health")
