@@ -11,7 +11,7 @@ from __future__ import annotations
 import logging
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
@@ -46,14 +46,14 @@ class MetricsSource:
 
     def __init__(self, nodes: list[NodeSource], *, min_interval_s: float = 0.0, max_jobs_per_gpu: int = 4,
                  before_collect: list[Callable[[], None]] | None = None,
-                 after_collect: list[Callable[[NodeSample], object]] | None = None):
+                 after_collect: Sequence[Callable[[NodeSample], object]] | None = None):
         """``before_collect`` hooks run once before each collection (e.g. advancing the twin);
         ``after_collect`` hooks see each fresh sample (e.g. ``stamp_health``)."""
         self.nodes = nodes
         self.min_interval_s = min_interval_s
         self.max_jobs_per_gpu = max_jobs_per_gpu
         self.before_collect = before_collect or []
-        self.after_collect = after_collect or []
+        self.after_collect = list(after_collect or [])
         self._lock = threading.Lock()
         self._samples: list[NodeSample] = []
         self._at = 0.0

@@ -8,6 +8,7 @@ events; the collector drains its event set on each ``collect()`` (never blocking
 
 from __future__ import annotations
 
+import functools
 import socket
 import time
 from collections.abc import Callable
@@ -86,7 +87,7 @@ class NvmlCollector(Collector):
             except self.nv.NVMLError as exc:
                 self.problems.add(f"XID events: {exc}")
                 return
-            uuid = self._try("event uuid", lambda d=data: self.nv.nvmlDeviceGetUUID(d.device))
+            uuid = self._try("event uuid", functools.partial(self.nv.nvmlDeviceGetUUID, data.device))
             index = uuid_to_index.get(uuid, -1) if uuid else -1
             self._xids.setdefault(index, []).append((time.time(), int(data.eventData)))
 
@@ -97,7 +98,8 @@ class NvmlCollector(Collector):
             h = nv.nvmlDeviceGetHandleByIndex(i)
             uuid = nv.nvmlDeviceGetUUID(h)
         except nv.NVMLError as exc:
-            self.problems.add(f"gpu {i}: {exc}")
+            lost = " (fallen off the bus)" if isinstance(exc, nv.NVMLError_GpuIsLost) else ""
+            self.problems.add(f"gpu {i}: {exc}{lost}")
             return GPUReading(index=i, uuid=f"GPU-unreadable-{i}", responsive=False)
         t = lambda what, fn: self._try(f"gpu {i} {what}", fn)
         g = GPUReading(index=i, uuid=uuid)
@@ -147,19 +149,35 @@ class NvmlCollector(Collector):
             g.throttle_reasons = t("clock events", lambda: nv.nvmlDeviceGetCurrentClocksEventReasons(h))
             fields = t("field values", lambda: nv.nvmlDeviceGetFieldValues(h, [
                 nv.NVML_FI_DEV_MEMORY_TEMP, nv.NVML_FI_DEV_NVLINK_CRC_FLIT_ERROR_COUNT_TOTAL,
-                nv.NVML_FI_DEV_NVLINK_REPLAY_ERROR_COUNT_TOTAL, nv.NVML_FI_DEV_NVLINK_RECOVERY_ERROR_COUNT_TOTAL]))
-            if fields is not None:
-                vals = [_field_value(f) for f in fields]
-                g.memory_temperature_c = vals[0]
-                g.nvlink_crc_errors, g.nvlink_replay_errors, g.nvlink_recovery_errors = (
-                    int(v) if v is not None else None for v in vals[1:])
-            states = [t("nvlink state", lambda link=link: nv.nvmlDeviceGetNvLinkState(h, link))
-                      for link in range(nv.NVML_NVLINK_MAX_LINKS)]
-            g.nvlink_links_up = sum(1 for s in states if s) if any(s is not None for s in states) else None
+                nv.NVML_FI_DEV_NVLINK_REPLAY_ERROR_COUNT_TOTAL, nv.NVML_FI_DEV_NVLINK_RECOVERY_ERROR_COUNT_TOTAL,
+                nv.NVML_FI_DEV_NVLINK_LINK_COUNT]))
+            vals = [_field_value(f) for f in fields] if fields is not None else [None] * 5
+            g.memory_temperature_c = vals[0]
+            g.nvlink_crc_errors, g.nvlink_replay_errors, g.nvlink_recovery_errors = (
+                int(v) if v is not None else None for v in vals[1:4])
+            g.nvlink_links_up = self._links_up(h, int(vals[4]) if vals[4] is not None else nv.NVML_NVLINK_MAX_LINKS)
         except nv.NVMLError_GpuIsLost:
             g.responsive = False
             self.problems.add(f"gpu {i}: fallen off the bus")
         return g
+
+    def _links_up(self, h: Any, links: int) -> int | None:
+        """Active NVLinks among the first ``links``; None when the GPU has no NVLink (or NVML cannot say).
+        A link index the part does not have answers InvalidArgument/NotSupported: not a problem."""
+        nv = self.nv
+        up = None
+        for link in range(links):
+            try:
+                state = nv.nvmlDeviceGetNvLinkState(h, link)
+            except (nv.NVMLError_NotSupported, nv.NVMLError_InvalidArgument):
+                continue
+            except nv.NVMLError_GpuIsLost:
+                raise
+            except nv.NVMLError as exc:
+                self.problems.add(f"nvlink {link}: {exc}")
+                continue
+            up = (up or 0) + (1 if state else 0)
+        return up
 
     def collect(self) -> NodeSample:
         self.problems.clear()
