@@ -179,3 +179,50 @@ def test_health_verdict_is_exported_with_the_samples(region: SimRegion) -> None:
     assert f'velyrix_node_health_level{{Hostname="{host}"}} {int(Level.FATAL)}' in body
     assert f'velyrix_node_health_action{{Hostname="{host}"}} {int(verdict.action)}' in body
     assert verdict.action >= Action.REBOOT and "79" in source.samples()[0].health_summary
+
+
+def _start(args: list[str]) -> tuple[object, str]:
+    """Start a ``velyrix`` command that announces its /metrics URL on stderr; return (process, url)."""
+    import re
+    import subprocess
+    import sys
+
+    velyrix = str(Path(sys.executable).with_name("velyrix"))
+    proc = subprocess.Popen([velyrix, *args], stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+    line = proc.stderr.readline()
+    match = re.search(r"(http://\S+/metrics)", line)
+    if not match:
+        proc.kill()
+        raise AssertionError(f"no URL announced: {line!r}")
+    return proc, match.group(1)
+
+
+def test_velyrix_agent_process_serves_and_reports(control_plane: ControlPlaneStub) -> None:
+    proc, url = _start(["agent", "--collector", "sim", "--listen", "127.0.0.1", "--port", "0",
+                        "--control-plane", control_plane.url, "--node-token", "vlx_t", "--report-interval", "0.2"])
+    try:
+        body = httpx.get(url, timeout=10).text
+        assert "velyrix_node_health_level" in body and "DCGM_FI_DEV_POWER_USAGE{" in body
+        for _ in range(100):
+            if control_plane.requests:
+                break
+            threading.Event().wait(0.05)
+        path, headers, report = control_plane.requests[0]
+        assert headers["Authorization"] == "Bearer vlx_t" and report["sample"]["health_level"] == 0
+    finally:
+        proc.terminate()  # type: ignore[attr-defined]
+        proc.wait(10)  # type: ignore[attr-defined]
+
+
+def test_velyrix_sim_exporter_process_serves_every_node(tmp_path: Path) -> None:
+    jobs.write_prolog(tmp_path / "euw1-h200-su00-n01", "j-7", [2], team="ml")
+    proc, url = _start(["sim", "exporter", "--region", "eu-west-1", "--nodes", "hgx-h200-8g=3", "--port", "0",
+                        "--job-map-root", str(tmp_path), "--load", "55"])
+    try:
+        body = httpx.get(url, timeout=10).text
+        util = [line for line in body.splitlines() if line.startswith("DCGM_FI_DEV_GPU_UTIL{")]
+        assert len(util) == 24 and all(line.endswith(" 55.0") for line in util)
+        assert sum('hpc_job="j-7"' in line for line in util) == 1
+    finally:
+        proc.terminate()  # type: ignore[attr-defined]
+        proc.wait(10)  # type: ignore[attr-defined]
