@@ -52,3 +52,13 @@ def test_fatal_xid_alert_matches_the_xid_catalog() -> None:
     alert = next(r for r in _rules() if r.get("alert") == "VelyrixGPUFatalXID")
     for regex in re.findall(r'xid=~"([0-9|]+)"', alert["expr"]):
         assert {int(x) for x in regex.split("|")} == fatal
+
+
+@needs_promtool
+def test_example_prometheus_config_is_valid_and_loads_the_rules() -> None:
+    config = RULES.parent / "prometheus.example.yml"
+    out = subprocess.run([PROMTOOL, "check", "config", str(config)], capture_output=True, text=True, check=False)
+    assert out.returncode == 0, out.stdout + out.stderr
+    assert "velyrix-rules.yml" in out.stdout and "SUCCESS" in out.stdout
+    jobs = [c["job_name"] for c in yaml.safe_load(config.read_text())["scrape_configs"]]
+    assert {"velyrix-agent", "velyrix-sim-exporter"} <= set(jobs)
