@@ -36,6 +36,8 @@ def evaluate(
     nodes: int = typer.Option(1024, "--nodes", help="Nodes in the simulated fleet (hgx-h200-8g)."),
     seed: int = typer.Option(0, "--seed", help="Seed of the twin, the jobs and the noise."),
     poll_s: float = typer.Option(3600.0, "--poll", help="Simulated seconds between verdicts."),
+    precursor_h: float | None = typer.Option(None, "--precursor-h",
+                                             help="Hours precursors run before their fault (default: the twin's 6)."),
     workers: int = typer.Option(2, "--workers", help="Processes (one policy each, at most 3)."),
     as_json: bool = typer.Option(False, "--json", help="Print JSON instead of a table."),
     chart: Path | None = typer.Option(None, "--chart", metavar="FILE", help="Write a bar chart (PNG/SVG)."),
@@ -43,7 +45,7 @@ def evaluate(
     from velyrix.cli import common
     from velyrix.ops import health_evaluation
 
-    cfg = health_evaluation.EvalConfig(days=days, nodes=nodes, seed=seed, poll_s=poll_s)
+    cfg = health_evaluation.EvalConfig(days=days, nodes=nodes, seed=seed, poll_s=poll_s, precursor_h=precursor_h)
     cfg.validate()
     result = health_evaluation.evaluate(cfg, workers=max(1, workers))
     if chart is not None:

@@ -51,6 +51,7 @@ class EvalConfig:
     region: str = "us-east-1"
     node_type: str = "hgx-h200-8g"
     poll_s: float = 3600.0             # agent verdict cadence in the simulation (the real agent polls ~60 s)
+    precursor_h: float | None = None   # how long precursors run before the fault (None: the twin's default)
     load_pct: float = 90.0
     job_mean_h: float = 24.0           # assumption: mean job (or job segment) length on a node
     idle_mean_h: float = 2.4           # assumption: mean gap between jobs -> ~90% busy
@@ -69,6 +70,8 @@ class EvalConfig:
         if self.days <= 0 or self.nodes <= 0:
             raise errors.InvalidInputError(f"--days and --nodes must be positive (got {self.days}, {self.nodes})",
                                            hint="e.g. --days 90 --nodes 1024")
+        if self.precursor_h is not None and self.precursor_h <= 0:
+            raise errors.InvalidInputError(f"--precursor-h must be positive, got {self.precursor_h}")
         if self.poll_s <= 0 or self.poll_s > 6 * H:
             raise errors.InvalidInputError(f"poll interval must be within (0, 21600] s, got {self.poll_s}")
 
@@ -165,7 +168,8 @@ class _Run:
     def __init__(self, policy: str, cfg: EvalConfig) -> None:
         self.policy, self.cfg = policy, cfg
         self.region = SimRegion.build(cfg.region, {cfg.node_type: cfg.nodes}, seed=cfg.seed)
-        self.region.enable_spontaneous(True)
+        self.region.enable_spontaneous(True, precursor_window_s=None if cfg.precursor_h is None
+                                       else cfg.precursor_h * H)
         self.hosts = list(self.region.nodes)
         self.index = {h: i for i, h in enumerate(self.hosts)}
         for node in self.region.nodes.values():
