@@ -126,6 +126,11 @@ def test_every_dashboard_query_runs_on_prometheus(stack, job_maps: Path) -> None
                 if not prom.query(concrete):  # a syntax error raises
                     empty.add(panel.title)
     jobs.remove_epilog(job_maps / n0, "job-z")
+    # the shipped alert rules run on this Prometheus too: the fatal XID fires at once, the lost GPU is pending
+    firing = prom.query('ALERTS{alertname="VelyrixGPUFatalXID", alertstate="firing"}')
+    assert [(a["metric"]["Hostname"], a["metric"]["gpu"], a["metric"]["xid"]) for a in firing] == [(n2, "1", "79")]
+    pending = prom.query('ALERTS{alertname="VelyrixGPUFallenOffBus"}')
+    assert [(a["metric"]["Hostname"], a["metric"]["alertstate"]) for a in pending] == [(n2, "pending")]
     # what a twin with one job a few seconds old cannot show yet: idle allocations need 15 minutes of
     # history, the 1d GPU-hours group evaluates once a minute, GPU-hours in range integrate 1-minute steps
     assert empty <= {"Allocated but idle GPUs", "Idle allocated GPUs", "GPU-hours by team (1d)",
