@@ -117,3 +117,20 @@ def test_deep_check_runs_only_on_idle_nodes_on_schedule():
     assert sched.due("n", 0.0, idle=True)
     sched.ran("n", 0.0)
     assert not sched.due("n", 50.0, idle=True) and sched.due("n", 100.0, idle=True)
+
+
+def test_monitor_runs_deep_check_only_when_idle_and_due_and_drains_on_failure(twin):
+    from velyrix.agent.checks.monitor import HealthMonitor
+    from velyrix.health.drains import InMemorySeam
+
+    region, node = twin
+    seam = InMemorySeam(clock=region.clock.now)
+    mon = HealthMonitor(node.hostname, SimCollector(node, region), seam, clock=region.clock.now,
+                        deep_schedule=suites.DeepCheckSchedule(interval_s=3600.0))
+    ctx = _ctx(region, node)
+    assert mon.maybe_deep(ctx, idle=False) is None
+    region.inject(node.hostname, Fault("slow_gpu", gpu=5, factor=0.5))
+    verdict = mon.maybe_deep(ctx, idle=True)
+    assert verdict is not None and verdict.action >= Action.DRAIN_AFTER_JOB
+    assert seam.holders(node.hostname)["health"].startswith("velyrix:health: DRAIN_AFTER_JOB")
+    assert mon.maybe_deep(ctx, idle=True) is None          # not due again within the interval

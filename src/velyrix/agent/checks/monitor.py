@@ -12,7 +12,8 @@ import time
 from collections import deque
 from collections.abc import Callable
 
-from velyrix.agent.checks import convert
+from velyrix.agent.checks import convert, suites
+from velyrix.agent.checks.runner import CheckContext
 from velyrix.agent.collectors.base import Collector
 from velyrix.health import actions
 from velyrix.health import evidence as ev
@@ -27,7 +28,8 @@ class HealthMonitor:
 
     def __init__(self, node: str, collector: Collector, seam: SchedulerSeam, *, engine: Engine | None = None,
                  poll_interval_s: float = 60.0, clock: Callable[[], float] = time.time,
-                 window_s: float = 72 * 3600.0, max_samples: int = 512) -> None:
+                 window_s: float = 72 * 3600.0, max_samples: int = 512,
+                 deep_schedule: suites.DeepCheckSchedule | None = None) -> None:
         self.node = node
         self.collector = collector
         self.seam = seam
@@ -43,10 +45,24 @@ class HealthMonitor:
         self.last: Verdict | None = None
         self._seen_xids: set[tuple[float, int, int]] = set()
         self.stop = threading.Event()
+        self.deep_schedule = deep_schedule
 
     def add_checks(self, results: list[ev.CheckResult]) -> None:
         """Feed results of a quick/deep check run into the next verdict."""
         self.checks.extend(results)
+
+    def run_suite(self, tier: str, ctx: CheckContext) -> Verdict:
+        """Run the ``tier`` suite (quick between jobs, deep when idle, acceptance) and judge right away."""
+        self.add_checks(suites.run_tier(tier, ctx))
+        if tier != "quick" and self.deep_schedule is not None:
+            self.deep_schedule.ran(self.node, self.clock())
+        return self.poll()
+
+    def maybe_deep(self, ctx: CheckContext, idle: bool) -> Verdict | None:
+        """Run the deep suite when ``deep_schedule`` says it is due and the node is ``idle``."""
+        if self.deep_schedule is None or not self.deep_schedule.due(self.node, self.clock(), idle):
+            return None
+        return self.run_suite("deep", ctx)
 
     def poll(self) -> Verdict:
         """One collection, verdict and action. Returns the verdict."""
