@@ -11,13 +11,16 @@ from __future__ import annotations
 import functools
 import socket
 import time
+from collections import Counter, deque
 from collections.abc import Callable
 from typing import Any
 
 from velyrix import errors
-from velyrix.agent.collectors.base import Collector, GPUReading, NodeSample, xid_counts
+from velyrix.agent.collectors.base import Collector, GPUReading, NodeSample
 
 MIB = 1024 * 1024
+MAX_XID_EVENTS = 256
+"""XID events kept per GPU for reports and health checks (counts are kept in full)."""
 
 
 def load_nvml() -> Any:
@@ -52,7 +55,10 @@ class NvmlCollector(Collector):
         self.nv = nvml or load_nvml()
         self.hostname = hostname or socket.gethostname()
         self.problems: set[str] = set()
-        self._xids: dict[int, list[tuple[float, int]]] = {}
+        # recent events per GPU index (bounded: reports carry them) and counts since start (unbounded codes
+        # are few: the XID catalog has a few dozen)
+        self._xids: dict[int, deque[tuple[float, int]]] = {}
+        self._xid_counts: dict[int, Counter[int]] = {}
         self._events: Any = None
         try:
             self._events = self.nv.nvmlEventSetCreate()
@@ -89,7 +95,9 @@ class NvmlCollector(Collector):
                 return
             uuid = self._try("event uuid", functools.partial(self.nv.nvmlDeviceGetUUID, data.device))
             index = uuid_to_index.get(uuid, -1) if uuid else -1
-            self._xids.setdefault(index, []).append((time.time(), int(data.eventData)))
+            xid = int(data.eventData)
+            self._xids.setdefault(index, deque(maxlen=MAX_XID_EVENTS)).append((time.time(), xid))
+            self._xid_counts.setdefault(index, Counter())[xid] += 1
 
     def read_gpu(self, i: int) -> GPUReading:
         """One GPU's reading; every field independent of the others."""
@@ -188,8 +196,8 @@ class NvmlCollector(Collector):
         gpus = [self.read_gpu(i) for i in range(count)]
         self._drain_xids({g.uuid: g.index for g in gpus})
         for g in gpus:
-            g.xid_events = list(self._xids.get(g.index, []))
-            g.xid_counts = xid_counts(g.xid_events)
+            g.xid_events = list(self._xids.get(g.index, ()))
+            g.xid_counts = dict(self._xid_counts.get(g.index, {}))
         return NodeSample(hostname=self.hostname, gpus=gpus, problems=sorted(self.problems))
 
     def close(self) -> None:
