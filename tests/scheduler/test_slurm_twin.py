@@ -182,7 +182,7 @@ def test_report_gpu_hours_per_team_equal_what_the_jobs_used(slurm_twin, velyrix,
     assert {t["team"]: t["gpu_hours"] for t in fast["teams"]} == got
 
 
-def test_fair_tree_factors_match_sshare(slurm_twin):
+def test_fair_tree_factors_match_sshare(slurm_twin, velyrix, monkeypatch):
     twin = slurm_twin
     _wait(lambda: not twin.slurm.out("squeue", "-h").strip(), 60)
     settled = time.time()
@@ -201,6 +201,12 @@ def test_fair_tree_factors_match_sshare(slurm_twin):
     usage = {(s.account, s.user): s.raw_usage for s in typed if s.user}
     whatif = fairtree.compute(fairtree.from_policy(policy, usage, {("root", "root"): 1.0}))
     assert whatif == pytest.approx(ours)
+    monkeypatch.setenv("SLURM_CONF", twin.slurm.conf)
+    res = velyrix("scheduler", "fairshare", "--policy", str(POLICY), "--json")
+    assert res.exit_code == 0, res.stderr
+    for row in json.loads(res.stdout):
+        assert row["velyrix"] == pytest.approx(row["slurm"], abs=1e-6)
+        assert row["what_if"] == pytest.approx(row["slurm"], abs=1e-6)
     # Level fair-share of every association too (sshare rounds RawUsage to whole seconds).
     for a in tree.walk()[1:]:
         s = next(x for x in typed if (x.account, x.user) == (a.account, a.user or ""))

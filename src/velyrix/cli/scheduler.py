@@ -193,7 +193,7 @@ def fairshare(policy: Path = typer.Option(None, "--policy", help="Use this polic
     for c in ("account", "user", "raw usage", "slurm", "velyrix") + (("what-if",) if policy else ()):
         tab.add_column(c, justify="left" if c in ("account", "user") else "right")
     for r in result:
-        cells = [r["account"], r["user"], f"{r['raw_usage']:,.0f}",
+        cells: list[str] = [str(r["account"]), str(r["user"]), f"{r['raw_usage']:,.0f}",
                  "-" if r["slurm"] is None else f"{r['slurm']:.6f}",
                  "-" if r["velyrix"] is None else f"{r['velyrix']:.6f}"]
         if policy:

@@ -150,7 +150,7 @@ def from_policy(policy: policies.Policy, usage: dict[tuple[str, str], float],
         for u in t.users:
             shares = policy.users.get(u, policies.User(u)).shares
             accounts[t.name].children.append(Assoc(t.name, u, shares=shares, usage=usage.get((t.name, u), 0.0)))
-    for (acct, user), shares in (extra_users or {}).items():
-        accounts[acct].children.append(Assoc(acct, user, shares=shares, usage=usage.get((acct, user), 0.0)))
+    for (acct, user), extra_shares in (extra_users or {}).items():
+        accounts[acct].children.append(Assoc(acct, user, shares=extra_shares, usage=usage.get((acct, user), 0.0)))
     sum_usage(root)
     return root

@@ -183,12 +183,15 @@ def loads(text: str, filename: str = "<policy>") -> Policy:
     return Policy(
         path=filename, cluster=top.get("cluster"),
         cost_centers={n: CostCenter(n, **a) for n, (_, a) in found["cost_center"].items()},
-        teams={n: Team(n, **{k: tuple(v) if isinstance(v, list) else v for k, v in a.items()})
-               for n, (_, a) in found["team"].items()},
-        qos={n: Qos(n, **{k: tuple(v) if isinstance(v, list) else v for k, v in a.items()})
-             for n, (_, a) in found["qos"].items()},
+        teams={n: Team(n, **_tuples(a)) for n, (_, a) in found["team"].items()},
+        qos={n: Qos(n, **_tuples(a)) for n, (_, a) in found["qos"].items()},
         users={n: User(n, **a) for n, (_, a) in found["user"].items()},
     )
+
+
+def _tuples(attrs: dict[str, Any]) -> dict[str, Any]:
+    """Lists become tuples (the models are frozen)."""
+    return {k: tuple(v) if isinstance(v, list) else v for k, v in attrs.items()}
 
 
 def _attributes(attrs: list[hcl.Attribute], schema: dict[str, str], where: str, err: Any) -> dict[str, Any]:
