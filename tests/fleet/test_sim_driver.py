@@ -91,7 +91,7 @@ def test_cluster_tests_measure_all_reduce_and_storage(driver: SimDriver) -> None
     vol = base.VolumeAttachment("vol-pfs", "parallel_fs", "/mnt/pfs", 800.0)
     for n in nodes:
         driver.attach_storage(n, [vol], request_id=f"s/{n}")
-    m = driver.run_cluster_tests(nodes, request_id="c1").result
+    m = driver.run_cluster_tests(nodes, request_id="c1", volumes=[vol]).result
     results = acceptance.judge_cluster("hgx-h200-8g", m, expected_write_gb_s=0.6 * 800 * 0.8,
                                        expected_read_gb_s=min(1.5 * 800, 16 * 50) * 0.8)  # 16 clients x 50 GB/s cap
     assert acceptance.passed(results), acceptance.failures(results)

@@ -199,7 +199,8 @@ def test_delays_make_operations_asynchronous(tmp_path, monkeypatch) -> None:  # 
     monkeypatch.setenv("VELYRIX_HOME", str(tmp_path))
     w = make_world(tmp_path, 40, delays=True)
     cid = w.declare("slow", 8)
-    w.runtime.reconciler.reconcile_one(cid)
+    for _ in range(5):
+        w.runtime.reconciler.reconcile_one(cid)
     assert w.cluster(cid).phase == phases.PROVISIONING  # waiting on the driver
     w.settle(timeout_s=20, tick=600.0)
     assert w.cluster(cid).phase == phases.READY

@@ -257,7 +257,7 @@ def _validating(st: Step) -> None:
     results: list[acceptance.TestResult] = []
     if cluster_tests and names:
         op = st.driver.run_cluster_tests(names, request_id=f"{st.cluster.id}/cluster-tests/{st.work.generation}",
-                                         tests=cluster_tests)
+                                         tests=cluster_tests, volumes=volumes.ensure(st.session, st.cluster))
         if not op.done:
             st.wait()
             return
@@ -327,9 +327,10 @@ def needs_work(cluster: models.Cluster, work: tables.ClusterWork | None) -> bool
 
 
 def reconcile(session: orm.Session, cluster: models.Cluster, driver: base.Driver,
-              settings: phases.ReconcileSettings | None = None, *, max_phases: int = 8) -> float | None:
-    """Take the next steps for ``cluster`` (the caller commits). Returns wall seconds after which to call
-    again, or None when the cluster is settled."""
+              settings: phases.ReconcileSettings | None = None, *, max_phases: int = 1) -> float | None:
+    """Take the next steps for ``cluster`` (the caller commits): at most ``max_phases`` phases, so that each
+    phase is its own transaction. Returns wall seconds after which to call again (0 when the next phase can
+    start at once), or None when the cluster is settled."""
     settings = settings or phases.ReconcileSettings()
     work = work_of(session, cluster)
     if not needs_work(cluster, work):
@@ -359,6 +360,9 @@ def reconcile(session: orm.Session, cluster: models.Cluster, driver: base.Driver
             st.rewind = False
             if cluster.phase == before or st.requeue_s is not None:
                 break
+        else:
+            if cluster.phase in phases.ACTIVE_PHASES:
+                st.wait(0.0)  # the next phase may start in the next transaction, right away
         if any(e.get("release") for e in st.entries.values()) and st.requeue_s is None:
             st.wait()
         if cluster.phase in phases.ACTIVE_PHASES and st.requeue_s is None:

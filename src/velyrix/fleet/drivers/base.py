@@ -127,9 +127,10 @@ class Driver(abc.ABC):
         ``velyrix.fleet.acceptance.judge_node``. Result: see ``velyrix.fleet.acceptance.NodeMeasurements``."""
 
     @abc.abstractmethod
-    def run_cluster_tests(self, nodes: Sequence[str], *, request_id: str, tests: Sequence[str] = ()) -> Operation:
+    def run_cluster_tests(self, nodes: Sequence[str], *, request_id: str, tests: Sequence[str] = (),
+                          volumes: Sequence[VolumeAttachment] = ()) -> Operation:
         """Run cluster-wide tests across ``nodes`` (``all_reduce``: NCCL all-reduce bus bandwidth in GB/s;
-        ``storage``: aggregate write/read GB/s to the performance tier). Result:
+        ``storage``: aggregate write/read GB/s from every node to the performance-tier ``volumes``). Result:
         ``{"all_reduce_busbw_gb_s": float, "storage_write_gb_s": float, "storage_read_gb_s": float}``."""
 
     @abc.abstractmethod

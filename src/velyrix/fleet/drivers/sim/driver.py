@@ -59,7 +59,6 @@ class SimDriver(base.Driver):
         self._effects: dict[str, Callable[[], dict[str, Any]]] = {}
         self._due: dict[str, float] = {}
         self._fail_next: dict[tuple[str, str], tuple[str, bool]] = {}
-        self._volumes: dict[str, base.VolumeAttachment] = {}
         self.calls = 0
         """Requests actually executed (not deduplicated) — tests check idempotence with it."""
 
@@ -162,7 +161,6 @@ class SimDriver(base.Driver):
         def effect() -> dict[str, Any]:
             sim = self.region.node(node)
             sim.mounts = [v.volume_id for v in wanted]
-            self._volumes.update({v.volume_id: v for v in wanted})
             return {"mounts": list(sim.mounts)}
         return self._submit("attach_storage", node, request_id, self.delays.storage_s, effect)
 
@@ -171,11 +169,13 @@ class SimDriver(base.Driver):
             return measure_node(self.region.node(node), request_id)
         return self._submit("acceptance", node, request_id, self.delays.acceptance_s, effect)
 
-    def run_cluster_tests(self, nodes: Sequence[str], *, request_id: str, tests: Sequence[str] = ()) -> base.Operation:
+    def run_cluster_tests(self, nodes: Sequence[str], *, request_id: str, tests: Sequence[str] = (),
+                          volumes: Sequence[base.VolumeAttachment] = ()) -> base.Operation:
         names = list(nodes)
+        targets = list(volumes)
 
         def effect() -> dict[str, Any]:
-            return self._cluster_measurements([self.region.node(n) for n in names], request_id)
+            return self._cluster_measurements([self.region.node(n) for n in names], request_id, targets)
         return self._submit("cluster_tests", names[0] if names else "", request_id, self.delays.cluster_tests_s,
                             effect)
 
@@ -190,7 +190,8 @@ class SimDriver(base.Driver):
 
     # --- measurements ---------------------------------------------------------------------------
 
-    def _cluster_measurements(self, nodes: list[SimNode], request_id: str) -> dict[str, Any]:
+    def _cluster_measurements(self, nodes: list[SimNode], request_id: str,
+                              volumes: list[base.VolumeAttachment]) -> dict[str, Any]:
         if not nodes:
             return {"all_reduce_busbw_gb_s": 0.0, "storage_write_gb_s": 0.0, "storage_read_gb_s": 0.0}
         nt = reader.node_type(nodes[0].node_type)
@@ -199,8 +200,7 @@ class SimDriver(base.Driver):
         busbw = nt.compute_nic_gbps / 8.0 * ALL_REDUCE_EFFICIENCY * worst * _jitter(request_id, "ar")
         if len(nodes) == 1:
             busbw = nt.nvlink_gb_s * models.NVLINK_EFFICIENCY * _jitter(request_id, "ar")
-        mounted = {vid for n in nodes for vid in n.mounts}
-        perf = [v for vid, v in self._volumes.items() if vid in mounted and v.tier == "parallel_fs"]
+        perf = [v for v in volumes if v.tier == "parallel_fs"]
         clients = len(nodes) * nt.storage_gb_s
         write = read = 0.0
         if perf:
