@@ -25,7 +25,7 @@ from velyrix.controlplane.reconcile.store import move
 from velyrix.fleet import acceptance, states
 from velyrix.fleet.drivers import base
 
-ACTOR = "reconciler/cluster"
+ACTOR = f"reconciler/cluster@{phases.REPLICA}"
 _ORDER = {s: i for i, s in enumerate(phases.STEPS)}
 
 

@@ -11,16 +11,18 @@ import sqlalchemy as sa
 from sqlalchemy import orm
 
 from velyrix.controlplane.db import models
+from velyrix.controlplane.reconcile import locks, phases
 from velyrix.controlplane.reconcile.store import move
 from velyrix.fleet import acceptance, states
 from velyrix.fleet.drivers import base
 
-ACTOR = "reconciler/fleet"
+ACTOR = f"reconciler/fleet@{phases.REPLICA}"
 
 
 def enroll(session: orm.Session, driver: base.Driver, region: str, node_types: dict[str, str]) -> int:
     """Insert a node row for every hostname of ``driver`` not yet known; ``node_types`` maps hostname -> node
     type. Returns how many were enrolled. New rows start ``enrolled`` in stage ``burn-in``."""
+    locks.hold(session, f"enroll/{region}")  # replicas starting together enroll each node once
     known = set(session.scalars(sa.select(models.Node.name).where(models.Node.region == region)))
     new = [h for h in driver.list_nodes() if h not in known]
     for hostname in new:

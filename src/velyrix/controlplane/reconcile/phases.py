@@ -7,6 +7,7 @@ a desired state of ``absent`` goes DELETING -> DELETED from any phase.
 from __future__ import annotations
 
 import os
+import socket
 from dataclasses import dataclass, field
 
 PENDING = "Pending"
@@ -37,6 +38,9 @@ ACTIVE_PHASES = (PENDING, ALLOCATING, PROVISIONING, NETWORKING, STORAGE, VALIDAT
 """Phases with work in flight (and a timeout)."""
 SETTLED_PHASES = (READY, DEGRADED, FAILED)
 """Phases that stay until the spec or the desired state changes."""
+
+REPLICA = f"{socket.gethostname()}:{os.getpid()}"
+"""This process, as actors name it in node transitions (``reconciler/cluster@host:pid``)."""
 
 STEPS = ("allocated", "provisioned", "networked", "storage", "accepted")
 """Per-node progress inside a cluster, in order (``cluster_work.nodes[name]["step"]``)."""

@@ -15,7 +15,7 @@ from velyrix.fleet.drivers import base
 if TYPE_CHECKING:
     from velyrix.controlplane.reconcile.cluster import Step
 
-ACTOR = "reconciler/teardown"
+ACTOR = f"reconciler/teardown@{phases.REPLICA}"
 
 
 def _clear(node: models.Node) -> None:
