@@ -97,6 +97,23 @@ def test_prolog_writes_the_gpu_to_job_mapping_and_epilog_removes_it(slurm_twin):
     _wait(lambda: str(job) not in mapped().values())
 
 
+def test_failing_health_check_in_the_prolog_drains_the_node_and_requeues_the_job(slurm_twin):
+    twin = slurm_twin
+    twin.mark_unhealthy("twin-002")
+    job = twin.sbatch("-w", "twin-002", account="llm", gpus=1, wrap="sleep 1")
+    try:
+        _wait(lambda: "drain" in twin.slurm.out("sinfo", "-h", "-n", "twin-002", "-o", "%T"))
+        reason = twin.slurm.out("sinfo", "-h", "-n", "twin-002", "-o", "%E").strip()
+        assert "prolog" in reason.lower()
+        assert slurm_drains.SlurmSeam(twin.slurm).holders("twin-002") == {"admin": reason}
+        _wait(lambda: twin.slurm.out("squeue", "-h", "-j", str(job), "-o", "%T").strip() == "PENDING")
+    finally:
+        twin.mark_unhealthy("twin-002", False)
+        twin.slurm.run("scancel", str(job), check=False)
+        twin.slurm.out("scontrol", "update", "NodeName=twin-002", "State=RESUME")
+    twin.wait_jobs_done([job])
+
+
 def test_health_drain_shows_in_sinfo_and_undrain_clears_only_our_own(slurm_twin):
     twin = slurm_twin
     seam = slurm_drains.SlurmSeam(twin.slurm, node_map={"fleet-node-4": "twin-004"})

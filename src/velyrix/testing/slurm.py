@@ -73,11 +73,12 @@ class SlurmTwin:
 
     ``root``: working directory (None: a new temp dir, removed on ``stop``; a given one must be
     traversable by every user that runs jobs, unlike pytest's ``tmp_path``). ``cluster``: the twin
-    cluster (default: 4 nodes x 8 H200 GPUs). ``health_check_command``: what the prolog runs.
+    cluster (default: 4 nodes x 8 H200 GPUs). ``health_check_command``: what the prolog runs; by default
+    a node is unhealthy while the file ``<root>/unhealthy/<node>`` exists (``mark_unhealthy``).
     """
 
     def __init__(self, root: str | os.PathLike[str] | None = None, cluster: clusters.SchedulerCluster | None = None,
-                 *, health_check_command: str = "", start_timeout_s: float = 60.0) -> None:
+                 *, health_check_command: str | None = None, start_timeout_s: float = 60.0) -> None:
         self._own_root = root is None
         self.root = Path(root) if root is not None else Path(tempfile.mkdtemp(prefix="velyrix-slurm-"))
         # Jobs run as other users (sbatch --uid) read their script under the spool dir: keep the tree traversable.
@@ -87,6 +88,8 @@ class SlurmTwin:
         self.start_timeout_s = start_timeout_s
         self.host = socket.gethostname().split(".")[0]
         self.user = getpass.getuser()
+        if health_check_command is None:
+            health_check_command = f'test ! -e "{self.root}/unhealthy/$SLURMD_NODENAME" || exit 1'
         ctl, dbd, db = free_ports(3)
         node_ports = free_ports(len(self.cluster.node_names), consecutive=True)
         self.db_port = db
@@ -225,6 +228,15 @@ class SlurmTwin:
         job_id = int(out.strip().split(";")[0])
         self.submitted.append((job_id, account, gpus or 0))
         return job_id
+
+    def mark_unhealthy(self, node: str, unhealthy: bool = True) -> None:
+        """Make the default health check of ``node`` fail (or pass again): its next prolog drains it."""
+        flag = self.root / "unhealthy" / node
+        flag.parent.mkdir(exist_ok=True)
+        if unhealthy:
+            flag.touch()
+        else:
+            flag.unlink(missing_ok=True)
 
     def last_priority_calc(self) -> float:
         """When slurmctld last recomputed fair-share (mtime of its ``priority_last_decay_ran``), UNIX s."""
