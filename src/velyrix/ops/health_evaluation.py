@@ -258,12 +258,12 @@ class _Run:
             return
         if event.cause is None and event.fault.kind in ("xid", "ecc_sbe_storm") and st.pending is None:
             return                                        # injected benign noise, not a failure
+        self.stats.failures += 1
         if st.out_until >= 0:
             return                                        # out of service: no job, repaired on return
         had_precursor = st.pending is not None and abs(st.pending[1] - event.at_s) < 1.0
         if had_precursor:
             st.pending = None
-        self.stats.failures += 1
         busy, start, _ = self.jobs.at(self.index[host], event.at_s)
         if busy:
             self.stats.job_interruptions += 1
