@@ -49,9 +49,12 @@ prolog.sh and epilog.sh (quick health check, GPU-to-job mapping).
 
 Example:  velyrix scheduler config examples/acme-pretrain.tf --out /etc/slurm --controller head-0""")
 def config(
-    file: Path = typer.Argument(..., help="HCL file declaring the cluster.", show_default=False),
+    file: Path = typer.Argument(None, help="HCL file declaring the cluster.", show_default=False),
     out: Path = typer.Option(..., "--out", help="Directory to write the files into."),
     cluster: str = typer.Option(None, "--cluster", help="Which cluster of FILE (when it declares several)."),
+    delivered: str = typer.Option(None, "--delivered", metavar="CLUSTER",
+                                  help="Instead of FILE: a cluster the control plane delivered (id or name), "
+                                       "with its allocated nodes (database: VELYRIX_DATABASE_URL)."),
     controller: str = typer.Option("slurmctld", "--controller", help="Short hostname of the slurmctld host."),
     health_check: str = typer.Option("velyrix agent check --quick", "--health-check",
                                      help="Command the prolog and epilog run (exit 1 drains the node)."),
@@ -60,7 +63,17 @@ def config(
 ) -> None:
     from velyrix.ops.scheduler import slurm_config
 
-    sc = _cluster(file, cluster)
+    if delivered:
+        from velyrix.controlplane.db import engine
+        from velyrix.ops.scheduler import delivered as delivered_clusters
+
+        with engine.session() as session:
+            sc = delivered_clusters.from_delivered(session, delivered)
+    elif file is not None:
+        sc = _cluster(file, cluster)
+    else:
+        raise errors.InvalidInputError("give the cluster: an HCL FILE or --delivered CLUSTER",
+                                       hint="velyrix scheduler config examples/acme-pretrain.tf --out DIR")
     opts = slurm_config.SlurmOptions(controller_host=controller, health_check_command=health_check,
                                      job_map_dir=job_map_dir, conf_dir=str(out))
     written = slurm_config.write(slurm_config.render(sc, opts), out, slurm_user=opts.slurm_user)
