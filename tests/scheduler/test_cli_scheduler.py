@@ -75,7 +75,7 @@ def test_reboot_keeps_the_holders_reason_and_asks_for_a_drained_return():
     slurm = _ScriptedSlurm("NodeName=n1 Arch=x86_64\n   State=IDLE+DRAIN ThreadsPerCore=1\n"
                            "   Reason=velyrix:health: xid 79 [root@2026-11-30T10:00:00]\n")
     slurm_drains.SlurmSeam(slurm).reboot("n1", "xid 79 recovery")
-    assert slurm.log[-1] == ["scontrol", "reboot", "ASAP", "nextstate=DRAIN", "reason=velyrix:health: xid 79", "n1"]
+    assert slurm.log[-1] == ["scontrol", "reboot", "ASAP", "nextstate=DOWN", "reason=velyrix:health: xid 79", "n1"]
 
 
 def test_undrain_of_a_node_nobody_drained_is_a_no_op_and_others_raise():

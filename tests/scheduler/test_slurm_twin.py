@@ -141,6 +141,25 @@ def test_health_drain_shows_in_sinfo_and_undrain_clears_only_our_own(slurm_twin)
         twin.slurm.out("scontrol", "update", "NodeName=twin-003", "State=RESUME")
 
 
+def test_reboot_request_keeps_the_holders_drain(slurm_twin):
+    twin = slurm_twin
+    seam = slurm_drains.SlurmSeam(twin.slurm)
+    job = twin.sbatch("-w", "twin-001", account="llm", gpus=1, wrap="sleep 30")  # keeps the reboot pending
+    _wait(lambda: twin.slurm.out("squeue", "-h", "-j", str(job), "-o", "%T").strip() == "RUNNING")
+    try:
+        seam.drain("twin-001", "xid 79", "health")
+        seam.reboot("twin-001", "xid 79 recovery")
+        node = twin.slurm.out("scontrol", "show", "node", "twin-001")
+        assert "REBOOT_REQUESTED" in node and "NextState=DOWN" in node
+        assert seam.holders("twin-001") == {"health": "velyrix:health: xid 79"}
+    finally:
+        twin.slurm.run("scontrol", "cancel_reboot", "twin-001", check=False)
+        twin.slurm.run("scancel", str(job), check=False)
+    seam.undrain("twin-001", "health")
+    twin.wait_jobs_done([job])
+    _wait(lambda: twin.slurm.out("sinfo", "-h", "-n", "twin-001", "-o", "%t").strip() == "idle")
+
+
 def test_unknown_node_gets_the_closest_name(slurm_twin):
     seam = slurm_drains.SlurmSeam(slurm_twin.slurm)
     with pytest.raises(errors.UnknownNameError) as exc:

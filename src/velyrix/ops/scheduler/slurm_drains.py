@@ -68,7 +68,8 @@ class SlurmSeam(drains.SchedulerSeam):
     def holders(self, node: str) -> dict[str, str]:
         """Source → reason part of the drains on ``node`` (empty when it is not drained)."""
         state, reason = self._state(node)
-        if "drain" not in state:
+        # DOWN with a reason holds a node too: a reboot requested while drained returns it DOWN.
+        if "drain" not in state and "down" not in state:
             return {}
         return parse_reason(reason)
 
@@ -93,10 +94,11 @@ class SlurmSeam(drains.SchedulerSeam):
             self._update(node, "RESUME", None)
 
     def reboot(self, node: str, reason: str) -> None:
-        """``scontrol reboot ASAP``: the node reboots once idle, then returns drained by its holders
-        (or to service when nobody drained it)."""
+        """``scontrol reboot ASAP``: the node drains, reboots once idle, then comes back held by its
+        holders (Slurm's ``nextstate`` is DOWN or RESUME only: DOWN with their reasons) or, when nobody
+        held it, in service."""
         held = self.holders(node)
-        nxt = "DRAIN" if held else "RESUME"
+        nxt = "DOWN" if held else "RESUME"
         text = join_reason(held) if held else drains.format_reason("reboot", reason)
         self.slurm.out("scontrol", "reboot", "ASAP", f"nextstate={nxt}", f"reason={text}", self.slurm_name(node))
 
