@@ -154,11 +154,7 @@ def apply(
     failed = False
     for body, live, action in plans:
         before = 0 if action == "create" or live is None else len(live["status"].get("phase_history") or [])
-        if action != "noop":
-            cluster = client.apply_cluster(body)
-            before = 0 if action == "create" else before
-        else:
-            cluster = live
+        cluster: dict[str, Any] | None = client.apply_cluster(body) if action != "noop" else live
         assert cluster is not None
         con.print(f"\n[bold]{body['address']}[/] ({cluster['id']}):")
         cluster = follow(client, cluster["id"], since_phases=before if action != "noop" else 0,

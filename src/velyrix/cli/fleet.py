@@ -55,6 +55,8 @@ def up(
     seed: int = typer.Option(0, help="Seed of the twin (same seed, same serials, same faults)."),
     speed: float = typer.Option(60.0, help="Simulated seconds per wall second."),
     no_delays: bool = typer.Option(False, "--no-delays", help="Driver requests finish at once (tests, benchmarks)."),
+    spontaneous: bool = typer.Option(False, "--spontaneous-faults",
+                                     help="Let faults happen at the catalog's failure rates (with precursors)."),
 ) -> None:
     """Run the control plane with a digital-twin region as its fleet (API, reconcilers, twin; long-running)."""
     import logging
@@ -69,6 +71,8 @@ def up(
     runtime = FleetRuntime.twin(app.state.sessionmaker, region, node_counts=parse_counts(nodes), seed=seed,
                                 delays=not no_delays, speed=speed)
     runtime.attach(app)
+    if spontaneous and runtime.sim is not None:
+        runtime.sim.enable_spontaneous()
     runtime.start()
     common.console(stderr=True).print(f"velyrix up: {region} twin with {len(runtime.sim.nodes) if runtime.sim else 0} "
                                       f"nodes, API on http://{host}:{port}")
@@ -146,9 +150,11 @@ def render_report(con: Any, signed: dict[str, Any], max_nodes: int = 12) -> None
     for col in ("node", "SU", "serial", "GPUs", "closest to its limit", "passed"):
         nodes.add_column(col)
     for node in rep["nodes"][:max_nodes]:
-        worst = min(node["tests"], key=lambda t: (t["passed"], t["measured"] / (t["expected"] or 1)), default=None)
-        closest = (f"{worst['test']} {worst['subject']}: {worst['measured']:g} / {worst['expected']:g} {worst['unit']}"
-                   if worst else "-")
+        closest = "-"
+        if node["tests"]:
+            worst = min(node["tests"], key=lambda t: (t["passed"], t["measured"] / (t["expected"] or 1)))
+            closest = (f"{worst['test']} {worst['subject']}: {worst['measured']:g} / {worst['expected']:g} "
+                       f"{worst['unit']}")
         nodes.add_row(node["name"], str(node["su"]), str(node["serial"]), str(len(node["gpu_uuids"])), closest,
                       "yes" if node["passed"] else "[red]no[/]")
     con.print(nodes)

@@ -63,6 +63,15 @@ class FleetRuntime:
         self._thread = threading.Thread(target=self.reconciler.run, args=(self._stop,), name="velyrix-reconcile",
                                         daemon=True)
         self._thread.start()
+        if self.sim is not None:
+            self._ticker = threading.Thread(target=self._tick, name="velyrix-twin-clock", daemon=True)
+            self._ticker.start()
+
+    def _tick(self, interval_s: float = 1.0) -> None:
+        # counters, precursors and spontaneous faults follow the (accelerated) clock even when nobody polls
+        assert self.sim is not None
+        while not self._stop.wait(interval_s):
+            self.sim.advance(0.0)
 
     def stop(self, timeout_s: float = 5.0) -> None:
         self._stop.set()

@@ -101,7 +101,8 @@ class SimDriver(base.Driver):
             op.status, op.error, op.retryable = base.FAILED, failure[0], failure[1]
         else:
             try:
-                op.result = effect()
+                with self.region.lock:
+                    op.result = effect()
                 op.status = base.SUCCEEDED
             except errors.VelyrixError as exc:
                 op.status, op.error, op.retryable = base.FAILED, exc.message, False

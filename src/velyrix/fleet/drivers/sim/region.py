@@ -7,6 +7,7 @@ same seed, every time.
 from __future__ import annotations
 
 import math
+import threading
 import uuid
 from dataclasses import dataclass
 from typing import Any
@@ -70,6 +71,8 @@ class SimRegion:
         self.failure_rate_per_1000_node_days = reader.failure_rates().default
         self.precursor_window_s = 6 * 3600.0
         self._last_s = clock.now()
+        self.lock = threading.RLock()
+        """Held by ``advance``, ``inject`` and ``repair``: the API, the reconciler and a ticker share the twin."""
 
     # --- construction ---------------------------------------------------------------------------
 
@@ -164,47 +167,50 @@ class SimRegion:
     def inject(self, hostname: str, fault: faults.Fault, *, precursor_s: float = 0.0, cause: str | None = None) -> None:
         """Inject ``fault`` into ``hostname`` now, or — with ``precursor_s`` > 0 and a kind that has a
         precursor — start its precursor trend now and fire the fault ``precursor_s`` simulated seconds later."""
-        node = self.node(hostname)
-        faults.validate(node, fault)
-        now = self.clock.now()
-        trend = faults.TRENDS.get(fault.kind)
-        if precursor_s > 0 and trend is not None:
-            kind, rate = trend
-            self.trends.append(faults.Trend(hostname=hostname, kind=kind, fault=fault, rate_per_h=rate,
-                                            started_s=now, until_s=now + precursor_s, last_s=now))
-            self.events.append(SimEvent(now, hostname, "precursor", fault, cause))
-            return
-        faults.apply(node, fault, now)
-        self.events.append(SimEvent(now, hostname, "fault", fault, cause))
+        with self.lock:
+            node = self.node(hostname)
+            faults.validate(node, fault)
+            now = self.clock.now()
+            trend = faults.TRENDS.get(fault.kind)
+            if precursor_s > 0 and trend is not None:
+                kind, rate = trend
+                self.trends.append(faults.Trend(hostname=hostname, kind=kind, fault=fault, rate_per_h=rate,
+                                                started_s=now, until_s=now + precursor_s, last_s=now))
+                self.events.append(SimEvent(now, hostname, "precursor", fault, cause))
+                return
+            faults.apply(node, fault, now)
+            self.events.append(SimEvent(now, hostname, "fault", fault, cause))
 
     def repair(self, hostname: str) -> None:
         """Swap the failed parts of ``hostname`` (and drop its pending trends)."""
-        node = self.node(hostname)
-        self.trends = [t for t in self.trends if t.hostname != hostname]
-        faults.repair(node, self.clock.now())
+        with self.lock:
+            node = self.node(hostname)
+            self.trends = [t for t in self.trends if t.hostname != hostname]
+            faults.repair(node, self.clock.now())
 
     def advance(self, seconds: float = 0.0) -> float:
         """Move the clock by ``seconds`` (0: just catch up with a running clock) and bring counters,
         trends and spontaneous faults up to the new time. Returns the new simulated time (s)."""
-        end = self.clock.advance(seconds) if seconds else self.clock.now()
-        start = self._last_s
-        if end <= start:
+        with self.lock:
+            end = self.clock.advance(seconds) if seconds else self.clock.now()
+            start = self._last_s
+            if end <= start:
+                return end
+            dt = end - start
+            for node in self.nodes.values():
+                node.step(dt)
+            if self.spontaneous:
+                self._spawn_spontaneous(start, end)
+            # fire trends whose window closes before `end`, in time order
+            for trend in sorted(self.trends, key=lambda t: t.until_s):
+                node = self.nodes[trend.hostname]
+                faults.advance_trend(node, trend, end)
+                if trend.until_s <= end:
+                    faults.apply(node, trend.fault, trend.until_s)
+                    self.events.append(SimEvent(trend.until_s, trend.hostname, "fault", trend.fault, None))
+            self.trends = [t for t in self.trends if t.until_s > end]
+            self._last_s = end
             return end
-        dt = end - start
-        for node in self.nodes.values():
-            node.step(dt)
-        if self.spontaneous:
-            self._spawn_spontaneous(start, end)
-        # fire trends whose window closes before `end`, in time order
-        for trend in sorted(self.trends, key=lambda t: t.until_s):
-            node = self.nodes[trend.hostname]
-            faults.advance_trend(node, trend, end)
-            if trend.until_s <= end:
-                faults.apply(node, trend.fault, trend.until_s)
-                self.events.append(SimEvent(trend.until_s, trend.hostname, "fault", trend.fault, None))
-        self.trends = [t for t in self.trends if t.until_s > end]
-        self._last_s = end
-        return end
 
     def _spawn_spontaneous(self, start: float, end: float) -> None:
         rates = reader.failure_rates()
