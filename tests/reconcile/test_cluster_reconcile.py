@@ -205,3 +205,23 @@ def test_delays_make_operations_asynchronous(tmp_path, monkeypatch) -> None:  # 
     w.settle(timeout_s=20, tick=600.0)
     assert w.cluster(cid).phase == phases.READY
     assert w.sim.clock.now() >= SimDelays().provision_s + SimDelays().acceptance_s
+
+
+def test_firmware_that_does_not_reach_the_baseline_replaces_the_node(world: World) -> None:
+    world.driver.stick_firmware("use1-h200-su00-n04", "bios", "1.5.9")
+    cid = world.declare("train", 32)
+    world.settle()
+    (rec,) = world.report(cid)["report"]["replacements"]
+    assert rec["failed"] == "use1-h200-su00-n04" and rec["phase"] == "Provisioning"
+    assert "bios 1.5.9 != 1.6.2" in rec["reason"]
+    assert world.cluster(cid).phase == phases.READY
+
+
+def test_all_reduce_is_judged_against_the_fabric_plan(world: World) -> None:
+    from velyrix.controlplane.db import models
+    from velyrix.controlplane.reconcile import cluster as cluster_mod
+
+    plan = {"fabric_plan": {"gpus": 128, "compute": {"link_gbps": 400, "bisection_gbps": 12800}}}  # 2:1
+    assert cluster_mod._expected_all_reduce(models.Cluster(plan=plan)) == 22.5
+    plan["fabric_plan"]["compute"]["bisection_gbps"] = 25600  # 1:1
+    assert cluster_mod._expected_all_reduce(models.Cluster(plan=plan)) == 45.0

@@ -266,8 +266,23 @@ def _validating(st: Step) -> None:
             return
         write, read = _expected_storage(st.cluster, len(names))
         results = acceptance.judge_cluster(st.cluster.node_type, op.result, expected_write_gb_s=write,
-                                           expected_read_gb_s=read, tests=cluster_tests)
+                                           expected_read_gb_s=read, tests=cluster_tests,
+                                           expected_all_reduce_gb_s=_expected_all_reduce(st.cluster))
     _deliver(st, names, [r.to_dict() for r in results])
+
+
+def _expected_all_reduce(cluster: models.Cluster) -> float | None:
+    """All-reduce bus bandwidth (GB/s) the fabric plan predicts: each GPU's link, or its share of the
+    bisection when the fabric is oversubscribed, times the share NCCL reaches (``acceptance.ALL_REDUCE_SHARE``).
+    None when the plan has no fabric section (the judge then uses the node type's NIC)."""
+    compute = ((cluster.plan or {}).get("fabric_plan") or {}).get("compute") or {}
+    gpus = ((cluster.plan or {}).get("fabric_plan") or {}).get("gpus")
+    if not compute.get("link_gbps") or not gpus:
+        return None
+    per_gpu_gbps = float(compute["link_gbps"])
+    if compute.get("bisection_gbps"):
+        per_gpu_gbps = min(per_gpu_gbps, 2.0 * float(compute["bisection_gbps"]) / float(gpus))
+    return round(per_gpu_gbps / 8.0 * acceptance.ALL_REDUCE_SHARE, 2)
 
 
 def _expected_storage(cluster: models.Cluster, nodes: int) -> tuple[float | None, float | None]:

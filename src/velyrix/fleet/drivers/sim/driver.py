@@ -59,10 +59,16 @@ class SimDriver(base.Driver):
         self._effects: dict[str, Callable[[], dict[str, Any]]] = {}
         self._due: dict[str, float] = {}
         self._fail_next: dict[tuple[str, str], tuple[str, bool]] = {}
+        self._stuck_firmware: dict[str, dict[str, str]] = {}
         self.calls = 0
         """Requests actually executed (not deduplicated) — tests check idempotence with it."""
 
     # --- test hooks -----------------------------------------------------------------------------
+
+    def stick_firmware(self, node: str, component: str, version: str) -> None:
+        """Make flashing ``component`` on ``node`` silently leave ``version`` running (a bad flash)."""
+        self.region.node(node)
+        self._stuck_firmware.setdefault(node, {})[component] = version
 
     def fail_next(self, kind: str, node: str, error: str = "simulated failure", *, retryable: bool = True) -> None:
         """Make the next ``kind`` request (``provision``, ``inspect``...) on ``node`` fail with ``error``."""
@@ -136,6 +142,7 @@ class SimDriver(base.Driver):
             sim.powered = True
             sim.image = image
             sim.firmware.update(wanted)
+            sim.firmware.update(self._stuck_firmware.get(node, {}))
             sim.tenant_data = True
             return {"image": image, "firmware": dict(sim.firmware)}
         return self._submit("provision", node, request_id, self.delays.provision_s, effect)
