@@ -83,7 +83,7 @@ class FleetRuntime:
         from velyrix.controlplane.api.routes import fleet as fleet_routes
 
         app.state.fleet = self
-        if not getattr(app.state, "fleet_routes", False):
-            app.include_router(fleet_routes.router)
-            app.include_router(fleet_routes.sim_router)
-            app.state.fleet_routes = True
+        paths = {getattr(r, "path", None) for r in app.routes}
+        for router in (fleet_routes.router, fleet_routes.sim_router):
+            if not {getattr(r, "path", None) for r in router.routes} <= paths:  # the app factory may mount them
+                app.include_router(router)
