@@ -33,6 +33,7 @@ def create_app(database_url: str | None = None, *, engine: sa.Engine | None = No
     app.state.engine = engine
     app.state.sessionmaker = orm.sessionmaker(engine, expire_on_commit=False)
     app.state.schema_head = migrate_mod.head()
+    app.state.db_inline = engine.dialect.name == "sqlite"  # see context.run_db
     for router in ROUTERS:
         app.include_router(router)
     problems.install(app)

@@ -7,13 +7,16 @@ from __future__ import annotations
 import logging
 import secrets
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, TypeVar
 
+import sqlalchemy as sa
 from fastapi import Depends, Request, Response
 from fastapi.security import HTTPAuthorizationCredentials, HTTPBearer
+from pydantic import BaseModel
 from sqlalchemy import orm
+from starlette.concurrency import run_in_threadpool
 
 from velyrix import errors
 from velyrix.controlplane import audit, scoping
@@ -21,6 +24,7 @@ from velyrix.controlplane.auth import principals
 from velyrix.controlplane.db import models
 
 log = logging.getLogger("velyrix.api")
+T = TypeVar("T")
 _bearer = HTTPBearer(auto_error=False, description="API key: `Authorization: Bearer vlx_...`")
 
 
@@ -51,6 +55,9 @@ class RequestIdMiddleware:
         try:
             await self.app(scope, receive, send_with_id)
         finally:
+            session = scope["state"].pop("db", None)
+            if session is not None:
+                session.close()
             if log.isEnabledFor(logging.INFO):
                 principal = scope["state"].get("principal")
                 log.info("%s %s %s %.1fms request_id=%s key=%s", scope["method"], scope["path"], status,
@@ -63,12 +70,6 @@ def request_info(request: Request) -> audit.RequestInfo:
     return audit.RequestInfo(request_id=getattr(request.state, "request_id", "req_none"),
                              source_address=client.host if client else None,
                              method=request.method, path=request.url.path)
-
-
-def db_session(request: Request) -> Iterator[orm.Session]:
-    """One session per request, closed (and rolled back if not committed) at the end."""
-    with request.app.state.sessionmaker() as session:
-        yield session
 
 
 @dataclass
@@ -90,23 +91,52 @@ class Ctx:
                      action=getattr(route, "name", "unknown"), target=target, outcome=outcome,
                      status_code=status_code, detail=detail, tenant_id=tenant_id)
 
+    async def run(self, fn: Callable[..., T], *args: Any) -> T:
+        """``fn(*args)`` (a database call) from an async route; see ``run_db``."""
+        return await run_db(self.request, fn, *args)
+
     def commit(self) -> None:
         """Commit the change and its audit event together."""
         self.scope.commit()
         self.request.state.audited = True
 
 
+def _authenticate(engine: sa.Engine, token: str | None) -> principals.Principal:
+    with engine.connect() as conn:  # a bare connection: cheaper than a session, on every request
+        return principals.authenticate(conn, token)
+
+
+async def run_db(request: Request, fn: Callable[..., T], *args: Any) -> T:
+    """Run the blocking database call ``fn(*args)`` from async code.
+
+    SQLite runs in-process: a query takes tens of microseconds, less than a hop to a worker thread
+    (which also contends for the GIL), and WAL-mode readers never wait on locks, so it runs inline.
+    PostgreSQL goes over a socket, so its calls go to the thread pool and never block the event loop.
+    """
+    if request.app.state.db_inline:
+        return fn(*args)
+    return await run_in_threadpool(fn, *args)
+
+
 def require(scope_name: str) -> Callable[..., Ctx]:
     """Dependency: authenticate, then demand ``scope_name`` (401 / 403). ``.required_scope`` on the
     returned function lets tests build the authorization matrix from the route table."""
 
-    def dependency(request: Request, credentials: HTTPAuthorizationCredentials | None = Depends(_bearer),
-                   session: orm.Session = Depends(db_session)) -> Ctx:
+    async def dependency(request: Request,
+                         credentials: HTTPAuthorizationCredentials | None = Depends(_bearer)) -> Ctx:
+        state = request.app.state
         token = credentials.credentials if credentials else None
-        principal = principals.authenticate(session, token)
+        principal = await run_db(request, _authenticate, state.engine, token)
         request.state.principal = principal
         principal.require(scope_name)
-        return Ctx(request=request, scope=scoping.Scope(session, principal))
+
+        def open_session() -> orm.Session:
+            # Closed (rolled back unless committed) by RequestIdMiddleware once the answer is sent.
+            session: orm.Session = state.sessionmaker()
+            request.state.db = session
+            return session
+
+        return Ctx(request=request, scope=scoping.Scope(None, principal, factory=open_session, engine=state.engine))
 
     dependency.required_scope = scope_name  # type: ignore[attr-defined]
     dependency.__name__ = f"require_{scope_name.replace(':', '_')}"
@@ -130,6 +160,13 @@ def check_if_match(request: Request, row: Any) -> None:
 
 def with_etag(response: Response, row: Any) -> None:
     response.headers["ETag"] = etag(row)
+
+
+def respond(model: type[BaseModel], data: dict[str, Any], row: Any = None) -> Response:
+    """``data`` validated and serialized by ``model`` in one pydantic-core pass (FastAPI would validate
+    the dict, dump it and ``json.dumps`` it again), with the row's ETag when given."""
+    headers = {"ETag": etag(row)} if row is not None else None
+    return Response(model.model_validate(data).model_dump_json(), media_type="application/json", headers=headers)
 
 
 def as_dict(row: models.Base, fields: tuple[str, ...]) -> dict[str, Any]:

@@ -10,7 +10,7 @@ from fastapi import APIRouter, Depends, Request, Response
 from velyrix import catalog, errors
 from velyrix.controlplane import specs, status
 from velyrix.controlplane.api import idempotency, schemas
-from velyrix.controlplane.api.context import Ctx, check_if_match, require, with_etag
+from velyrix.controlplane.api.context import Ctx, check_if_match, require, respond, with_etag
 from velyrix.controlplane.db import models
 from velyrix.planners import plan as planner
 
@@ -72,10 +72,9 @@ def create_cluster(body: specs.ClusterSpecBody, ctx: Ctx = Depends(require("clus
 
 
 @router.get("/{cluster_id}", name="clusters.get", response_model=schemas.ClusterOut)
-def get_cluster(cluster_id: str, response: Response, ctx: Ctx = Depends(require("clusters:read"))) -> dict[str, Any]:
-    cluster = ctx.scope.get(models.Cluster, cluster_id, "cluster")
-    with_etag(response, cluster)
-    return out(cluster)
+async def get_cluster(cluster_id: str, ctx: Ctx = Depends(require("clusters:read"))) -> Response:
+    cluster = await ctx.run(ctx.scope.read, models.Cluster, cluster_id, "cluster")
+    return respond(schemas.ClusterOut, out(cluster), cluster)
 
 
 @router.put("/{cluster_id}", name="clusters.update", response_model=schemas.ClusterOut)

@@ -10,7 +10,7 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from velyrix import catalog, errors
 from velyrix.controlplane.api import idempotency, schemas
-from velyrix.controlplane.api.context import Ctx, check_if_match, require, with_etag
+from velyrix.controlplane.api.context import Ctx, check_if_match, require, respond, with_etag
 from velyrix.controlplane.db import models
 
 router = APIRouter(prefix="/v1/nodes", tags=["nodes"], responses=schemas.PROBLEM_RESPONSES)
@@ -68,10 +68,9 @@ def register_node(body: NodeCreate, ctx: Ctx = Depends(require("fleet:operate"))
 
 
 @router.get("/{node_id}", name="nodes.get", response_model=schemas.NodeOut)
-def get_node(node_id: str, response: Response, ctx: Ctx = Depends(require("nodes:read"))) -> dict[str, Any]:
-    node = ctx.scope.get(models.Node, node_id, "node")
-    with_etag(response, node)
-    return out(node)
+async def get_node(node_id: str, ctx: Ctx = Depends(require("nodes:read"))) -> Response:
+    node = await ctx.run(ctx.scope.read, models.Node, node_id, "node")
+    return respond(schemas.NodeOut, out(node), node)
 
 
 @router.patch("/{node_id}", name="nodes.update", response_model=schemas.NodeOut)

@@ -10,7 +10,7 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from velyrix import catalog, errors
 from velyrix.controlplane.api import idempotency, schemas
-from velyrix.controlplane.api.context import Ctx, check_if_match, require, with_etag
+from velyrix.controlplane.api.context import Ctx, check_if_match, require, respond, with_etag
 from velyrix.controlplane.db import models
 
 router = APIRouter(prefix="/v1/volumes", tags=["volumes"], responses=schemas.PROBLEM_RESPONSES)
@@ -82,10 +82,9 @@ def create_volume(body: VolumeCreate, ctx: Ctx = Depends(require("volumes:write"
 
 
 @router.get("/{volume_id}", name="volumes.get", response_model=schemas.VolumeOut)
-def get_volume(volume_id: str, response: Response, ctx: Ctx = Depends(require("volumes:read"))) -> dict[str, Any]:
-    volume = ctx.scope.get(models.Volume, volume_id, "volume")
-    with_etag(response, volume)
-    return out(volume)
+async def get_volume(volume_id: str, ctx: Ctx = Depends(require("volumes:read"))) -> Response:
+    volume = await ctx.run(ctx.scope.read, models.Volume, volume_id, "volume")
+    return respond(schemas.VolumeOut, out(volume), volume)
 
 
 @router.patch("/{volume_id}", name="volumes.update", response_model=schemas.VolumeOut)
