@@ -70,6 +70,8 @@ class Position:
     rack: str
     slot: int
     leaf_ports: tuple[LeafPort, ...] = ()
+    su_nodes: int = 32
+    """Nodes per scalable unit of the fabric this node is cabled into."""
 
 
 @dataclass(frozen=True)
@@ -97,7 +99,8 @@ class NodeHardware:
         position = None
         if pos:
             position = Position(region=pos["region"], su=pos["su"], rack=pos["rack"], slot=pos["slot"],
-                                leaf_ports=tuple(LeafPort(**lp) for lp in pos.get("leaf_ports", ())))
+                                leaf_ports=tuple(LeafPort(**lp) for lp in pos.get("leaf_ports", ())),
+                                su_nodes=int(pos.get("su_nodes", 32)))
         return cls(
             hostname=raw["hostname"], node_type=raw["node_type"], serial=raw["serial"],
             gpus=tuple(GPUInfo(**g) for g in raw["gpus"]), nics=tuple(NICInfo(**n) for n in raw["nics"]),

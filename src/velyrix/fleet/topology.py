@@ -1,17 +1,18 @@
 """Where nodes sit in the compute fabric: scalable unit, rack, and the rail-leaf port of each NIC.
 
-Contract with the fabric planner (BRIEF): node i (0-based) sits in scalable unit ``i // su_nodes`` and its
-compute NIC r lands on rail-leaf r of that SU. ``leaf_ports`` follows that rule and names leaves the way the
-fabric planner does when ``velyrix.planners.fabric`` provides ``leaf_name`` (the seam below); otherwise
-``su{SU:02d}-leaf{rail}``.
+The fabric planner owns the cabling rule (BRIEF contract): node i (0-based) sits in scalable unit
+``i // su_nodes`` and its compute NIC r lands on port ``i % su_nodes + 1`` of rail-leaf r of that SU.
+``fabric_plan`` asks ``velyrix.planners.fabric.plan_fabric`` for the plan of a region's nodes of one type on
+the type's first fabric, and ``position`` reads leaf names and ports from it (``FabricPlan.nic_port``). Where
+no plan can be made, the same rule is applied with the region's SU size and the planner's leaf names.
 """
 
 from __future__ import annotations
 
 import functools
-import importlib
-from collections.abc import Callable
+from typing import Any
 
+from velyrix import catalog, errors
 from velyrix.fleet import hardware
 
 NODES_PER_RACK = 4
@@ -19,16 +20,18 @@ NODES_PER_RACK = 4
 
 
 @functools.cache
-def _leaf_namer() -> Callable[[int, int], str]:
-    # Seam: the fabric planner owns leaf naming once it exists; until then use the documented default.
+def fabric_plan(node_type: str, node_count: int) -> Any | None:
+    """The fabric plan cabling ``node_count`` nodes of ``node_type`` on its first catalog fabric, or None
+    when the planner cannot plan it (the fallback rule then applies)."""
+    from velyrix.planners import fabric
+
+    nt = catalog.node_type(node_type)
+    if node_count < 1 or not nt.fabrics:
+        return None
     try:
-        fabric = importlib.import_module("velyrix.planners.fabric")
-    except ImportError:
-        fabric = None
-    namer = getattr(fabric, "leaf_name", None) if fabric is not None else None
-    if callable(namer):
-        return namer  # type: ignore[no-any-return]
-    return lambda su, rail: f"su{su:02d}-leaf{rail}"
+        return fabric.plan_fabric(node_type, node_count, nt.fabrics[0])
+    except errors.VelyrixError:
+        return None
 
 
 def scalable_unit(index: int, su_nodes: int = 32) -> int:
@@ -36,13 +39,19 @@ def scalable_unit(index: int, su_nodes: int = 32) -> int:
     return index // su_nodes
 
 
-def position(region: str, index: int, compute_nics: int, su_nodes: int = 32) -> hardware.Position:
-    """Physical position of the ``index``-th node (0-based) of a region's node type.
-
-    Each compute NIC r goes to rail-leaf r of the node's SU on downlink port ``slot + 1``.
-    """
+def position(region: str, index: int, compute_nics: int, su_nodes: int = 32, plan: Any | None = None
+             ) -> hardware.Position:
+    """Physical position of the ``index``-th node (0-based) of a region's node type, from ``plan`` (a
+    ``FabricPlan``) when given, else from the rule with ``su_nodes`` per SU."""
+    if plan is not None:
+        su_nodes = int(plan.su_nodes)
     su, slot = divmod(index, su_nodes)
-    name = _leaf_namer()
-    ports = tuple(hardware.LeafPort(rail=r, leaf=name(su, r), port=slot + 1) for r in range(compute_nics))
+    ports = []
+    for r in range(compute_nics):
+        if plan is not None:
+            leaf, port = plan.nic_port(index, r)
+        else:
+            leaf, port = f"leaf-su{su:02d}-r{r}", slot + 1
+        ports.append(hardware.LeafPort(rail=r, leaf=leaf, port=port))
     return hardware.Position(region=region, su=su, rack=f"su{su:02d}-r{slot // NODES_PER_RACK:02d}", slot=slot,
-                             leaf_ports=ports)
+                             leaf_ports=tuple(ports), su_nodes=su_nodes)

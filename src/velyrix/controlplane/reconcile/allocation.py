@@ -28,9 +28,11 @@ class Candidate:
     name: str
     su: int
     slot: int
+    su_nodes: int = 32
+    """Size of the node's scalable unit (a SU is whole when all of its nodes are free)."""
 
 
-def choose(free: list[Candidate], count: int, su_nodes: int, *, near_su: int | None = None) -> list[str]:
+def choose(free: list[Candidate], count: int, *, near_su: int | None = None) -> list[str]:
     """Pick ``count`` of ``free`` nodes (``ValueError`` if there are fewer).
 
     1. whole free SUs (every rail leaf of the SU belongs to the cluster: same-rail traffic stays one hop
@@ -46,9 +48,9 @@ def choose(free: list[Candidate], count: int, su_nodes: int, *, near_su: int | N
     chosen: list[Candidate] = []
     if near_su is None:
         for su in sorted(by_su):
-            if len(chosen) + su_nodes > count:
-                break
-            if len(by_su[su]) == su_nodes:
+            if len(chosen) + by_su[su][0].su_nodes > count:
+                continue
+            if len(by_su[su]) == by_su[su][0].su_nodes:
                 chosen.extend(by_su.pop(su))
     rest = count - len(chosen)
     while rest > 0:
@@ -67,7 +69,8 @@ def choose(free: list[Candidate], count: int, su_nodes: int, *, near_su: int | N
 
 def _candidate(node: models.Node) -> Candidate:
     pos = (node.hardware or {}).get("position") or {}
-    return Candidate(name=node.name, su=int(pos.get("su", 0)), slot=int(pos.get("slot", 0)))
+    return Candidate(name=node.name, su=int(pos.get("su", 0)), slot=int(pos.get("slot", 0)),
+                     su_nodes=int(pos.get("su_nodes", catalog.region(node.region).scalable_unit_nodes)))
 
 
 def spare_reserve(session: orm.Session, region: str, node_type: str) -> int:
@@ -100,8 +103,7 @@ def allocate(session: orm.Session, cluster: models.Cluster, count: int, *, actor
             f"{cluster.region} has {max(0, usable)} {what} available for '{cluster.name}', {count} needed"
             + (f" ({reserve} more held back as spares)" if reserve else ""),
             hint="lower node_count, wait for capacity to free up, or choose another region or node type")
-    su_nodes = catalog.region(cluster.region).scalable_unit_nodes
-    names = set(choose([_candidate(n) for n in free_rows], count, su_nodes, near_su=near_su))
+    names = set(choose([_candidate(n) for n in free_rows], count, near_su=near_su))
     chosen = [n for n in free_rows if n.name in names]
     for node in chosen:
         node.cluster_id = cluster.id

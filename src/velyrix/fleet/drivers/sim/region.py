@@ -81,10 +81,11 @@ class SimRegion:
               clock: SimClock | None = None) -> SimRegion:
         """Build the twin of catalog region ``region``.
 
-        ``node_counts`` (node type -> nodes) defaults to the region's catalog capacity; nodes fill
-        scalable units of ``scalable_unit_nodes`` in order. Spares (``ceil(count * spare_fraction)`` per
-        type) are a count the allocator holds back, not particular nodes. Firmware starts at the region's
-        baseline.
+        ``node_counts`` (node type -> nodes) defaults to the region's catalog capacity; nodes fill scalable
+        units in order, cabled as the fabric planner plans them on the node type's first fabric
+        (``velyrix.fleet.topology``), or in SUs of the region's ``scalable_unit_nodes``. Spares
+        (``ceil(count * spare_fraction)`` per type) are a count the allocator holds back, not particular nodes.
+        Firmware starts at the region's baseline.
         """
         spec = reader.region(region)
         counts = dict(spec.capacity) if node_counts is None else dict(node_counts)
@@ -95,8 +96,9 @@ class SimRegion:
         sim = cls(region, clock or SimClock(), seed)
         for node_type, count in counts.items():
             sim.spares[node_type] = math.ceil(count * spec.spare_fraction)
+            plan = topology.fabric_plan(node_type, count)
             for i in range(count):
-                node = sim._make_node(node_type, i, spec.scalable_unit_nodes, spec.firmware_baseline)
+                node = sim._make_node(node_type, i, spec.scalable_unit_nodes, spec.firmware_baseline, plan)
                 sim.nodes[node.hostname] = node
         return sim
 
@@ -107,10 +109,12 @@ class SimRegion:
         raw = self.rng.integers(0, 256, size=5)
         return "02:" + ":".join(f"{int(b):02x}" for b in raw)
 
-    def _make_node(self, node_type: str, index: int, su_nodes: int, baseline: dict[str, str]) -> SimNode:
+    def _make_node(self, node_type: str, index: int, su_nodes: int, baseline: dict[str, str],
+                   plan: Any | None = None) -> SimNode:
         nt = reader.node_type(node_type)
         model = models.GPU_MODELS.get(nt.gpu_model, models.DEFAULT_MODEL)
-        su, slot = divmod(index, su_nodes)
+        pos = topology.position(self.name, index, nt.compute_nics, su_nodes, plan)
+        su, slot = pos.su, pos.slot
         hostname = f"{_short(self.name)}-{_gpu_tag(node_type)}-su{su:02d}-n{slot:02d}"
         fb_mib = int(nt.gpu_memory_gb * 1e9 / 2**20)
         noise = self.rng.normal(1.0, models.NOISE, size=(nt.gpus_per_node, 2))
@@ -141,7 +145,7 @@ class SimRegion:
                      firmware=baseline.get("bmc", ""))
         return SimNode(hostname=hostname, node_type=node_type, serial=self._serial("SN"), bmc=bmc, gpus=gpus,
                        ib_ports=ports, nvme=drives, firmware=dict(baseline),
-                       position=topology.position(self.name, index, nt.compute_nics, su_nodes),
+                       position=pos,
                        other_nics=other)
 
     # --- lookup ---------------------------------------------------------------------------------
