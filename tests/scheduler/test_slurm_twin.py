@@ -167,6 +167,48 @@ def test_unknown_node_gets_the_closest_name(slurm_twin):
     assert "twin-004" in (exc.value.hint or "")
 
 
+def test_busy_gpu_hours_come_from_the_agents_telemetry_through_prometheus(slurm_twin):
+    """Slurm prolog → job mapping → agent (twin GPUs at 90% load) → Prometheus → busy GPU-seconds per job."""
+    from velyrix.agent import service
+    from velyrix.agent.collectors.sim import SimCollector
+    from velyrix.fleet.drivers.sim import SimClock, SimRegion
+    from velyrix.ops.scheduler import telemetry
+    from velyrix.testing.prometheus import PrometheusServer, prometheus_binary
+
+    if prometheus_binary() is None:
+        pytest.skip("apt-get install prometheus")
+    twin = slurm_twin
+    region = SimRegion.build("us-east-1", {"hgx-h200-8g": 4}, seed=3, clock=SimClock(speed=1.0))
+    jobmap = Path(twin.options.job_map_dir.split("/${")[0])
+    servers = []
+    for sim_host, node in zip(region.nodes, twin.cluster.node_names, strict=True):
+        region.nodes[sim_host].load_pct = 90.0
+        servers.append(service.serve(service.MetricsSource(
+            [service.NodeSource(SimCollector(region.nodes[sim_host], region), jobmap / node)])))
+    prom = PrometheusServer({"velyrix-agent": [f"127.0.0.1:{s.port}" for s in servers]}, interval_s=1.0)
+    try:
+        prom.start()
+        t_from = time.time()
+        jobs = {twin.sbatch(account="vision", uid=1, gpus=4, wrap="sleep 6"): 4,
+                twin.sbatch(account="search", uid=2, gpus=2, wrap="sleep 6"): 2}
+        twin.wait_jobs_done(list(jobs))
+        time.sleep(3)  # the epilog's removal is scraped
+        t_to = time.time()
+        busy = telemetry.busy_gpu_seconds(prom.url, t_from, t_to, step_s=1.0)
+    finally:
+        prom.stop()
+        for s in servers:
+            s.close()
+    elapsed = _sacct_used(twin)
+    for job, gpus in jobs.items():
+        # 90% of each allocated GPU, within two scrape intervals of the job's GPUs (prolog/epilog timing).
+        assert busy.get(job, 0.0) == pytest.approx(0.9 * gpus * elapsed[job], abs=0.9 * gpus * 2.0), (job, busy)
+    table = accounting.load_jobs(twin.slurm, int(t_from) - 5, int(t_to) + 5)
+    data = reports.build(table, int(t_from) - 5, int(t_to) + 5, busy_gpu_s=busy)
+    vision = next(t for t in data["teams"] if t["team"] == "vision")
+    assert vision["utilization"] == pytest.approx(0.9, abs=0.3)
+
+
 def _sacct_used(twin) -> dict[int, int]:
     """ElapsedRaw of every job the tests submitted, once all of them reached slurmdbd."""
     ids = [j for j, _, _ in twin.submitted]
@@ -190,16 +232,17 @@ def test_report_gpu_hours_per_team_equal_what_the_jobs_used(slurm_twin, velyrix,
         expected[account] = expected.get(account, 0.0) + gpus * elapsed[job] / 3600.0
     for (account, _, gpus, seconds), job in zip(
             __import__("tests.scheduler.conftest", fromlist=["WORKLOAD"]).WORKLOAD, twin.workload, strict=True):
-        assert seconds <= elapsed[job] <= seconds + 3, (account, gpus, elapsed[job])
+        # Slurm counts whole seconds; a loaded 2-core machine starts jobs late but never early.
+        assert seconds <= elapsed[job] <= seconds + 10, (account, gpus, elapsed[job])
 
     t_from, t_to = int(twin.workload_start) - 60, int(time.time()) + 60
     table = accounting.load_jobs(twin.slurm, t_from, t_to)
     parents = accounting.account_parents(twin.slurm)
     data = reports.build(table, t_from, t_to, cost_center_of=accounting.cost_centers(parents))
     got = {t["team"]: t["gpu_hours"] for t in data["teams"]}
-    assert got.keys() == {a for a, v in expected.items() if v > 0}
+    assert got.keys() == {a for a, v in expected.items() if v > 0}, (got, expected, elapsed)
     for team, hours in got.items():
-        assert hours == pytest.approx(expected[team], abs=1e-5)
+        assert hours == pytest.approx(expected[team], abs=1e-5), (team, got, expected, elapsed)
     ccs = {c["cost_center"]: c["gpu_hours"] for c in data["cost_centers"]}
     assert ccs["research"] == pytest.approx(expected["llm"] + expected["vision"], abs=1e-5)
 

@@ -139,6 +139,9 @@ def report(
     fmt: str = typer.Option("table", "--format", help="table | csv | json | html"),
     out: Path = typer.Option(None, "--out", help="Write to this file instead of the terminal."),
     busy: Path = typer.Option(None, "--busy", help="JSON {job_id: busy GPU-seconds} from telemetry."),
+    busy_from: str = typer.Option(None, "--busy-from", metavar="URL",
+                                  help="Prometheus base URL: busy GPU-seconds per job from DCGM_FI_DEV_GPU_UTIL."),
+    busy_step: float = typer.Option(60.0, "--busy-step", help="Sampling step of --busy-from, seconds."),
     top: int = typer.Option(10, "--top", help="How many top users."),
     source: str = typer.Option("json", "--source",
                                help="json: sacct --json; parsable: sacct -P (faster over long periods)."),
@@ -162,6 +165,10 @@ def report(
         except (OSError, ValueError, AttributeError) as exc:
             raise errors.InvalidInputError(f"cannot read --busy {busy}: {exc}",
                                            hint='expected JSON like {"1234": 7200.0}') from None
+    if busy_from:
+        from velyrix.ops.scheduler import telemetry
+
+        busy_s = telemetry.busy_gpu_seconds(busy_from, a, b, step_s=busy_step)
     slurm = _slurm(slurm_conf)
     jobs = accounting.load_jobs(slurm, a, b, source=source)
     parents = accounting.account_parents(slurm)
