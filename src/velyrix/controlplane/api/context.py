@@ -55,9 +55,10 @@ class RequestIdMiddleware:
         try:
             await self.app(scope, receive, send_with_id)
         finally:
-            session = scope["state"].pop("db", None)
-            if session is not None:
-                session.close()
+            for key in ("db", "conn"):
+                resource = scope["state"].pop(key, None)
+                if resource is not None:
+                    resource.close()
             if log.isEnabledFor(logging.INFO):
                 principal = scope["state"].get("principal")
                 log.info("%s %s %s %.1fms request_id=%s key=%s", scope["method"], scope["path"], status,
@@ -126,17 +127,29 @@ def require(scope_name: str) -> Callable[..., Ctx]:
                          credentials: HTTPAuthorizationCredentials | None = Depends(_bearer)) -> Ctx:
         state = request.app.state
         token = credentials.credentials if credentials else None
-        principal = await run_db(request, _authenticate, state.engine, token)
+        if state.db_inline:
+            # SQLite: one pooled connection serves the key lookup and the reads of the request (closed
+            # by RequestIdMiddleware); cheaper than a connection per query.
+            conn = request.state.conn = state.engine.connect()
+            principal = principals.authenticate(conn, token)
+        else:
+            conn = None
+            principal = await run_in_threadpool(_authenticate, state.engine, token)
         request.state.principal = principal
         principal.require(scope_name)
 
         def open_session() -> orm.Session:
-            # Closed (rolled back unless committed) by RequestIdMiddleware once the answer is sent.
+            # Closed (rolled back unless committed) by RequestIdMiddleware once the answer is sent. The
+            # connection of the key lookup goes back to the pool first: one connection per request.
+            held = request.scope["state"].pop("conn", None)
+            if held is not None:
+                held.close()
             session: orm.Session = state.sessionmaker()
             request.state.db = session
             return session
 
-        return Ctx(request=request, scope=scoping.Scope(None, principal, factory=open_session, engine=state.engine))
+        return Ctx(request=request, scope=scoping.Scope(None, principal, factory=open_session, engine=state.engine,
+                                                               connection=conn))
 
     dependency.required_scope = scope_name  # type: ignore[attr-defined]
     dependency.__name__ = f"require_{scope_name.replace(':', '_')}"
