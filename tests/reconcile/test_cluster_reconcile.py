@@ -225,3 +225,27 @@ def test_all_reduce_is_judged_against_the_fabric_plan(world: World) -> None:
     assert cluster_mod._expected_all_reduce(models.Cluster(plan=plan)) == 22.5
     plan["fabric_plan"]["compute"]["bisection_gbps"] = 25600  # 1:1
     assert cluster_mod._expected_all_reduce(models.Cluster(plan=plan)) == 45.0
+
+
+def test_node_quarantined_by_health_in_service_is_replaced(world: World) -> None:
+    from velyrix.controlplane.db import models
+    from velyrix.controlplane.reconcile.store import move
+
+    cid = world.declare("train", 32)
+    world.settle()
+    victim = world.nodes(cluster_id=cid)[3].name
+    with world.sessionmaker() as s:  # what the health engine does on a fatal verdict
+        node = s.scalars(sa.select(models.Node).where(models.Node.name == victim)).one()
+        node.last_error = "XID 79 twice after reboot"
+        move(s, node, states.QUARANTINED, actor="health", reason="XID 79 twice after reboot")
+        s.commit()
+    world.settle()
+    cluster = world.cluster(cid)
+    assert cluster.phase == phases.READY and phase_path(world, cid)[-2:] == ["Validating", "Ready"]
+    members = world.nodes(cluster_id=cid)
+    assert len(members) == 32 and victim not in {n.name for n in members}
+    (rec,) = world.report(cid)["report"]["replacements"]
+    assert rec["failed"] == victim and "XID 79 twice" in rec["reason"] and rec["phase"] == "Ready"
+    (gone,) = world.nodes(name=victim)
+    assert gone.provisioning_state == states.AVAILABLE and gone.fleet_stage == states.QUARANTINED
+    world.check_invariants()

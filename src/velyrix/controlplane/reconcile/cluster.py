@@ -332,13 +332,38 @@ HANDLERS: dict[str, Callable[[Step], None]] = {
 }
 
 
-def needs_work(cluster: models.Cluster, work: tables.ClusterWork | None) -> bool:
-    """Cheap check: whether ``reconcile`` has anything to do (settled clusters whose spec is unchanged don't)."""
+def _out_of_service(node: models.Node) -> bool:
+    # taken out by health (quarantine, RMA, retirement) or broken while delivered
+    return node.fleet_stage != states.PRODUCTION or node.provisioning_state == states.FAILED
+
+
+def needs_work(cluster: models.Cluster, work: tables.ClusterWork | None, session: orm.Session | None = None) -> bool:
+    """Cheap check: whether ``reconcile`` has anything to do. Settled clusters need none unless their spec
+    changed, nodes are on their way out, or (with ``session``) a delivered node was taken out of service."""
     if cluster.phase == phases.DELETED:
         return False
     if cluster.desired_state == "absent" or cluster.phase not in phases.SETTLED_PHASES or work is None:
         return True
-    return work.spec_digest != spec_digest(cluster.spec) or any(e.get("release") for e in work.nodes.values())
+    if work.spec_digest != spec_digest(cluster.spec) or any(e.get("release") for e in work.nodes.values()):
+        return True
+    if session is None or cluster.phase == phases.FAILED:
+        return False
+    return bool(session.scalar(sa.select(sa.func.count()).select_from(models.Node).where(
+        models.Node.cluster_id == cluster.id,
+        sa.or_(models.Node.fleet_stage != states.PRODUCTION, models.Node.provisioning_state == states.FAILED))))
+
+
+def _heal(st: Step) -> None:
+    """Replace delivered nodes that health took out of service; the replacements go through every phase."""
+    for name, node in list(st.members.items()):
+        entry = st.entries.get(name)
+        if entry is None or entry.get("release") or not _out_of_service(node):
+            continue
+        replace(st, name, f"taken out of service ({node.fleet_stage}, {node.provisioning_state}): "
+                          f"{node.last_error or 'no reason recorded'}")
+    if st.rewind:
+        st.rewind = False
+        set_phase(st, phases.PROVISIONING, "replacing nodes taken out of service")
 
 
 def reconcile(session: orm.Session, cluster: models.Cluster, driver: base.Driver,
@@ -348,7 +373,7 @@ def reconcile(session: orm.Session, cluster: models.Cluster, driver: base.Driver
     start at once), or None when the cluster is settled."""
     settings = settings or phases.ReconcileSettings()
     work = work_of(session, cluster)
-    if not needs_work(cluster, work):
+    if not needs_work(cluster, work, session):
         return None
     members = {n.name: n for n in session.scalars(sa.select(models.Node).where(models.Node.cluster_id == cluster.id))}
     st = Step(session=session, cluster=cluster, work=work, driver=driver, settings=settings, members=members,
@@ -364,6 +389,8 @@ def reconcile(session: orm.Session, cluster: models.Cluster, driver: base.Driver
                 status.add_event(cluster, "SpecChanged", f"spec changed: node_count {cluster.node_count}")
                 set_phase(st, phases.ALLOCATING, "spec changed")
             work.spec_digest = digest
+        if cluster.phase in (phases.READY, phases.DEGRADED):
+            _heal(st)
         for _ in range(max_phases):
             before = cluster.phase
             handler = HANDLERS.get(cluster.phase)

@@ -129,7 +129,7 @@ class Reconciler:
                 rows = s.execute(sa.select(models.Cluster, tables.ClusterWork).outerjoin(
                     tables.ClusterWork, tables.ClusterWork.cluster_id == models.Cluster.id).where(
                     models.Cluster.region == self.region)).all()
-                busy = [c.id for c, w in rows if cluster_mod.needs_work(c, w)]
+                busy = [c.id for c, w in rows if cluster_mod.needs_work(c, w, s)]
             if not busy:
                 return
             for cid in busy:
