@@ -52,7 +52,7 @@ def _read_statement(model: type[models.Base], provider: bool) -> sa.Select[Any]:
     """``SELECT <columns> WHERE id = :obj_id`` plus the tenancy rule with ``:tenant``; built once per
     table and kind of principal (statement construction costs more than the SQLite query itself)."""
     table = model.__table__
-    tenant = sa.bindparam("tenant")
+    tenant: sa.BindParameter[Any] = sa.bindparam("tenant")
     where: list[sa.ColumnElement[bool]] = [table.c.id == sa.bindparam("obj_id")]
     if model.tenancy == "self" and not provider:
         where.append(table.c.id == tenant)
@@ -102,13 +102,14 @@ class Scope:
             return [] if p.is_provider else [model.tenant_id == p.tenant_id]  # type: ignore[attr-defined]
         raise errors.VelyrixError(f"table {model.__tablename__} is not readable through the API")
 
-    def select(self, model: type[M]) -> sa.Select[tuple[M]]:
+    def select(self, model: type[M]) -> sa.Select[Any]:
         """``SELECT model`` restricted to this principal's view."""
         return sa.select(model).where(*self._where(model))
 
     def get(self, model: type[M], obj_id: str, kind: str) -> M:
         """The row ``obj_id`` if this principal may see it, else ``NotFoundError`` (404)."""
-        row = self.session.execute(self.select(model).where(model.id == obj_id)).scalar_one_or_none()  # type: ignore[attr-defined]
+        row: M | None = self.session.execute(
+            self.select(model).where(model.id == obj_id)).scalar_one_or_none()  # type: ignore[attr-defined]
         if row is None:
             raise errors.NotFoundError(kind=kind, name=obj_id)
         return row
@@ -142,7 +143,8 @@ class Scope:
                 stmt = stmt.where(getattr(model, column) == value)
         if cursor:
             stmt = stmt.where(model.id > decode_cursor(cursor))  # type: ignore[attr-defined]
-        rows = list(self.session.execute(stmt.order_by(model.id).limit(limit + 1)).scalars())  # type: ignore[attr-defined]
+        rows: list[M] = list(self.session.execute(
+            stmt.order_by(model.id).limit(limit + 1)).scalars())  # type: ignore[attr-defined]
         if len(rows) > limit:
             return rows[:limit], encode_cursor(rows[limit - 1].id)  # type: ignore[attr-defined]
         return rows, None

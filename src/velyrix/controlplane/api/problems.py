@@ -79,7 +79,7 @@ def _validation_error(request: Request, exc: Exception) -> JSONResponse:
               for e in exc.errors()]
     first = issues[0] if issues else {"loc": [], "message": "invalid request"}
     where = ".".join(first["loc"])
-    return problem(request, 422, "invalid_request", f"{where}: {first['message']}" if where else first["message"],
+    return problem(request, 422, "invalid_request", f"{where}: {first['message']}" if where else str(first["message"]),
                    hint="see 'errors' for every invalid field; the schema is at /openapi.json",
                    extra={"errors": issues})
 
@@ -87,7 +87,7 @@ def _validation_error(request: Request, exc: Exception) -> JSONResponse:
 def _http_error(request: Request, exc: Exception) -> JSONResponse:
     assert isinstance(exc, StarletteHTTPException)
     code = _HTTP_CODES.get(exc.status_code, "http_error")
-    return problem(request, exc.status_code, code, str(exc.detail))
+    return problem(request, exc.status_code, code, str(exc.detail))  # detail: str for HTTP errors
 
 
 def _stale(request: Request, exc: Exception) -> JSONResponse:

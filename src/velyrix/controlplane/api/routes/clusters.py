@@ -18,7 +18,7 @@ router = APIRouter(prefix="/v1/clusters", tags=["clusters"], responses=schemas.P
 IMMUTABLE = ("name", "region", "node_type")
 
 
-def out(c: models.Cluster) -> dict[str, Any]:
+def out(c: Any) -> dict[str, Any]:  # an ORM entity or a row of Scope.read
     return {"id": c.id, "tenant_id": c.tenant_id, "name": c.name, "region": c.region, "node_type": c.node_type,
             "node_count": c.node_count, "desired_state": c.desired_state, "spec": c.spec, "plan": c.plan,
             "status": {"phase": c.phase, "conditions": c.conditions, "phase_history": c.phase_history,

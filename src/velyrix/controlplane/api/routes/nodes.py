@@ -31,7 +31,7 @@ class NodeUpdate(BaseModel):
     labels: dict[str, str] | None = None
 
 
-def out(n: models.Node) -> dict[str, Any]:
+def out(n: Any) -> dict[str, Any]:  # an ORM entity or a row of Scope.read
     return {"id": n.id, "name": n.name, "region": n.region, "node_type": n.node_type, "tenant_id": n.tenant_id,
             "cluster_id": n.cluster_id, "provisioning_state": n.provisioning_state, "fleet_stage": n.fleet_stage,
             "hardware": n.hardware, "labels": n.labels, "last_error": n.last_error, "created_at": n.created_at,

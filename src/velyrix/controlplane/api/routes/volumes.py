@@ -39,7 +39,7 @@ class VolumeUpdate(BaseModel):
     cluster_id: str | None = Field(None, max_length=32, description="mount on this cluster ('' detaches)")
 
 
-def out(v: models.Volume) -> dict[str, Any]:
+def out(v: Any) -> dict[str, Any]:  # an ORM entity or a row of Scope.read
     return {"id": v.id, "tenant_id": v.tenant_id, "name": v.name, "region": v.region, "tier": v.tier,
             "size_tb": v.size_tb, "forbid_deletion": v.forbid_deletion, "cluster_id": v.cluster_id,
             "state": v.state, "created_at": v.created_at, "updated_at": v.updated_at, "version": v.version}

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from alembic import context
-from sqlalchemy import engine_from_config, pool
+from sqlalchemy import Connection, engine_from_config, pool
 
 from velyrix.controlplane.db import models
 
@@ -11,7 +11,7 @@ target_metadata = models.Base.metadata
 config = context.config
 
 
-def _run(connection: object) -> None:
+def _run(connection: Connection) -> None:
     context.configure(connection=connection, target_metadata=target_metadata, render_as_batch=True,
                       compare_type=True)
     with context.begin_transaction():
