@@ -117,7 +117,7 @@ class Jobs:
 class _Node:
     samples: deque = field(default_factory=lambda: deque(maxlen=96))
     xids: list = field(default_factory=list)
-    xid_seen: int = 0
+    xid_seen: float = -1.0
     repairs: list = field(default_factory=list)
     out_until: float = -1.0
     fix_kind: str = ""            # what happens at return: part_swap (repair) or reboot (diag/reset)
