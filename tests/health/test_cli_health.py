@@ -40,3 +40,11 @@ def test_check_fails_with_exit_1_when_a_gpu_fell_off_the_bus(velyrix):
     data = json.loads(res.stdout)
     assert data["verdict"]["action"] == "REBOOT"
     assert any(c["name"] == "gpu_state" and c["status"] == "fail" for c in data["checks"])
+
+
+def test_agent_check_is_wired_under_the_agent_group(velyrix):
+    res = velyrix("agent", "check", "--deep", "--collector", "sim", "--sim-fault", "slow_gpu:3", "--json")
+    assert res.exit_code == 1
+    data = json.loads(res.stdout)
+    assert data["tier"] == "deep" and data["verdict"]["action"] == "DRAIN_AFTER_JOB"
+    assert {c["name"] for c in data["checks"] if c["status"] == "fail"} >= {"gemm_short", "gemm_long"}

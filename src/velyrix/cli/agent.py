@@ -23,10 +23,17 @@ Examples:
 
 
 def register(app: typer.Typer) -> None:
-    app.command(name="agent", help=AGENT_HELP)(agent)
+    from velyrix.cli import agent_check
+
+    # a group: ``velyrix agent [OPTIONS]`` runs the agent, ``velyrix agent check`` runs a check suite
+    agent_app = typer.Typer(name="agent", help=AGENT_HELP, invoke_without_command=True)
+    agent_app.callback(invoke_without_command=True)(agent)
+    agent_check.attach(agent_app)
+    app.add_typer(agent_app)
 
 
 def agent(
+    ctx: typer.Context,
     collector: str = typer.Option("nvml", "--collector", help="Where GPU readings come from: nvml or sim."),
     listen: str = typer.Option("0.0.0.0", "--listen", help="Address to serve /metrics on."),
     port: int = typer.Option(9402, "--port", help="Port to serve /metrics on (0 picks a free one)."),
@@ -57,6 +64,8 @@ def agent(
     health_interval_s: float = typer.Option(60.0, "--health-interval", help="Seconds between health polls."),
     once: bool = typer.Option(False, "--once", help="Print one scrape to stdout and exit."),
 ) -> None:
+    if ctx.invoked_subcommand is not None:
+        return
     from velyrix import errors
     from velyrix.agent import service
     from velyrix.agent.collectors import base

@@ -25,7 +25,7 @@ Examples:
 def register(app: typer.Typer) -> None:
     from velyrix.cli import agent_check
 
-    # the check suites also live here until ``velyrix agent`` becomes a group (then: agent_check.attach)
+    # the same command as ``velyrix agent check``, next to the other health commands
     health_app.command("check", help=agent_check.CHECK_HELP)(agent_check.check)
     app.add_typer(health_app)
 
