@@ -171,6 +171,7 @@ class SimNode:
     networks: dict[str, Any] | None = None
     mounts: list[str] = field(default_factory=list)
     tenant_data: bool = False
+    _stepped_load: float | None = None
 
     def hardware(self) -> hardware.NodeHardware:
         """The inventory inspection reports."""
@@ -186,8 +187,18 @@ class SimNode:
 
     def step(self, dt_s: float) -> None:
         """Advance every device's steady-state counters by ``dt_s`` seconds."""
-        load = self.load_pct if self.powered else 0.0
+        if not self.powered:
+            return
+        load = self.load_pct
+        if load == 0.0 and self._stepped_load == 0.0:
+            # idle and already settled: gauges do not move (faults and trends re-step the GPUs they touch),
+            # only the energy counter grows; this keeps month-long fleet simulations cheap
+            for gpu in self.gpus:
+                if gpu.responsive:
+                    gpu.energy_mj += gpu.power_w * dt_s * 1000.0
+            return
         for gpu in self.gpus:
             gpu.step(dt_s, load)
         for port in self.ib_ports:
             port.step(dt_s, load)
+        self._stepped_load = load

@@ -215,6 +215,7 @@ def repair(node: SimNode, now_s: float) -> None:
         gpu.nvlink_links_up = gpu.model.nvlink_links
         gpu.serial = gpu.serial + "R"
         gpu.refresh_measured()
+        gpu.step(0.0, node.load_pct)
     for port in node.ib_ports:
         port.state = "ACTIVE"
     for drive in node.nvme:
