@@ -159,3 +159,22 @@ def test_repair_restores_a_failed_node(region: SimRegion) -> None:
     region.repair("use1-h200-su00-n07")
     node = region.node("use1-h200-su00-n07")
     assert node.gpus[0].responsive and node.gpus[0].bf16_tflops_measured > 700 and node.ib_ports[0].state == "ACTIVE"
+
+
+def test_idle_nodes_accumulate_energy_and_wake_up_on_load(region: SimRegion) -> None:
+    node = region.node("use1-h200-su01-n00")
+    region.advance(10.0)
+    gpu = node.gpus[0]
+    before = gpu.energy_mj
+    region.advance(100.0)
+    assert gpu.energy_mj == pytest.approx(before + gpu.power_w * 100.0 * 1000)
+    node.load_pct = 100.0
+    region.advance(1.0)
+    assert gpu.utilization_pct == 100.0 and gpu.power_w == pytest.approx(700.0)
+    node.load_pct = 0.0
+    region.advance(1.0)
+    assert gpu.utilization_pct == 0.0 and gpu.sm_clock_mhz == 345
+    node.powered = False
+    off = gpu.energy_mj
+    region.advance(100.0)
+    assert gpu.energy_mj == off
