@@ -135,6 +135,8 @@ def test_cli_apply_status_report_verify_destroy(served: Plane, velyrix: Any, tmp
     assert too_big.exit_code == 1 and "InsufficientCapacity" in too_big.stdout
     gone = velyrix("destroy", str(tf), "-auto-approve")
     assert gone.exit_code == 0 and "destroyed" in gone.stdout
+    back = velyrix("apply", str(tf), "-auto-approve")  # the name is free again after the teardown
+    assert back.exit_code == 0 and "will be created" in back.stdout, back.stdout + back.stderr
 
 
 def test_apply_without_confirmation_changes_nothing(served: Plane, velyrix: Any, tmp_path: Path,

@@ -113,3 +113,7 @@ def destroy(st: Step) -> None:
         status.add_event(st.cluster, "VolumesDeleted", ", ".join(deleted))
     status.set_condition(st.cluster, "Ready", False, "Deleted", "nodes sanitized and returned")
     set_phase(st, phases.DELETED, "every node sanitized and returned; networks released")
+    # the row stays as a tombstone (history, reports); its name is released so it can be declared again
+    original = st.cluster.name
+    st.cluster.name = f"{original}~deleted-{st.cluster.id[-8:]}"[:63]
+    status.add_event(st.cluster, "NameReleased", f"'{original}' may be declared again")
