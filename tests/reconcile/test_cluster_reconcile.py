@@ -219,12 +219,12 @@ def test_firmware_that_does_not_reach_the_baseline_replaces_the_node(world: Worl
 
 def test_all_reduce_is_judged_against_the_fabric_plan(world: World) -> None:
     from velyrix.controlplane.db import models
-    from velyrix.controlplane.reconcile import cluster as cluster_mod
+    from velyrix.controlplane.reconcile import validation
 
     plan = {"fabric_plan": {"gpus": 128, "compute": {"link_gbps": 400, "bisection_gbps": 12800}}}  # 2:1
-    assert cluster_mod._expected_all_reduce(models.Cluster(plan=plan)) == 22.5
+    assert validation.expected_all_reduce(models.Cluster(plan=plan)) == 22.5
     plan["fabric_plan"]["compute"]["bisection_gbps"] = 25600  # 1:1
-    assert cluster_mod._expected_all_reduce(models.Cluster(plan=plan)) == 45.0
+    assert validation.expected_all_reduce(models.Cluster(plan=plan)) == 45.0
 
 
 def test_node_quarantined_by_health_in_service_is_replaced(world: World) -> None:

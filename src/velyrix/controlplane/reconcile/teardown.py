@@ -13,7 +13,7 @@ from velyrix.fleet import states
 from velyrix.fleet.drivers import base
 
 if TYPE_CHECKING:
-    from velyrix.controlplane.reconcile.cluster import Step
+    from velyrix.controlplane.reconcile.steps import Step
 
 ACTOR = f"reconciler/teardown@{phases.REPLICA}"
 
@@ -95,7 +95,7 @@ def _ok(st: Step, name: str, entry: dict[str, object], ops: list[base.Operation]
 def destroy(st: Step) -> None:
     """Tear the cluster down: release every node, then its networks and volume attachments; DELETED when done."""
     from velyrix.controlplane import status
-    from velyrix.controlplane.reconcile.cluster import set_phase
+    from velyrix.controlplane.reconcile.steps import set_phase
 
     if st.cluster.phase == phases.DELETED:
         return

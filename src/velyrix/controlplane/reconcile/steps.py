@@ -1,0 +1,146 @@
+"""Primitives of a cluster reconcile step: the ``Step`` (what one step works on), phase changes, failures,
+node replacement and the per-node request loop. Phase handlers live in ``cluster`` and ``validation``."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+import sqlalchemy as sa
+from sqlalchemy import orm
+
+from velyrix import errors
+from velyrix.controlplane import status
+from velyrix.controlplane.db import models
+from velyrix.controlplane.reconcile import allocation, phases, tables
+from velyrix.controlplane.reconcile.store import move
+from velyrix.fleet import states
+from velyrix.fleet.drivers import base
+
+ACTOR = f"reconciler/cluster@{phases.REPLICA}"
+STEP_ORDER = {s: i for i, s in enumerate(phases.STEPS)}
+
+
+@dataclass
+class Step:
+    """Everything one reconcile step works on. ``entries`` is a working copy of ``work.nodes``."""
+
+    session: orm.Session
+    cluster: models.Cluster
+    work: tables.ClusterWork
+    driver: base.Driver
+    settings: phases.ReconcileSettings
+    members: dict[str, models.Node] = field(default_factory=dict)
+    entries: dict[str, dict[str, Any]] = field(default_factory=dict)
+    requeue_s: float | None = None
+    rewind: bool = False
+
+    def wait(self, seconds: float | None = None) -> None:
+        """Ask to be called again after ``seconds`` (default: the poll interval)."""
+        s = self.settings.poll_s if seconds is None else seconds
+        self.requeue_s = s if self.requeue_s is None else min(self.requeue_s, s)
+
+    def rid(self, kind: str, name: str) -> str:
+        e = self.entries[name]
+        return f"{self.cluster.id}/{e.get('seq', 0)}/{kind}/{name}/{e.get('attempt', 0)}"
+
+    def live(self) -> dict[str, dict[str, Any]]:
+        """Entries of nodes that belong to the cluster (not being released)."""
+        return {n: e for n, e in self.entries.items() if not e.get("release")}
+
+
+def spec_digest(spec: dict[str, Any]) -> str:
+    return hashlib.sha256(json.dumps(spec, sort_keys=True).encode()).hexdigest()
+
+
+def work_of(session: orm.Session, cluster: models.Cluster) -> tables.ClusterWork:
+    """The cluster's bookkeeping row (created on first use)."""
+    work = session.scalar(sa.select(tables.ClusterWork).where(tables.ClusterWork.cluster_id == cluster.id))
+    if work is None:
+        work = tables.ClusterWork(cluster_id=cluster.id, spec_digest="", generation=1, nodes={}, replacements=[],
+                                  cluster_results=[], network={}, retries=0, delete_volumes=False,
+                                  phase_started_at=models.utcnow())
+        session.add(work)
+    return work
+
+
+def set_phase(st: Step, phase: str, reason: str) -> None:
+    if st.cluster.phase != phase:
+        status.set_phase(st.cluster, phase, actor=ACTOR, reason=reason)
+        st.work.phase_started_at = models.utcnow()
+
+
+def fail(st: Step, reason: str, message: str) -> None:
+    """Settle the cluster in FAILED (or DEGRADED when it already holds delivered nodes) with ``reason``."""
+    delivered = any(e["step"] == "accepted" for e in st.live().values())
+    status.set_condition(st.cluster, "Ready", False, reason, message)
+    status.add_event(st.cluster, reason, message, "Warning")
+    st.work.last_error = message
+    set_phase(st, phases.DEGRADED if delivered else phases.FAILED, message)
+
+
+# --- phases --------------------------------------------------------------------------------------
+
+def on_failed_op(st: Step, name: str, kind: str, op: base.Operation) -> None:
+    entry = st.entries[name]
+    if op.retryable and entry.get("attempt", 0) + 1 < st.settings.max_attempts:
+        entry["attempt"] = entry.get("attempt", 0) + 1
+        status.add_event(st.cluster, "Retry", f"{kind} on {name} failed ({op.error}); retrying", "Warning")
+        st.wait(st.settings.retry_backoff_s * 2 ** entry["attempt"])
+        return
+    replace(st, name, f"{kind} failed: {op.error}")
+
+
+def replace(st: Step, name: str, reason: str) -> None:
+    """Take ``name`` out of the cluster (quarantined, then deprovisioned and sanitized) and allocate a
+    replacement near it; the replacement goes through every phase again."""
+    node = st.members[name]
+    entry = st.entries[name]
+    entry["release"], entry["failed"] = "replaced", reason
+    node.last_error = reason[:2000]
+    if node.fleet_stage == states.PRODUCTION:
+        move(st.session, node, states.QUARANTINED, actor=ACTOR, reason=reason[:500])
+    pos = (node.hardware or {}).get("position") or {}
+    record: dict[str, Any] = {"failed": name, "failed_serial": (node.hardware or {}).get("serial"),
+                              "reason": reason, "phase": st.cluster.phase, "at": models.utcnow().isoformat(),
+                              "replacement": None}
+    try:
+        (new,) = allocation.allocate(st.session, st.cluster, 1, actor=ACTOR, replacement=True,
+                                     near_su=pos.get("su"))
+    except errors.CapacityError:
+        status.add_event(st.cluster, "NoSpare", f"{name} failed ({reason}); no spare left to replace it", "Warning")
+    else:
+        seq = st.work.generation
+        st.work.generation = seq + 1
+        st.members[new.name] = new
+        st.entries[new.name] = {"step": "allocated", "attempt": 0, "seq": seq}
+        record["replacement"] = new.name
+        st.rewind = True
+        status.add_event(st.cluster, "NodeReplaced", f"{name} replaced by {new.name}: {reason}", "Warning")
+    st.work.replacements = [*st.work.replacements, record]
+
+
+def per_node(st: Step, from_step: str, to_step: str, kind: str,
+              submit: Callable[[str], base.Operation],
+              check: Callable[[models.Node, base.Operation], str | None] | None = None) -> bool:
+    """Run ``submit`` for every live node at ``from_step``; on success (and ``check`` passing) move it to
+    ``to_step``. Returns True when every live node is at ``to_step`` or beyond."""
+    for name, entry in list(st.live().items()):
+        if entry["step"] != from_step:
+            continue
+        op = submit(name)
+        if not op.done:
+            st.wait()
+            continue
+        if op.status == base.FAILED:
+            on_failed_op(st, name, kind, op)
+            continue
+        problem = check(st.members[name], op) if check else None
+        if problem:
+            replace(st, name, problem)
+            continue
+        entry["step"] = to_step
+    return all(STEP_ORDER[e["step"]] >= STEP_ORDER[to_step] for e in st.live().values())
