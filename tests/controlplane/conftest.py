@@ -84,6 +84,11 @@ def every_mutation_audited_once(request: pytest.FixtureRequest) -> Iterator[None
     recorder: Recorder = request.getfixturevalue("app")
     start = len(recorder.calls)
     yield
+    assert_each_mutation_audited_once(recorder, start)
+
+
+def assert_each_mutation_audited_once(recorder: Recorder, start: int = 0) -> None:
+    """Every POST/PUT/PATCH/DELETE the recorder saw after call ``start`` has exactly one audit event."""
     mutations = [c for c in recorder.calls[start:] if c[0] in MUTATING]
     if not mutations:
         return

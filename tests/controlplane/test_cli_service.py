@@ -12,7 +12,7 @@ from typing import Any
 
 import pytest
 
-from tests.controlplane.conftest import cluster_body
+from tests.controlplane.conftest import Recorder, assert_each_mutation_audited_once, cluster_body
 from velyrix import errors
 from velyrix.testing import postgres
 
@@ -32,7 +32,7 @@ def served(home: Path) -> Iterator[str]:
 
     from velyrix.controlplane.api import create_app
 
-    app = create_app()
+    app = Recorder(create_app())
     port = postgres.free_port()
     server = uvicorn.Server(uvicorn.Config(app, host="127.0.0.1", port=port, log_level="warning"))
     thread = threading.Thread(target=server.run, daemon=True)
@@ -42,6 +42,7 @@ def served(home: Path) -> Iterator[str]:
     yield f"http://127.0.0.1:{port}"
     server.should_exit = True
     thread.join(timeout=10)
+    assert_each_mutation_audited_once(app)
     app.state.engine.dispose()
 
 
