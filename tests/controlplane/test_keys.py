@@ -91,3 +91,15 @@ def test_admin_cannot_revoke_an_owner_key(client: Any, world: World) -> None:
     owner_id, _ = world.key(world.a, "owner")
     assert client.delete(f"/v1/api-keys/{owner_id}", headers=auth(world.a.keys["admin"])).status_code == 403
     assert client.delete(f"/v1/api-keys/{owner_id}", headers=auth(world.a.keys["owner"])).status_code == 200
+
+
+def test_a_retried_key_creation_never_replays_the_secret(client: Any, world: World) -> None:
+    headers = {**auth(world.a.keys["owner"]), "Idempotency-Key": unique("key-retry")}
+    first = client.post("/v1/api-keys", json={"name": "retry", "role": "viewer"}, headers=headers)
+    assert first.status_code == 201
+    again = client.post("/v1/api-keys", json={"name": "retry", "role": "viewer"}, headers=headers)
+    assert again.status_code == 409 and again.json()["code"] == "secret_not_replayable"
+    assert first.json()["id"] in again.json()["hint"]
+    with world.session() as s:
+        stored = str([tuple(r) for r in s.execute(sa.select(models.IdempotencyRecord.__table__))])
+    assert first.json()["secret"] not in stored

@@ -48,7 +48,7 @@ def create_key(body: ApiKeyCreate, ctx: Ctx = Depends(require("keys:admin")),
         ctx.audit(f"api-keys/{row.id}", status_code=201, detail={"role": row.role, "prefix": row.prefix})
         return {**out(row), "secret": secret}, 201
 
-    return idempotency.create(ctx, idempotency_key, body, make, schemas.ApiKeyCreated)
+    return idempotency.create(ctx, idempotency_key, body, make, schemas.ApiKeyCreated, secret_fields=("secret",))
 
 
 @router.get("/{key_id}", name="api_keys.get", response_model=schemas.ApiKeyOut)
