@@ -57,8 +57,11 @@ class RequestIdMiddleware:
         finally:
             for key in ("db", "conn"):
                 resource = scope["state"].pop(key, None)
-                if resource is not None:
-                    resource.close()
+                if resource is not None:  # closing rolls back: a round trip on PostgreSQL, off the loop
+                    if scope["app"].state.db_inline:
+                        resource.close()
+                    else:
+                        await run_in_threadpool(resource.close)
             if log.isEnabledFor(logging.INFO):
                 principal = scope["state"].get("principal")
                 log.info("%s %s %s %.1fms request_id=%s key=%s", scope["method"], scope["path"], status,
