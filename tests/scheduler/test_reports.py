@@ -80,3 +80,14 @@ def test_bad_time_is_a_clear_error():
 
     with pytest.raises(errors.InvalidInputError, match="bad time"):
         accounting.to_epoch("yesterday")
+
+
+def test_a_preempted_job_counts_both_runs_once_and_shares_its_busy_seconds():
+    runs = [_job(9, "eve", "llm", 8, 0, 100, 400),      # preempted after 300 s
+            _job(9, "eve", "llm", 8, 0, 1000, 1900)]    # requeued run, 900 s
+    table = accounting.JobTable.from_records(runs)
+    r = reports.build(table, T0, T0 + 3600, busy_gpu_s={9: 8 * 600.0}, now=T0 + 4000)
+    llm = r["teams"][0]
+    assert llm["jobs"] == 1 and r["totals"]["jobs"] == 1
+    assert llm["gpu_hours"] == pytest.approx(8 * 1200 / 3600)
+    assert llm["busy_gpu_hours"] == pytest.approx(8 * 600 / 3600)

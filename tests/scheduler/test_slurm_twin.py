@@ -83,6 +83,23 @@ def test_quota_holds_a_teams_job_at_its_gpu_limit(slurm_twin):
     twin.wait_jobs_done([running, over, qos_a, qos_b])
 
 
+def test_high_qos_preempts_low_qos_work(slurm_twin):
+    twin = slurm_twin
+    low = twin.sbatch("--qos=low", account="vision", uid=1, gpus=32, wrap="sleep 60")  # the whole cluster
+    high = None
+    try:
+        _wait(lambda: _reason(twin, low).startswith("RUNNING"))
+        high = twin.sbatch("--qos=high", account="vision", uid=2, gpus=8, wrap="sleep 1")
+        _wait(lambda: twin.slurm.run("squeue", "-h", "-j", str(high), check=False).stdout.strip() == ""
+              or _reason(twin, high).startswith("RUNNING"), 60)
+        state = twin.slurm.out("sacct", "-X", "-n", "-P", "-j", str(low), "-o", "State").split()
+        assert state and state[0] in ("PREEMPTED", "REQUEUED", "PENDING"), state
+        assert not _reason(twin, low).startswith("RUNNING")
+    finally:
+        twin.slurm.run("scancel", str(low), *([str(high)] if high else []), check=False)
+    twin.wait_jobs_done([low] + ([high] if high else []))
+
+
 def test_prolog_writes_the_gpu_to_job_mapping_and_epilog_removes_it(slurm_twin):
     twin = slurm_twin
     job = twin.sbatch(account="llm", gpus=3, wrap="sleep 4")
@@ -210,17 +227,23 @@ def test_busy_gpu_hours_come_from_the_agents_telemetry_through_prometheus(slurm_
 
 
 def _sacct_used(twin) -> dict[int, int]:
-    """ElapsedRaw of every job the tests submitted, once all of them reached slurmdbd."""
+    """Seconds every job the tests submitted ran, summed over its runs (a preempted job runs twice),
+    once all of them reached slurmdbd: ``sacct -D`` lists every run."""
     ids = [j for j, _, _ in twin.submitted]
 
     def rows():
-        out = commands.parse_pipe(twin.slurm.out("sacct", "-X", "-P", "-a", "-j", ",".join(map(str, ids)),
+        out = commands.parse_pipe(twin.slurm.out("sacct", "-X", "-P", "-a", "-D", "-j", ",".join(map(str, ids)),
                                                  "-o", "JobID,ElapsedRaw,State"))
-        got = {int(r["JobID"]): r for r in out}
-        done = all(j in got and got[j]["State"].split()[0] not in ("RUNNING", "PENDING") for j in ids)
-        return got if done else None
+        if {int(r["JobID"]) for r in out} != set(ids):
+            return None
+        if any(r["State"].split()[0] in ("RUNNING", "PENDING") for r in out):
+            return None
+        return out
 
-    return {j: int(r["ElapsedRaw"]) for j, r in _wait(rows, 60).items()}
+    used: dict[int, int] = {}
+    for r in _wait(rows, 60):
+        used[int(r["JobID"])] = used.get(int(r["JobID"]), 0) + int(r["ElapsedRaw"])
+    return used
 
 
 def test_report_gpu_hours_per_team_equal_what_the_jobs_used(slurm_twin, velyrix, monkeypatch):

@@ -20,7 +20,7 @@ team "llm" {
 team "vision" {
   cost_center = "research"
   shares      = 1
-  qos         = ["normal", "high"]
+  qos         = ["normal", "high", "low"]
   default_qos = "normal"
   users       = ["daemon", "bin"]
 }

@@ -22,7 +22,7 @@ _GPU_TRES = re.compile(r"(?:^|,)gres/gpu=(\d+)")
 
 @dataclass
 class JobTable:
-    """Allocations (one row per job), as arrays of equal length.
+    """Allocations (one row per run of a job: a requeued job has a row per run), as arrays of equal length.
 
     Times are UNIX seconds; ``start``/``end`` are 0 when the job has not started/ended. ``users`` and
     ``accounts`` are the categories the integer codes ``user``/``account`` index.
@@ -139,7 +139,8 @@ def load_jobs(slurm: commands.Slurm, t_from: int, t_to: int, cluster: str | None
     if source == "parsable":
         slurm.env["SLURM_TIME_FORMAT"] = "%s"
         try:
-            text = slurm.out("sacct", "-P", "-n", "-o", PARSABLE_FIELDS, *args)
+            # -D: every run of a requeued (preempted) job, as the JSON output lists them.
+            text = slurm.out("sacct", "-P", "-n", "-D", "-o", PARSABLE_FIELDS, *args)
         finally:
             slurm.env.pop("SLURM_TIME_FORMAT", None)
         return JobTable.from_parsable(text)

@@ -21,11 +21,19 @@ def _hours(seconds: float) -> float:
     return round(float(seconds) / 3600.0, 6)
 
 
+def _distinct_jobs(codes: np.ndarray, job_id: np.ndarray, counted: np.ndarray, n: int) -> np.ndarray:
+    """Jobs per group, a requeued job (several runs) counted once."""
+    if not counted.any():
+        return np.zeros(n)
+    pairs = np.unique(np.stack([codes[counted].astype(np.int64), job_id[counted]]), axis=1)
+    return np.bincount(pairs[0], minlength=n).astype(float)
+
+
 def _group(codes: np.ndarray, n: int, gpu_s: np.ndarray, busy_s: np.ndarray | None, counted: np.ndarray,
-           waits: np.ndarray, started_in: np.ndarray) -> list[dict[str, Any]]:
+           waits: np.ndarray, started_in: np.ndarray, job_id: np.ndarray) -> list[dict[str, Any]]:
     alloc = np.bincount(codes, weights=gpu_s, minlength=n)
     busy = np.bincount(codes, weights=busy_s, minlength=n) if busy_s is not None else None
-    jobs = np.bincount(codes, weights=counted.astype(float), minlength=n)
+    jobs = _distinct_jobs(codes, job_id, counted, n)
     out = []
     order = np.argsort(codes, kind="stable")
     bounds = np.searchsorted(codes[order], np.arange(n + 1))
@@ -61,10 +69,14 @@ def build(jobs: accounting.JobTable, t_from: int, t_to: int, *, cost_center_of: 
         sorter = np.argsort(ids)
         pos = np.clip(np.searchsorted(ids, jobs.job_id, sorter=sorter), 0, max(len(ids) - 1, 0))
         hit = ids[sorter[pos]] == jobs.job_id if len(ids) else np.zeros(len(jobs), bool)
-        busy_s = np.where(hit, vals[sorter[pos]] if len(ids) else 0.0, 0.0)
+        per_job = np.where(hit, vals[sorter[pos]] if len(ids) else 0.0, 0.0)
+        # A requeued job has several runs: share its busy seconds among them by allocated seconds.
+        _, inverse = np.unique(jobs.job_id, return_inverse=True)
+        alloc_of_job = np.bincount(inverse, weights=gpu_s)[inverse]
+        busy_s = np.where(alloc_of_job > 0, per_job * gpu_s / np.where(alloc_of_job > 0, alloc_of_job, 1.0), 0.0)
         busy_s = np.minimum(busy_s, gpu_s)  # telemetry cannot exceed what was allocated in the period
 
-    teams = _group(jobs.account, len(jobs.accounts), gpu_s, busy_s, counted, waits, started_in)
+    teams = _group(jobs.account, len(jobs.accounts), gpu_s, busy_s, counted, waits, started_in, jobs.job_id)
     team_rows = []
     standing = _standing(shares)
     for name, row in zip(jobs.accounts, teams, strict=True):
@@ -79,12 +91,13 @@ def build(jobs: accounting.JobTable, t_from: int, t_to: int, *, cost_center_of: 
     acct_to_cc = np.array([cc_index[cost_center_of.get(a, a)] for a in jobs.accounts] or [0], dtype=np.int64)
     cc_codes = acct_to_cc[jobs.account] if len(jobs) else np.zeros(0, dtype=np.int64)
     cc_rows = [{"cost_center": c, **row} for c, row in zip(cc_names,
-               _group(cc_codes, len(cc_names), gpu_s, busy_s, counted, waits, started_in), strict=True)
+               _group(cc_codes, len(cc_names), gpu_s, busy_s, counted, waits, started_in, jobs.job_id),
+               strict=True)
                if row["jobs"] or row["gpu_hours"]]
     cc_rows.sort(key=lambda r: -r["gpu_hours"])
 
     user_alloc = np.bincount(jobs.user, weights=gpu_s, minlength=len(jobs.users))
-    user_jobs = np.bincount(jobs.user, weights=counted.astype(float), minlength=len(jobs.users))
+    user_jobs = _distinct_jobs(jobs.user, jobs.job_id, counted, len(jobs.users))
     top = np.argsort(-user_alloc, kind="stable")[:top_n]
     top_users = [{"user": jobs.users[i], "gpu_hours": _hours(user_alloc[i]), "jobs": int(user_jobs[i])}
                  for i in top if user_jobs[i] or user_alloc[i]]
@@ -95,7 +108,7 @@ def build(jobs: accounting.JobTable, t_from: int, t_to: int, *, cost_center_of: 
         "period": {"from": _iso(t_from), "to": _iso(t_to), "seconds": int(t_to - t_from)},
         "totals": {"gpu_hours": _hours(total_alloc),
                    "busy_gpu_hours": _hours(busy_s.sum()) if busy_s is not None else None,
-                   "jobs": int(counted.sum()), "users": int((user_jobs > 0).sum())},
+                   "jobs": int(np.unique(jobs.job_id[counted]).size), "users": int((user_jobs > 0).sum())},
         "teams": team_rows,
         "cost_centers": cc_rows,
         "top_users": top_users,
