@@ -178,3 +178,15 @@ def test_idle_nodes_accumulate_energy_and_wake_up_on_load(region: SimRegion) -> 
     off = gpu.energy_mj
     region.advance(100.0)
     assert gpu.energy_mj == off
+
+
+def test_state_survives_a_rebuild_from_the_same_seed(region: SimRegion) -> None:
+    node = region.node("use1-h200-su00-n09")
+    node.image, node.networks, node.mounts, node.tenant_data = "img", {"vlan": 1001, "pkey": 3}, ["vol-1"], True
+    region.advance(500.0)
+    again = SimRegion.build("us-east-1", {"hgx-h200-8g": 64}, seed=7)
+    again.restore(region.state())
+    twin = again.node("use1-h200-su00-n09")
+    assert (twin.image, twin.networks, twin.mounts, twin.tenant_data) == ("img", {"vlan": 1001, "pkey": 3},
+                                                                        ["vol-1"], True)
+    assert again.clock.now() == 500.0 and again.node("use1-h200-su00-n08").image is None

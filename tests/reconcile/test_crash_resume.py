@@ -160,7 +160,31 @@ def test_sigkill_at_random_points_then_resume(tmp_path: Path) -> None:
             models.NodeTransition.to_state == "allocated")).scalars().all()
         assert moves and set(moves) == {"available"}
     check_invariants(sm)
+    _check_twin_matches_database(sm, tmp_path / "twin-us-east-1-1.json")
     engine.dispose()
+
+
+def _check_twin_matches_database(sm: orm.sessionmaker[orm.Session], state_file: Path) -> None:
+    """The twin's hardware (saved across the kills like real hardware) agrees with the database: delivered
+    nodes carry their cluster's VLAN and partition key; free nodes carry no tenant network or data."""
+    import json
+
+    from velyrix.controlplane.reconcile import tables
+    from velyrix.fleet import states
+
+    twin = json.loads(state_file.read_text())["nodes"]
+    with sm() as s:
+        nets: dict[str, dict[str, int]] = {}
+        for a in s.scalars(sa.select(tables.NetworkAllocation)):
+            nets.setdefault(a.cluster_id, {})[a.kind] = a.value
+        for node in s.scalars(sa.select(models.Node)):
+            hw = twin[node.name]
+            if node.cluster_id is None:
+                assert hw["networks"] is None and not hw["tenant_data"] and not hw["mounts"], node.name
+            elif node.provisioning_state == states.ACTIVE:
+                assert hw["networks"]["vlan"] == nets[node.cluster_id]["vlan"], node.name
+                assert hw["networks"]["pkey"] == nets[node.cluster_id]["pkey"], node.name
+                assert hw["image"] and hw["tenant_data"] and hw["mounts"], node.name
 
 
 @pytest.fixture(autouse=True)

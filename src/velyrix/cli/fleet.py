@@ -68,8 +68,12 @@ def up(
 
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s %(message)s")
     app = create_app()
+    from velyrix import settings
+
+    home = settings.load().paths.home
+    home.mkdir(parents=True, exist_ok=True)
     runtime = FleetRuntime.twin(app.state.sessionmaker, region, node_counts=parse_counts(nodes), seed=seed,
-                                delays=not no_delays, speed=speed)
+                                delays=not no_delays, speed=speed, state_file=home / f"twin-{region}-{seed}.json")
     runtime.attach(app)
     if spontaneous and runtime.sim is not None:
         runtime.sim.enable_spontaneous()

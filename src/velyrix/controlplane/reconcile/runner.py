@@ -12,6 +12,7 @@ import datetime as dt
 import logging
 import threading
 import time
+from collections.abc import Callable
 
 import sqlalchemy as sa
 from sqlalchemy import exc as sa_exc
@@ -38,6 +39,9 @@ class Reconciler:
         self.settings = settings or phases.ReconcileSettings()
         self._not_before: dict[str, float] = {}
         self.errors = 0
+        self.before_commit: Callable[[], None] | None = None
+        """Called after the driver acted and before the transaction commits (the twin saves its state here,
+        so the hardware is never behind the database after a crash)."""
 
     def intake(self) -> int:
         """One fleet intake pass (enrolled -> inspected -> burned in); returns requests still pending."""
@@ -45,6 +49,8 @@ class Reconciler:
             if not locks.try_claim(s, f"intake/{self.region}"):
                 return 0
             waiting = enrollment.reconcile_fleet(s, self.driver, self.region)
+            if self.before_commit is not None:
+                self.before_commit()
             s.commit()
             return waiting
 
@@ -78,6 +84,8 @@ class Reconciler:
                     return None
                 self._check_timeout(s, cluster)
                 again = cluster_mod.reconcile(s, cluster, self.driver, self.settings)
+                if self.before_commit is not None:
+                    self.before_commit()
                 s.commit()
                 return again
         except TEMPORARY as exc:

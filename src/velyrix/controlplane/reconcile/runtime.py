@@ -2,13 +2,17 @@
 
 ``velyrix up`` and ``velyrix demo`` build one with ``FleetRuntime.twin(...)``, call ``start`` (enrolls and
 burns in the twin's nodes, then reconciles in a background thread) and ``attach(app)`` (the sim and
-acceptance routes find it in ``app.state.fleet``). The twin lives in memory: after a restart it is built
-again from the same seed, and the reconcilers resubmit what the database says is in flight.
+acceptance routes find it in ``app.state.fleet``). After a restart the twin is built again from the same seed
+and, with a ``state_file``, gets back what the driver had done to its nodes (saved before every reconcile
+commit, so it is never behind the database); the reconcilers resubmit what the database says is in flight.
 """
 
 from __future__ import annotations
 
+import json
+import os
 import threading
+from pathlib import Path
 from typing import Any
 
 from sqlalchemy import orm
@@ -35,12 +39,36 @@ class FleetRuntime:
     @classmethod
     def twin(cls, sessionmaker: orm.sessionmaker[orm.Session], region: str, *,
              node_counts: dict[str, int] | None = None, seed: int = 0, delays: bool = True, speed: float = 60.0,
-             settings: phases.ReconcileSettings | None = None) -> FleetRuntime:
+             settings: phases.ReconcileSettings | None = None, state_file: Path | None = None) -> FleetRuntime:
         """A runtime on a new twin of ``region``. ``delays``: requests take their ``SimDelays`` in simulated
-        time, on a clock running ``speed`` times faster than wall time; without delays they finish at once."""
+        time, on a clock running ``speed`` times faster than wall time; without delays they finish at once.
+        ``state_file``: where the twin keeps what the driver did to its nodes (images, networks, mounts,
+        firmware, power), restored at start and saved before every reconcile commit, so that, like real
+        hardware, the twin survives a crash of the control plane."""
         sim = SimRegion.build(region, node_counts, seed=seed, clock=SimClock(speed=speed if delays else None))
         driver = SimDriver(sim, SimDelays() if delays else SimDelays.off())
-        return cls(sessionmaker, driver, region, sim, settings)
+        runtime = cls(sessionmaker, driver, region, sim, settings)
+        if state_file is not None:
+            runtime.state_file = state_file
+            if state_file.exists():
+                sim.restore(json.loads(state_file.read_text()))
+            runtime.reconciler.before_commit = runtime.save_twin
+        return runtime
+
+    state_file: Path | None = None
+    _saved_calls = -1
+
+    def save_twin(self) -> None:
+        """Write the twin's node state to ``state_file`` atomically, when the driver changed anything."""
+        if self.sim is None or self.state_file is None:
+            return
+        calls = getattr(self.driver, "calls", 0)
+        if calls == self._saved_calls:
+            return
+        tmp = self.state_file.with_suffix(f".tmp{os.getpid()}")
+        tmp.write_text(json.dumps(self.sim.state()))
+        os.replace(tmp, self.state_file)
+        self._saved_calls = calls
 
     def enroll(self) -> int:
         """Enroll the driver's nodes that the database does not know and run their intake to the end

@@ -148,6 +148,32 @@ class SimRegion:
                        position=pos,
                        other_nics=other)
 
+    # --- persistence ----------------------------------------------------------------------------
+
+    STATE_FIELDS = ("image", "networks", "mounts", "tenant_data", "firmware", "powered")
+    """What the driver changes on a node (the twin's "hardware truth" of provisioning)."""
+
+    def state(self) -> dict[str, Any]:
+        """The driver-visible state of every node and the clock, as JSON-able data (see ``restore``)."""
+        with self.lock:
+            return {"region": self.name, "seed": self.seed, "clock_s": self.clock.now(),
+                    "nodes": {h: {f: getattr(n, f) for f in self.STATE_FIELDS} for h, n in self.nodes.items()}}
+
+    def restore(self, state: dict[str, Any]) -> None:
+        """Put back what ``state`` recorded (unknown hostnames are ignored); the clock does not go back."""
+        with self.lock:
+            for hostname, fields in state.get("nodes", {}).items():
+                node = self.nodes.get(hostname)
+                if node is None:
+                    continue
+                for f in self.STATE_FIELDS:
+                    if f in fields:
+                        setattr(node, f, fields[f])
+            behind = float(state.get("clock_s", 0.0)) - self.clock.now()
+            if behind > 0:
+                self.clock.advance(behind)
+                self._last_s = self.clock.now()
+
     # --- lookup ---------------------------------------------------------------------------------
 
     def node(self, hostname: str) -> SimNode:
