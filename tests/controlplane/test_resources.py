@@ -147,3 +147,11 @@ def test_tenant_rename_uses_etags(client: Any, world: World) -> None:
     assert ok.status_code == 200 and ok.json()["display_name"] == "B Corp"
     stale = client.patch(path, json={"display_name": "Z"}, headers={**auth(world.b.keys["owner"]), "If-Match": etag})
     assert stale.status_code == 412
+
+
+def test_unknown_query_parameter_is_refused_with_the_closest_name(client: Any, world: World) -> None:
+    resp = client.get("/v1/clusters", params={"phse": "Ready"}, headers=auth(world.a.keys["viewer"]))
+    assert resp.status_code == 422 and resp.json()["code"] == "invalid_input"
+    assert "'phase'" in resp.json()["hint"]
+    assert client.get("/v1/clusters", params={"phase": "Ready", "limit": 5},
+                      headers=auth(world.a.keys["viewer"])).status_code == 200

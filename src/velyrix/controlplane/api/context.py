@@ -105,6 +105,35 @@ class Ctx:
         self.request.state.audited = True
 
 
+_QUERY_NAMES: dict[int, frozenset[str]] = {}
+
+
+def _refuse_unknown_query_parameters(request: Request) -> None:
+    """422 with the closest valid name for a query parameter the route does not declare (a typo in a
+    filter would otherwise silently list everything)."""
+    if not request.query_params:
+        return
+    route = request.scope.get("route")
+    if route is None or not hasattr(route, "dependant"):
+        return
+    names = _QUERY_NAMES.get(id(route))
+    if names is None:
+        found: set[str] = set()
+        todo = [route.dependant]
+        while todo:
+            dependant = todo.pop()
+            found.update(f.alias for f in dependant.query_params)
+            todo.extend(dependant.dependencies)
+        names = _QUERY_NAMES[id(route)] = frozenset(found)
+    unknown = sorted(set(request.query_params) - names)
+    if unknown:
+        near = errors.closest(unknown[0], names)
+        valid = ", ".join(sorted(names)) or "none"
+        raise errors.InvalidInputError(
+            f"unknown query parameter '{unknown[0]}'",
+            hint=(f"did you mean '{near[0]}'? " if near else "") + f"valid: {valid}", parameter=unknown[0])
+
+
 def _authenticate(engine: sa.Engine, token: str | None) -> principals.Principal:
     with engine.connect() as conn:  # a bare connection: cheaper than a session, on every request
         return principals.authenticate(conn, token)
@@ -130,6 +159,7 @@ def require(scope_name: str) -> Callable[..., Awaitable[Ctx]]:
                          credentials: HTTPAuthorizationCredentials | None = Depends(_bearer)) -> Ctx:
         state = request.app.state
         token = credentials.credentials if credentials else None
+        _refuse_unknown_query_parameters(request)
         if state.db_inline:
             # SQLite: one pooled connection serves the key lookup and the reads of the request (closed
             # by RequestIdMiddleware); cheaper than a connection per query.
