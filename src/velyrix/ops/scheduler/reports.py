@@ -21,12 +21,24 @@ def _hours(seconds: float) -> float:
     return round(float(seconds) / 3600.0, 6)
 
 
+def _unique(a: np.ndarray) -> np.ndarray:
+    """Sorted distinct values (sort-based: numpy's hash-based ``unique`` is several times slower here)."""
+    s = np.sort(a)
+    if s.size == 0:
+        return s
+    keep = np.empty(s.size, dtype=bool)
+    keep[0] = True
+    np.not_equal(s[1:], s[:-1], out=keep[1:])
+    return s[keep]
+
+
 def _distinct_jobs(codes: np.ndarray, job_id: np.ndarray, counted: np.ndarray, n: int) -> np.ndarray:
     """Jobs per group, a requeued job (several runs) counted once."""
     if not counted.any():
         return np.zeros(n)
-    pairs = np.unique(np.stack([codes[counted].astype(np.int64), job_id[counted]]), axis=1)
-    return np.bincount(pairs[0], minlength=n).astype(float)
+    # One int64 key per (group, job): job ids stay below 2**40 (Slurm's are 32-bit).
+    keys = _unique((codes[counted].astype(np.int64) << 40) | job_id[counted])
+    return np.bincount(keys >> 40, minlength=n).astype(float)
 
 
 def _group(codes: np.ndarray, n: int, gpu_s: np.ndarray, busy_s: np.ndarray | None, counted: np.ndarray,
@@ -71,8 +83,12 @@ def build(jobs: accounting.JobTable, t_from: int, t_to: int, *, cost_center_of: 
         hit = ids[sorter[pos]] == jobs.job_id if len(ids) else np.zeros(len(jobs), bool)
         per_job = np.where(hit, vals[sorter[pos]] if len(ids) else 0.0, 0.0)
         # A requeued job has several runs: share its busy seconds among them by allocated seconds.
-        _, inverse = np.unique(jobs.job_id, return_inverse=True)
-        alloc_of_job = np.bincount(inverse, weights=gpu_s)[inverse]
+        order = np.argsort(jobs.job_id, kind="stable")
+        sorted_ids = jobs.job_id[order]
+        starts = np.flatnonzero(np.r_[True, sorted_ids[1:] != sorted_ids[:-1]])
+        sums = np.add.reduceat(gpu_s[order].astype(float), starts) if len(order) else np.zeros(0)
+        alloc_of_job = np.empty(len(order))
+        alloc_of_job[order] = np.repeat(sums, np.diff(np.r_[starts, len(order)]))
         busy_s = np.where(alloc_of_job > 0, per_job * gpu_s / np.where(alloc_of_job > 0, alloc_of_job, 1.0), 0.0)
         busy_s = np.minimum(busy_s, gpu_s)  # telemetry cannot exceed what was allocated in the period
 
@@ -108,7 +124,7 @@ def build(jobs: accounting.JobTable, t_from: int, t_to: int, *, cost_center_of: 
         "period": {"from": _iso(t_from), "to": _iso(t_to), "seconds": int(t_to - t_from)},
         "totals": {"gpu_hours": _hours(total_alloc),
                    "busy_gpu_hours": _hours(busy_s.sum()) if busy_s is not None else None,
-                   "jobs": int(np.unique(jobs.job_id[counted]).size), "users": int((user_jobs > 0).sum())},
+                   "jobs": int(_unique(jobs.job_id[counted]).size), "users": int((user_jobs > 0).sum())},
         "teams": team_rows,
         "cost_centers": cc_rows,
         "top_users": top_users,
