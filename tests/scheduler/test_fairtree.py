@@ -66,3 +66,56 @@ def test_sshare_rows_become_a_tree_by_indentation():
     a = root.children[1]
     assert [(c.account, c.user) for c in a.children] == [("a", "u1"), ("c", None)]
     assert [(c.account, c.user) for c in a.children[1].children] == [("c", "u2")]
+
+
+# Property-based: random two-level trees (accounts with users), any shares and usage.
+from hypothesis import given, settings  # noqa: E402
+from hypothesis import strategies as st  # noqa: E402
+
+_users = st.lists(st.tuples(st.integers(0, 5), st.floats(0, 1e6, allow_nan=False)), min_size=1, max_size=5)
+_accounts = st.lists(st.tuples(st.integers(0, 5), _users), min_size=1, max_size=5)
+
+
+def _random_tree(spec: list) -> A:
+    root = A("root")
+    for i, (shares, users) in enumerate(spec):
+        acct = A(f"a{i}", shares=shares)
+        acct.children = [A(f"a{i}", f"u{j}", shares=s, usage=u) for j, (s, u) in enumerate(users)]
+        root.children.append(acct)
+    fairtree.sum_usage(root)
+    return root
+
+
+@settings(max_examples=200, deadline=None)
+@given(_accounts)
+def test_every_user_gets_a_factor_in_0_1_and_the_best_gets_1(spec):
+    root = _random_tree(spec)
+    f = fairtree.compute(root)
+    users = [a for a in root.walk() if a.user is not None]
+    assert set(f) == {u.key for u in users}
+    assert all(0 < v <= 1 for v in f.values()) and max(f.values()) == 1.0
+
+
+@settings(max_examples=200, deadline=None)
+@given(_accounts)
+def test_within_an_account_a_higher_level_fairshare_never_ranks_lower(spec):
+    root = _random_tree(spec)
+    f = fairtree.compute(root)
+    for acct in root.children:
+        for a in acct.children:
+            for b in acct.children:
+                if a.level_fs > b.level_fs:
+                    assert f[a.key] > f[b.key]
+                elif a.level_fs == b.level_fs:
+                    assert f[a.key] == f[b.key]
+
+
+@given(st.dictionaries(st.from_regex(r"[a-z][a-z0-9_-]{0,10}", fullmatch=True),
+                       st.text(st.characters(blacklist_characters=";\n\r", blacklist_categories=("Cs",)),
+                               min_size=1, max_size=40).map(str.strip).filter(bool), max_size=4))
+def test_drain_reasons_of_any_holders_round_trip(parts):
+    from velyrix.health import drains
+    from velyrix.ops.scheduler import slurm_drains
+
+    held = {src: drains.format_reason(src, why) for src, why in parts.items() if src != "admin"}
+    assert slurm_drains.parse_reason(slurm_drains.join_reason(held)) == held
