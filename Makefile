@@ -9,7 +9,7 @@ bootstrap:
 	@bash scripts/bootstrap.sh
 
 demo: bootstrap
-	$(BIN)/velyrix plan examples/acme-pretrain.tf
+	$(BIN)/velyrix demo
 
 lint: bootstrap
 	$(BIN)/ruff check src tests bench
