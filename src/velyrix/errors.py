@@ -233,3 +233,13 @@ class NotLoggedInError(VelyrixError):
     code = "not_logged_in"
     http_status = 401
     template = "not logged in to a Velyrix control plane"
+
+
+class BusyError(VelyrixError):
+    """A concurrent change (another replica, the reconciler) won the race; the same request may succeed
+    when retried (HTTP 503: clients with retries, such as the node agent, send it again)."""
+
+    code = "busy"
+    http_status = 503
+    user_error = False
+    template = "{what} changed concurrently; retry the request"

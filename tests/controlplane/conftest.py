@@ -67,12 +67,14 @@ class Recorder:
 
 
 @pytest.fixture(scope="module")
-def app(db_url: str) -> Iterator[Recorder]:
-    from velyrix.controlplane.api import create_app
+def app(db_url: str, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Recorder]:
+    from velyrix.ops.service import create_app
 
-    application = create_app(db_url)
-    yield Recorder(application)
-    application.state.engine.dispose()
+    with pytest.MonkeyPatch.context() as mp:  # region signing keys of the acceptance routes: not in ~/.velyrix
+        mp.setenv("VELYRIX_SIGNING_KEY_DIR", str(tmp_path_factory.mktemp("keys")))
+        application = create_app(db_url)
+        yield Recorder(application)
+        application.state.engine.dispose()
 
 
 @pytest.fixture(autouse=True)

@@ -48,12 +48,12 @@ def run(file: Path, *, speed: float, faults: bool, seed: int) -> None:
     from velyrix.cli import client as client_mod
     from velyrix.cli import fleet as fleet_cmd
     from velyrix.cli import plan as plan_cmd
-    from velyrix.controlplane.api import create_app
     from velyrix.controlplane.auth import principals
     from velyrix.controlplane.db import models
     from velyrix.controlplane.reconcile import signing
     from velyrix.controlplane.reconcile.runtime import FleetRuntime
     from velyrix.fleet.drivers.sim import Fault
+    from velyrix.ops.service import create_app
     from velyrix.planners import plan as planner
     from velyrix.spec import loader
 

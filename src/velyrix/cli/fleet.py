@@ -63,8 +63,8 @@ def up(
 
     import uvicorn
 
-    from velyrix.controlplane.api import create_app
     from velyrix.controlplane.reconcile.runtime import FleetRuntime
+    from velyrix.ops.service import create_app
 
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s %(message)s")
     app = create_app()

@@ -22,13 +22,13 @@ def server(host: str = typer.Option("127.0.0.1", help="address to listen on"),
 
     import uvicorn
 
-    from velyrix.controlplane.api import create_app
+    from velyrix.ops.service import create_app
 
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s %(message)s")
     logging.getLogger("alembic").setLevel(logging.WARNING)
     if workers > 1:
         create_app()  # migrate once, before the workers start
-        uvicorn.run("velyrix.controlplane.api.app:create_app", factory=True, host=host, port=port,
+        uvicorn.run("velyrix.ops.service:create_app", factory=True, host=host, port=port,
                     workers=workers, log_level="warning")
     else:
         uvicorn.run(create_app(), host=host, port=port, log_level="warning")

@@ -149,6 +149,45 @@ class Scope:
             return rows[:limit], encode_cursor(rows[limit - 1].id)  # type: ignore[attr-defined]
         return rows, None
 
+    def find(self, model: type[M], kind: str, **equal: Any) -> M:
+        """The visible row with these column values (e.g. a node by ``name``), else ``NotFoundError`` (404)."""
+        stmt = self.select(model)
+        for column, value in equal.items():
+            stmt = stmt.where(getattr(model, column) == value)
+        row: M | None = self.session.execute(stmt.limit(1)).scalar_one_or_none()
+        if row is None:
+            raise errors.NotFoundError(kind=kind, name=next(iter(equal.values()), ""))
+        return row
+
+    def latest(self, model: type[M], **equal: Any) -> M | None:
+        """The newest visible row (highest id) with these column values, or None."""
+        stmt = self.select(model)
+        for column, value in equal.items():
+            stmt = stmt.where(getattr(model, column) == value)
+        row: M | None = self.session.execute(
+            stmt.order_by(model.id.desc()).limit(1)).scalar_one_or_none()  # type: ignore[attr-defined]
+        return row
+
+    def cluster_work(self, cluster: models.Cluster) -> Any:
+        """The reconcile bookkeeping of ``cluster`` (a row this principal read through ``get``)."""
+        from velyrix.controlplane.reconcile import steps
+
+        return steps.work_of(self.session, cluster)
+
+    def issue_node_token(self, node: models.Node) -> tuple[Any, str]:
+        """A new credential for ``node``'s agent (previous ones revoked): ``(row, token)``; provider only."""
+        from velyrix.controlplane import node_health
+
+        if not self.principal.is_provider:
+            raise errors.PermissionDeniedError(scope="fleet:operate")
+        return node_health.issue_token(self.session, node, created_by=self.principal.actor)
+
+    def record_report(self, node: models.Node, report: Mapping[str, Any], handler: Any = None) -> Any:
+        """Store a node's report and verdict, and act on it through ``handler`` (see ``node_health``)."""
+        from velyrix.controlplane import node_health
+
+        return node_health.record_report(self.session, node, report, handler)
+
     def exists(self, model: type[M], **equal: Any) -> bool:
         """Whether a visible row with these column values exists (e.g. a name taken in the tenant)."""
         stmt = self.select(model)

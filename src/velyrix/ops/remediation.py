@@ -59,7 +59,9 @@ class Remediator:
     not in a cluster); ``clusters`` maps cluster -> ordered member names."""
 
     seam: SchedulerSeam
-    nodes: dict[str, FleetNode]
+    nodes: dict[str, Any]
+    """Name -> ``FleetNode`` (or any node with ``name``, ``node_type``, ``fleet_stage``: the control plane
+    passes its node rows, with ``replacer`` and a database ``store``)."""
     spares: dict[str, list[str]] = field(default_factory=dict)
     clusters: dict[str, list[str]] = field(default_factory=dict)
     store: transitions.MemoryStore = field(default_factory=transitions.MemoryStore)
@@ -68,6 +70,9 @@ class Remediator:
     rma: list[RmaRecord] = field(default_factory=list)
     held: dict[str, Action] = field(default_factory=dict)
     log: list[str] = field(default_factory=list)
+    replacer: Callable[[Any], list[str]] | None = None
+    """Replaces a quarantined node in its cluster and returns what it did; None: from ``spares`` in memory.
+    The control plane plugs in its reconciler's replacement path (``velyrix.ops.node_remediation``)."""
 
     def handle(self, verdict: Verdict) -> list[str]:
         """Apply ``verdict``; returns what was done, in order (also appended to ``log``)."""
@@ -84,7 +89,7 @@ class Remediator:
             transitions.transition(node, states.QUARANTINED, actor="health", reason=verdict.summary(),
                                    store=self.store, now_s=self.clock())
             done.append(f"quarantine {node.name}")
-            done.extend(self._replace(node))
+            done.extend(self.replacer(node) if self.replacer is not None else self._replace(node))
         criteria = tuple(r.key for r in verdict.reasons if r.key.startswith(RMA_KEYS))
         if (criteria or verdict.action == Action.RMA) and node.fleet_stage == states.QUARANTINED:
             self.rma.append(RmaRecord(node.name, self.clock(), criteria or ("verdict:RMA",), verdict.summary()))

@@ -8,12 +8,23 @@ from sqlalchemy import orm
 
 import velyrix
 from velyrix.controlplane.api import context, problems
-from velyrix.controlplane.api.routes import api_keys, audit_events, clusters, health, nodes, regions, tenants, volumes
+from velyrix.controlplane.api.routes import (
+    api_keys,
+    audit_events,
+    clusters,
+    fleet,
+    health,
+    node_health,
+    nodes,
+    regions,
+    tenants,
+    volumes,
+)
 from velyrix.controlplane.db import engine as engine_mod
 from velyrix.controlplane.db import migrate as migrate_mod
 
 ROUTERS = (health.router, tenants.router, api_keys.router, clusters.router, nodes.router, volumes.router,
-           regions.router, audit_events.router)
+           regions.router, audit_events.router, fleet.router, fleet.sim_router, node_health.router)
 
 
 def create_app(database_url: str | None = None, *, engine: sa.Engine | None = None, migrate: bool = True) -> FastAPI:
@@ -34,6 +45,8 @@ def create_app(database_url: str | None = None, *, engine: sa.Engine | None = No
     app.state.sessionmaker = orm.sessionmaker(engine, expire_on_commit=False)
     app.state.schema_head = migrate_mod.head()
     app.state.db_inline = engine.dialect.name == "sqlite"  # see context.run_db
+    app.state.fleet = None  # a FleetRuntime (twin, reconcilers) once attached: ``velyrix up``
+    app.state.report_handler = None  # acts on node reports' verdicts; composed in by velyrix.ops.service
     for router in ROUTERS:
         app.include_router(router)
     problems.install(app)

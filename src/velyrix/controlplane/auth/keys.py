@@ -11,6 +11,9 @@ import string
 import zlib
 
 PREFIX = "vlx_"
+NODE_PREFIX = "vlxn_"
+"""Node agents' credentials (``velyrix.controlplane.nodecreds``): same shape, their own prefix, so that a
+node token can never pass for an API key (nor the reverse) and scanners tell them apart."""
 BODY_LEN = 32
 CHECKSUM_LEN = 6
 TOKEN_LEN = len(PREFIX) + BODY_LEN + CHECKSUM_LEN
@@ -32,17 +35,19 @@ def checksum(body: str) -> str:
     return _base62(zlib.crc32(body.encode()), CHECKSUM_LEN)
 
 
-def generate() -> str:
-    """A new random API key (the secret; show it once, store ``digest(token)``)."""
+def generate(prefix: str = PREFIX) -> str:
+    """A new random API key (the secret; show it once, store ``digest(token)``); ``NODE_PREFIX`` for a
+    node agent's token."""
     body = "".join(secrets.choice(_ALPHABET) for _ in range(BODY_LEN))
-    return PREFIX + body + checksum(body)
+    return prefix + body + checksum(body)
 
 
-def looks_valid(token: str) -> bool:
-    """True when ``token`` has the key format and a correct checksum (checked before any DB lookup)."""
-    if len(token) != TOKEN_LEN or not token.startswith(PREFIX):
+def looks_valid(token: str, prefix: str = PREFIX) -> bool:
+    """True when ``token`` has the key format (with ``prefix``) and a correct checksum (checked before any
+    DB lookup)."""
+    if len(token) != TOKEN_LEN - len(PREFIX) + len(prefix) or not token.startswith(prefix):
         return False
-    rest = token[len(PREFIX):]
+    rest = token[len(prefix):]
     if not set(rest) <= _ALPHABET_SET:
         return False
     return secrets.compare_digest(checksum(rest[:BODY_LEN]), rest[BODY_LEN:])
@@ -57,5 +62,5 @@ def digest(token: str) -> str:
 
 
 def display_prefix(token: str) -> str:
-    """The part of a key that may be shown and logged (``vlx_`` + 8 characters)."""
-    return token[:DISPLAY_LEN]
+    """The part of a key that may be shown and logged (``vlx_`` or ``vlxn_`` + 8 characters)."""
+    return token[:token.index("_") + 9]

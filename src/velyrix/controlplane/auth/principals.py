@@ -54,6 +54,8 @@ def bearer_token(authorization: str | None) -> str | None:
 def authenticate(session: orm.Session | sa.Connection, token: str | None, now: dt.datetime | None = None) -> Principal:
     """The principal of ``token``; ``AuthenticationError`` (401) when it is missing, malformed, unknown,
     expired or revoked. Looked up on every request, so revocation takes effect on the next one."""
+    if token is not None and token.startswith(keys.NODE_PREFIX):
+        return authenticate_node(session, token, now)
     if token is None or not keys.looks_valid(token):
         raise errors.AuthenticationError()
     # A column select, not an ORM entity: this runs on every request (see bench/bench_api.py).
@@ -63,6 +65,25 @@ def authenticate(session: orm.Session | sa.Connection, token: str | None, now: d
         raise errors.AuthenticationError()
     return Principal(key_id=row.id, name=row.name, tenant_id=row.tenant_id, role=row.role,
                      scopes=frozenset(row.scopes), expires_at=row.expires_at)
+
+
+NODE_ROLE = "node"
+NODE_SCOPES = frozenset({"nodes:report"})
+
+
+def authenticate_node(session: orm.Session | sa.Connection, token: str, now: dt.datetime | None = None) -> Principal:
+    """The principal of a node agent's token (``vlxn_``): provider-side, named ``node:<hostname>``, with
+    the single scope ``nodes:report``. ``AuthenticationError`` when malformed, unknown or revoked."""
+    from velyrix.controlplane.db import health_tables
+
+    if not keys.looks_valid(token, keys.NODE_PREFIX):
+        raise errors.AuthenticationError()
+    cred, node = health_tables.NodeCredential, models.Node
+    row = session.execute(sa.select(cred.id, cred.revoked_at, node.name).join(node, node.id == cred.node_id).where(
+        cred.secret_sha256 == keys.digest(token))).first()
+    if row is None or row.revoked_at is not None:
+        raise errors.AuthenticationError()
+    return Principal(key_id=row.id, name=f"node:{row.name}", tenant_id=None, role=NODE_ROLE, scopes=NODE_SCOPES)
 
 
 _K = models.ApiKey

@@ -18,6 +18,7 @@ SCOPES: dict[str, str] = {
     "billing:read": "read usage and invoices",
     "audit:read": "read audit events (tenants: their own; auditors: every tenant's)",
     "fleet:operate": "register nodes and change their state (provider)",
+    "nodes:report": "report a node's samples and health verdict (node agents' tokens only, never a role's)",
 }
 
 _READ = {"tenants:read", "clusters:read", "volumes:read", "nodes:read", "regions:read"}

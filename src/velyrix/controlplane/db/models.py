@@ -144,7 +144,8 @@ class Node(Base):
     tenant_id: Mapped[str | None] = mapped_column(sa.ForeignKey("tenants.id"), index=True)
     cluster_id: Mapped[str | None] = mapped_column(sa.ForeignKey("clusters.id"), index=True)
     provisioning_state: Mapped[str] = mapped_column(sa.String(32), default="enrolled", index=True)
-    fleet_stage: Mapped[str] = mapped_column(sa.String(32), default="incoming", index=True)
+    fleet_stage: Mapped[str] = mapped_column(sa.String(32), default="burn-in", index=True)
+    """New nodes start their burn-in (``velyrix.fleet.states.BURN_IN``); intake sells them once it passes."""
     hardware: Mapped[dict[str, Any]] = mapped_column(default=dict)
     labels: Mapped[dict[str, Any]] = mapped_column(default=dict)
     last_error: Mapped[str | None] = mapped_column(sa.Text)

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import copy
 from collections.abc import Callable
+from typing import Any, cast
 
 import sqlalchemy as sa
 from sqlalchemy import orm
@@ -15,7 +16,7 @@ from sqlalchemy import orm
 from velyrix import catalog, errors
 from velyrix.controlplane import status
 from velyrix.controlplane.db import models
-from velyrix.controlplane.reconcile import allocation, networks, phases, tables, teardown, validation, volumes
+from velyrix.controlplane.reconcile import allocation, locks, networks, phases, tables, teardown, validation, volumes
 from velyrix.controlplane.reconcile.steps import (
     ACTOR,
     STEP_ORDER,
@@ -31,7 +32,7 @@ from velyrix.controlplane.reconcile.store import move
 from velyrix.fleet import states
 from velyrix.fleet.drivers import base
 
-__all__ = ["Step", "fail", "needs_work", "reconcile", "replace", "set_phase", "spec_digest", "work_of"]
+__all__ = ["Step", "fail", "heal", "needs_work", "reconcile", "replace", "set_phase", "spec_digest", "work_of"]
 
 
 def _pending(st: Step) -> None:
@@ -157,6 +158,32 @@ def _heal(st: Step) -> None:
     if st.rewind:
         st.rewind = False
         set_phase(st, phases.PROVISIONING, "replacing nodes taken out of service")
+
+
+HEALABLE = (phases.PROVISIONING, phases.NETWORKING, phases.STORAGE, phases.VALIDATING, phases.READY, phases.DEGRADED)
+
+
+def heal(session: orm.Session, cluster: models.Cluster,
+         settings: phases.ReconcileSettings | None = None) -> list[dict[str, Any]]:
+    """Replace now the nodes of ``cluster`` that were taken out of service (what ``reconcile`` does for a
+    settled cluster on its next pass; the API calls it when a node's agent reports a fatal verdict, in
+    the same transaction). No driver is needed: replacements are allocated in the database and the
+    reconciler provisions them. Returns the replacement records added (``replacement`` None: no spare)."""
+    if cluster.phase not in HEALABLE or cluster.desired_state == "absent":
+        return []  # before allocation nothing is delivered; Failed/Deleting clusters give nodes back anyway
+    locks.hold(session, f"cluster/{cluster.id}")  # PostgreSQL: wait for a reconciler's step on it to commit
+    session.refresh(cluster)
+    work = work_of(session, cluster)
+    session.refresh(work)
+    members = {n.name: n for n in session.scalars(sa.select(models.Node).where(models.Node.cluster_id == cluster.id))}
+    st = Step(session=session, cluster=cluster, work=work, driver=cast(base.Driver, None),
+              settings=settings or phases.ReconcileSettings(), members=members,
+              entries=copy.deepcopy(work.nodes or {}))
+    before = len(work.replacements or [])
+    _heal(st)
+    work.nodes = st.entries
+    session.flush()
+    return list(work.replacements[before:])
 
 
 def reconcile(session: orm.Session, cluster: models.Cluster, driver: base.Driver,

@@ -5,7 +5,6 @@ from __future__ import annotations
 
 from typing import Any
 
-import sqlalchemy as sa
 from fastapi import APIRouter, Depends, Request
 from pydantic import BaseModel, ConfigDict, Field
 
@@ -14,7 +13,6 @@ from velyrix.controlplane import status
 from velyrix.controlplane.api import schemas
 from velyrix.controlplane.api.context import Ctx, require
 from velyrix.controlplane.db import models
-from velyrix.controlplane.reconcile import cluster as cluster_mod
 from velyrix.controlplane.reconcile import signing, tables
 
 router = APIRouter(tags=["acceptance"], responses=schemas.PROBLEM_RESPONSES)
@@ -22,17 +20,18 @@ sim_router = APIRouter(prefix="/v1/sim", tags=["sim"], responses=schemas.PROBLEM
 
 
 class NoTwinError(errors.VelyrixError):
+    """``/v1/sim`` on a control plane without a digital twin (``velyrix server``, real hardware)."""
+
     code = "no_twin"
     http_status = 409
-    template = "this control plane drives real hardware, not the digital twin"
+    template = "this control plane runs without a digital twin: there is no simulated node to act on"
 
 
 @router.get("/v1/clusters/{cluster_id}/acceptance", name="clusters.acceptance")
 def acceptance_report(cluster_id: str, ctx: Ctx = Depends(require("clusters:read"))) -> dict[str, Any]:
     """The latest signed acceptance report of the cluster: ``{"report": {...}, "signature": {...}}``."""
     cluster = ctx.scope.get(models.Cluster, cluster_id, "cluster")
-    row = ctx.scope.session.scalar(sa.select(tables.AcceptanceReport).where(
-        tables.AcceptanceReport.cluster_id == cluster.id).order_by(tables.AcceptanceReport.id.desc()).limit(1))
+    row = ctx.scope.latest(tables.AcceptanceReport, cluster_id=cluster.id)
     if row is None:
         raise errors.NotFoundError(f"cluster '{cluster.name}' has no acceptance report yet (phase {cluster.phase})",
                                    hint="reports are written when validation ends (phase Ready or Degraded)")
@@ -60,7 +59,7 @@ def destroy(cluster_id: str, body: DestroyBody, ctx: Ctx = Depends(require("clus
     """Tear the cluster down: nodes drained, deprovisioned, sanitized and returned; volumes kept unless
     ``delete_volumes``."""
     cluster = ctx.scope.get(models.Cluster, cluster_id, "cluster")
-    work = cluster_mod.work_of(ctx.scope.session, cluster)
+    work = ctx.scope.cluster_work(cluster)
     work.delete_volumes = body.delete_volumes
     if cluster.desired_state != "absent":
         cluster.desired_state = "absent"
@@ -106,10 +105,8 @@ def inject_fault(body: FaultBody, request: Request, ctx: Ctx = Depends(require("
 
 
 @sim_router.get("/events", name="sim.events")
-def sim_events(request: Request, ctx: Ctx = Depends(require("nodes:read")),
+def sim_events(request: Request, ctx: Ctx = Depends(require("fleet:operate")),
                limit: int = Depends(schemas.limit_param)) -> dict[str, Any]:
-    """The twin's latest faults and precursors (provider view)."""
-    if not ctx.principal.is_provider:
-        raise errors.PermissionDeniedError(scope="fleet:operate")
+    """The twin's latest faults and precursors (operators)."""
     runtime = _twin(request)
     return {"now_s": runtime.sim.clock.now(), "items": [e.to_dict() for e in runtime.sim.events[-limit:]]}

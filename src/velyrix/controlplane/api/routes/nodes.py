@@ -25,6 +25,11 @@ class NodeCreate(BaseModel):
     labels: dict[str, str] = Field(default_factory=dict)
 
 
+class NodeCreated(schemas.NodeOut):
+    node_token: str = Field(description="the node agent's token (`vlxn_...`, scope nodes:report); shown once, "
+                                        "never stored; rotate with POST /v1/nodes/{id}/credentials")
+
+
 class NodeUpdate(BaseModel):
     model_config = ConfigDict(extra="forbid")
     hardware: dict[str, Any] | None = None
@@ -49,10 +54,11 @@ def list_nodes(ctx: Ctx = Depends(require("nodes:read")), region: str | None = N
     return {"items": [out(r) for r in rows], "next_cursor": nxt}
 
 
-@router.post("", name="nodes.create", status_code=201, response_model=schemas.NodeOut)
+@router.post("", name="nodes.create", status_code=201, response_model=NodeCreated)
 def register_node(body: NodeCreate, ctx: Ctx = Depends(require("fleet:operate")),
                   idempotency_key: str | None = schemas.IDEMPOTENCY_KEY) -> Any:
-    """Register a node of the fleet (free, stage ``incoming``)."""
+    """Register a node of the fleet (free, ``enrolled``, stage ``burn-in``: intake inspects and burns it in
+    through the driver before it is sold). The answer carries the node agent's token once (``node_token``)."""
 
     def make() -> tuple[dict[str, Any], int]:
         catalog.region(body.region)
@@ -61,10 +67,11 @@ def register_node(body: NodeCreate, ctx: Ctx = Depends(require("fleet:operate"))
             raise errors.ConflictError(f"node '{body.name}' is registered already")
         node = ctx.scope.add(models.Node(name=body.name, region=body.region, node_type=body.node_type,
                                          hardware=body.hardware, labels=body.labels))
+        _cred, token = ctx.scope.issue_node_token(node)
         ctx.audit(f"nodes/{node.id}", status_code=201, detail={"name": node.name})
-        return out(node), 201
+        return {**out(node), "node_token": token}, 201
 
-    return idempotency.create(ctx, idempotency_key, body, make, schemas.NodeOut)
+    return idempotency.create(ctx, idempotency_key, body, make, NodeCreated, secret_fields=("node_token",))
 
 
 @router.get("/{node_id}", name="nodes.get", response_model=schemas.NodeOut)

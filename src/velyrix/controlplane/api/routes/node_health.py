@@ -1,0 +1,152 @@
+"""Node agents and node health: agents report to ``POST /v1/nodes/{hostname}/reports`` with their node
+token (``vlxn_``, scope ``nodes:report``); operators rotate a node's token; the last report of a node,
+NOC incidents and RMA records are readable (see ``velyrix.controlplane.node_health``)."""
+
+from __future__ import annotations
+
+import datetime as dt
+from typing import Any
+
+from fastapi import APIRouter, Depends, Request
+from pydantic import BaseModel, ConfigDict, Field
+
+from velyrix import errors
+from velyrix.controlplane import node_health
+from velyrix.controlplane.api import schemas
+from velyrix.controlplane.api.context import Ctx, require
+from velyrix.controlplane.db import health_tables, models
+
+router = APIRouter(tags=["node health"], responses=schemas.PROBLEM_RESPONSES)
+
+HOSTNAME = r"^[a-z0-9][a-z0-9.-]{0,127}$"
+
+
+class ReportBody(BaseModel):
+    """What ``velyrix.agent.reporting.Reporter`` sends (docs/telemetry.md)."""
+
+    model_config = ConfigDict(extra="forbid")
+    hostname: str = Field(pattern=HOSTNAME, description="must equal the path's hostname")
+    collected_at_s: float = Field(ge=0.0, description="when the sample was collected (Unix s; twin: sim s)")
+    up: bool = True
+    problems: list[str] = Field(default_factory=list, max_length=200)
+    sample: dict[str, Any] = Field(default_factory=dict, description="NodeSample.to_dict(), with health_level "
+                                                                     "(0-3), health_action (0-7), health_summary")
+
+
+class ReportOut(BaseModel):
+    node_id: str
+    hostname: str
+    received_at: dt.datetime
+    collected_at_s: float
+    up: bool
+    problems: list[str]
+    health_level: int | None
+    health_action: str | None = Field(description="ladder rung name: IGNORE ... DRAIN_NOW, QUARANTINE, RMA")
+    health_summary: str
+    actions: list[str] = Field(description="what the control plane did: quarantine, replace, incident, rma")
+    reports: int
+    sample: dict[str, Any]
+
+
+class ReportAccepted(BaseModel):
+    node_id: str
+    hostname: str
+    health_action: str | None
+    actions: list[str]
+    reports: int
+
+
+class NodeTokenOut(BaseModel):
+    node_id: str
+    hostname: str
+    prefix: str
+    node_token: str = Field(description="the agent's token (`vlxn_...`); shown once, never stored")
+    created_at: dt.datetime
+
+
+class IncidentOut(BaseModel):
+    id: str
+    number: str
+    key: str
+    priority: str
+    title: str
+    tenant_id: str | None
+    cluster_id: str | None
+    nodes: list[str]
+    detail: str
+    opened_at: dt.datetime
+    resolved_at: dt.datetime | None
+
+
+class RmaOut(BaseModel):
+    id: str
+    node_id: str
+    node_name: str
+    serial: str | None
+    reasons: list[str]
+    summary: str
+    opened_at: dt.datetime
+
+
+@router.post("/v1/nodes/{hostname}/reports", name="nodes.report", response_model=ReportAccepted)
+def report(hostname: str, body: ReportBody, request: Request,
+           ctx: Ctx = Depends(require("nodes:report"))) -> dict[str, Any]:
+    """A node agent's report: stored as the node's last one; a verdict of DRAIN_NOW or worse is acted on
+    (quarantine, replacement from the spares, RMA record, NOC incident when no spare is left)."""
+    if ctx.principal.name != f"node:{hostname}":
+        raise errors.PermissionDeniedError("a node token reports for its own node only", scope="nodes:report")
+    if body.hostname != hostname:
+        raise errors.InvalidInputError(f"body hostname '{body.hostname}' differs from the path's '{hostname}'",
+                                       hint="send the report to /v1/nodes/<this node's hostname>/reports")
+    node = ctx.scope.find(models.Node, "node", name=hostname)
+    row = ctx.scope.record_report(node, body.model_dump(), getattr(request.app.state, "report_handler", None))
+    ctx.audit(f"nodes/{node.id}/reports", detail={"health_action": row.health_action, "actions": row.actions})
+    ctx.commit()
+    return {"node_id": node.id, "hostname": node.name, "health_action": row.health_action,
+            "actions": row.actions, "reports": row.reports}
+
+
+@router.get("/v1/nodes/{node_id}/report", name="nodes.last_report", response_model=ReportOut)
+def last_report(node_id: str, ctx: Ctx = Depends(require("nodes:read"))) -> dict[str, Any]:
+    """The node's last agent report and the verdict it carried."""
+    node = ctx.scope.get(models.Node, node_id, "node")
+    row = ctx.scope.latest(health_tables.NodeReport, node_id=node.id)
+    if row is None:
+        raise errors.NotFoundError(f"node '{node.name}' has not reported yet",
+                                   hint="its agent reports with --control-plane URL --node-token T")
+    return node_health.report_out(row, node.name)
+
+
+@router.post("/v1/nodes/{node_id}/credentials", name="nodes.rotate_token", status_code=201,
+             response_model=NodeTokenOut)
+def rotate_token(node_id: str, ctx: Ctx = Depends(require("fleet:operate"))) -> dict[str, Any]:
+    """Issue a new token for the node's agent; earlier tokens stop working on their next request."""
+    node = ctx.scope.get(models.Node, node_id, "node")
+    row, token = ctx.scope.issue_node_token(node)
+    ctx.audit(f"nodes/{node.id}/credentials", status_code=201, detail={"prefix": row.prefix})
+    ctx.commit()
+    return {"node_id": node.id, "hostname": node.name, "prefix": row.prefix, "node_token": token,
+            "created_at": row.created_at}
+
+
+def _incident(i: Any) -> dict[str, Any]:
+    return {k: getattr(i, k) for k in IncidentOut.model_fields}
+
+
+@router.get("/v1/incidents", name="incidents.list", response_model=schemas.Page[IncidentOut])
+def list_incidents(ctx: Ctx = Depends(require("nodes:read")), cluster_id: str | None = None,
+                   priority: str | None = None, cursor: str | None = Depends(schemas.cursor_param),
+                   limit: int = Depends(schemas.limit_param)) -> dict[str, Any]:
+    """NOC incidents (tenants: those of their clusters; provider keys: all)."""
+    rows, nxt = ctx.scope.page(health_tables.Incident, filters={"cluster_id": cluster_id, "priority": priority},
+                               cursor=cursor, limit=limit)
+    return {"items": [_incident(r) for r in rows], "next_cursor": nxt}
+
+
+@router.get("/v1/rma-records", name="rma.list", response_model=schemas.Page[RmaOut])
+def list_rma(ctx: Ctx = Depends(require("fleet:operate")), node_id: str | None = None,
+             cursor: str | None = Depends(schemas.cursor_param),
+             limit: int = Depends(schemas.limit_param)) -> dict[str, Any]:
+    """Parts to return to the vendor, with their evidence (provider only)."""
+    rows, nxt = ctx.scope.page(health_tables.RmaRecord, filters={"node_id": node_id}, cursor=cursor, limit=limit)
+    return {"items": [{k: getattr(r, k) for k in RmaOut.model_fields} for r in rows], "next_cursor": nxt}
