@@ -28,6 +28,7 @@ from velyrix.controlplane.reconcile import phases
 from velyrix.controlplane.reconcile.runtime import FleetRuntime
 from velyrix.health.drains import InMemorySeam
 from velyrix.ops.service import create_app
+from velyrix.testing import postgres
 from velyrix.testing.postgres import free_port
 
 CLUSTER = {"name": "train", "region": "us-east-1", "node_type": "hgx-h200-8g", "node_count": 8,
@@ -38,8 +39,8 @@ class Up:
     """What ``velyrix up`` runs (app of ``velyrix.ops.service``, twin runtime, reconcile thread), served by a
     real uvicorn on a free loopback port."""
 
-    def __init__(self, tmp: Path, twin_nodes: int) -> None:
-        self.app = create_app(f"sqlite:///{tmp / 'velyrix.db'}")
+    def __init__(self, db_url: str, twin_nodes: int) -> None:
+        self.app = create_app(db_url)
         self.runtime = FleetRuntime.twin(self.app.state.sessionmaker, "us-east-1",
                                          node_counts={"hgx-h200-8g": twin_nodes}, seed=3, delays=False,
                                          settings=phases.ReconcileSettings(poll_s=0.01, idle_s=0.05))
@@ -48,7 +49,8 @@ class Up:
             t = models.Tenant(name="acme", display_name="ACME")
             s.add(t)
             s.flush()
-            self.tenant = {"Authorization": f"Bearer {principals.issue_key(s, tenant_id=t.id, name='t', role='owner')[1]}"}
+            owner = principals.issue_key(s, tenant_id=t.id, name="t", role="owner")[1]
+            self.tenant = {"Authorization": f"Bearer {owner}"}
             op = principals.issue_key(s, tenant_id=None, name="noc", role="operator")[1]
             self.operator = {"Authorization": f"Bearer {op}"}
             s.commit()
@@ -109,10 +111,23 @@ class Up:
             reporter.close()
 
 
-@pytest.fixture
-def up(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[Up]:
+@pytest.fixture(scope="module")
+def pg() -> Iterator[postgres.PostgresServer]:
+    if postgres.find_bin_dir() is None:
+        pytest.skip("PostgreSQL server binaries not installed (scripts/apt-packages.txt lists them)")
+    server = postgres.PostgresServer.start()
+    yield server
+    server.stop()
+
+
+@pytest.fixture(params=["sqlite", pytest.param("postgres", marks=pytest.mark.postgres)])
+def up(request: pytest.FixtureRequest, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[Up]:
     monkeypatch.setenv("VELYRIX_HOME", str(tmp_path))
-    plane = Up(tmp_path, twin_nodes=9)  # 8 for the cluster, 1 held back as the spare (5% of 9, rounded up)
+    if request.param == "sqlite":
+        url = f"sqlite:///{tmp_path / 'velyrix.db'}"
+    else:
+        url = request.getfixturevalue("pg").create_database(f"e2e{free_port()}")
+    plane = Up(url, twin_nodes=9)  # 8 for the cluster, 1 held back as the spare (5% of 9, rounded up)
     yield plane
     plane.stop()
 

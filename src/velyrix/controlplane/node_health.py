@@ -71,9 +71,10 @@ def verdict_of(node: str, sample: Mapping[str, Any]) -> Verdict | None:
 
 
 def record_report(session: orm.Session, node: models.Node, report: Mapping[str, Any],
-                  handler: ReportHandler | None = None) -> health_tables.NodeReport:
+                  handler: ReportHandler | None = None) -> tuple[health_tables.NodeReport, list[str]]:
     """Keep ``report`` as ``node``'s last one and act on its verdict (see the module docstring).
-    Returns the stored row (its ``actions`` say what was done)."""
+    Returns the stored row (its ``actions``: what the last report that changed anything did) and what this
+    report did."""
     name = node.name
     sample = dict(report.get("sample") or {})
     verdict = verdict_of(name, sample)
@@ -107,7 +108,7 @@ def record_report(session: orm.Session, node: models.Node, report: Mapping[str, 
         session.rollback()
         raise errors.BusyError(what=f"node '{name}' or its cluster",
                                hint="the node agent retries by itself") from exc
-    return row
+    return row, done
 
 
 def report_out(row: Any, node_name: str) -> dict[str, Any]:

@@ -182,8 +182,9 @@ class Scope:
             raise errors.PermissionDeniedError(scope="fleet:operate")
         return node_health.issue_token(self.session, node, created_by=self.principal.actor)
 
-    def record_report(self, node: models.Node, report: Mapping[str, Any], handler: Any = None) -> Any:
-        """Store a node's report and verdict, and act on it through ``handler`` (see ``node_health``)."""
+    def record_report(self, node: models.Node, report: Mapping[str, Any], handler: Any = None) -> tuple[Any, list[str]]:
+        """Store a node's report and verdict, and act on it through ``handler``: ``(row, done)`` (see
+        ``node_health.record_report``)."""
         from velyrix.controlplane import node_health
 
         return node_health.record_report(self.session, node, report, handler)

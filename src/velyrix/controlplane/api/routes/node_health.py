@@ -43,7 +43,8 @@ class ReportOut(BaseModel):
     health_level: int | None
     health_action: str | None = Field(description="ladder rung name: IGNORE ... DRAIN_NOW, QUARANTINE, RMA")
     health_summary: str
-    actions: list[str] = Field(description="what the control plane did: quarantine, replace, incident, rma")
+    actions: list[str] = Field(description="what the control plane did about the last report that changed "
+                                           "anything: drain, quarantine, replace, incident, rma")
     reports: int
     sample: dict[str, Any]
 
@@ -52,7 +53,7 @@ class ReportAccepted(BaseModel):
     node_id: str
     hostname: str
     health_action: str | None
-    actions: list[str]
+    actions: list[str] = Field(description="what the control plane did about this report (empty: nothing new)")
     reports: int
 
 
@@ -99,11 +100,11 @@ def report(hostname: str, body: ReportBody, request: Request,
         raise errors.InvalidInputError(f"body hostname '{body.hostname}' differs from the path's '{hostname}'",
                                        hint="send the report to /v1/nodes/<this node's hostname>/reports")
     node = ctx.scope.find(models.Node, "node", name=hostname)
-    row = ctx.scope.record_report(node, body.model_dump(), getattr(request.app.state, "report_handler", None))
-    ctx.audit(f"nodes/{node.id}/reports", detail={"health_action": row.health_action, "actions": row.actions})
+    row, done = ctx.scope.record_report(node, body.model_dump(), getattr(request.app.state, "report_handler", None))
+    ctx.audit(f"nodes/{node.id}/reports", detail={"health_action": row.health_action, "actions": done})
     ctx.commit()
-    return {"node_id": node.id, "hostname": node.name, "health_action": row.health_action,
-            "actions": row.actions, "reports": row.reports}
+    return {"node_id": node.id, "hostname": node.name, "health_action": row.health_action, "actions": done,
+            "reports": row.reports}
 
 
 @router.get("/v1/nodes/{node_id}/report", name="nodes.last_report", response_model=ReportOut)
