@@ -64,7 +64,7 @@ class Remediator:
     passes its node rows, with ``replacer`` and a database ``store``)."""
     spares: dict[str, list[str]] = field(default_factory=dict)
     clusters: dict[str, list[str]] = field(default_factory=dict)
-    store: transitions.MemoryStore = field(default_factory=transitions.MemoryStore)
+    store: transitions.TransitionStore = field(default_factory=transitions.MemoryStore)
     noc_book: noc.NocBook = field(default_factory=noc.NocBook)
     clock: Callable[[], float] = time.time
     rma: list[RmaRecord] = field(default_factory=list)
