@@ -27,7 +27,7 @@ from velyrix.testing.postgres import free_port
 
 KILLS = int(os.environ.get("VELYRIX_CRASH_KILLS", "20"))
 """Kills that must land while a cluster is mid-apply or mid-destroy (more kills happen; at most MAX_ROUNDS)."""
-MAX_ROUNDS = 45
+MAX_ROUNDS = 90  # the loop stops at KILLS; a loaded machine finishes applies between kills more often
 
 
 _STANDBY = """
