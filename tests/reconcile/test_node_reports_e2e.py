@@ -152,6 +152,9 @@ def test_fatal_xid_reported_by_the_agent_quarantines_replaces_and_opens_an_incid
     after = {n["name"] for n in up.members(cid)}
     assert after == before - {first} | {spare} and cluster["node_count"] == 8
     assert all(n["fleet_stage"] == "production" and n["provisioning_state"] == "active" for n in up.members(cid))
+    signed = up.http.get(f"/v1/clusters/{cid}/acceptance", headers=up.tenant).json()["report"]
+    assert signed["passed"] and {n["name"] for n in signed["nodes"]} == after  # re-validated and re-signed
+    assert any(r["failed"] == first and r["replacement"] == spare for r in signed["replacements"])
     gone = up.http.get(f"/v1/nodes/{first_id}", headers=up.operator).json()
     assert gone["cluster_id"] is None and gone["fleet_stage"] == "rma" and gone["tenant_id"] is None
     last = up.http.get(f"/v1/nodes/{first_id}/report", headers=up.operator).json()
