@@ -6,7 +6,7 @@ from __future__ import annotations
 from typing import Any
 
 from velyrix import catalog
-from velyrix.planners import cost, fabric, storage
+from velyrix.planners import cost, fabric
 from velyrix.spec import models
 
 SCHEMA_VERSION = 1
@@ -31,6 +31,8 @@ def plan_cluster(spec: models.ClusterSpec) -> dict[str, Any]:
         "cost": {"monthly_usd": cost.total(lines), "lines": [c.to_dict() for c in lines]},
     }
     if spec.workload is not None:
+        from velyrix.planners import storage  # only clusters with a workload pay for its import
+
         storage_plan = storage.plan_storage(spec)
         out["storage_plan"] = storage_plan.to_dict()
         gp = storage.plan_goodput_for(spec, storage_plan)
