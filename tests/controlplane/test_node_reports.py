@@ -124,3 +124,21 @@ def test_sim_routes_answer_no_twin_without_one(client: Any, world: World) -> Non
     resp = client.post("/v1/sim/faults", json={"node": "use1-h200-su00-n00", "kind": "xid", "xid": 79},
                        headers=auth(world.provider["operator"]))
     assert resp.status_code == 409 and resp.json()["code"] == "no_twin" and "velyrix up" in resp.json()["hint"]
+
+
+def test_report_that_loses_a_race_answers_503_busy_and_keeps_nothing(client: Any, world: World, app: Any) -> None:
+    from sqlalchemy import orm
+
+    node = register(client, world)
+
+    def racing(session: Any, row: Any, verdict: Any, previous: Any) -> list[str]:
+        raise orm.exc.StaleDataError("UPDATE statement on table 'cluster_work' expected to update 1 row(s); 0 were")
+
+    app.app.state.report_handler, saved = racing, app.app.state.report_handler
+    try:
+        resp = client.post(f"/v1/nodes/{node['name']}/reports", json=report(node["name"], 6, 3, "xid:64:gpu0: x"),
+                           headers=auth(node["node_token"]))
+    finally:
+        app.app.state.report_handler = saved
+    assert resp.status_code == 503 and resp.json()["code"] == "busy"
+    assert client.get(f"/v1/nodes/{node['id']}/report", headers=auth(world.provider["operator"])).status_code == 404
