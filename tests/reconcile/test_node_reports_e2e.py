@@ -52,6 +52,7 @@ class Up:
             owner = principals.issue_key(s, tenant_id=t.id, name="t", role="owner")[1]
             self.tenant = {"Authorization": f"Bearer {owner}"}
             op = principals.issue_key(s, tenant_id=None, name="noc", role="operator")[1]
+            self.operator_key = op
             self.operator = {"Authorization": f"Bearer {op}"}
             s.commit()
         self.port = free_port()
@@ -183,11 +184,18 @@ def test_fatal_xid_reported_by_the_agent_quarantines_replaces_and_opens_an_incid
     assert any(e["reason"] == "NoSpare" for e in events)
 
 
-def test_the_agent_process_reports_to_velyrix_up_with_its_node_token(up: Up, tmp_path: Path) -> None:
+def test_the_agent_process_reports_to_velyrix_up_with_its_node_token(up: Up, tmp_path: Path, velyrix: Any,
+                                                                     monkeypatch: pytest.MonkeyPatch) -> None:
     hostname = "use1-h200-su00-n00"  # the agent's one-node twin and the control plane's twin share hostnames
-    fleet = up.http.get("/v1/nodes", params={"limit": 200}, headers=up.operator).json()["items"]
-    node_id = next(n["id"] for n in fleet if n["name"] == hostname)
-    token = up.node_token(node_id)
+    (node,) = up.http.get("/v1/nodes", params={"name": hostname}, headers=up.operator).json()["items"]
+    node_id = node["id"]
+    monkeypatch.setenv("VELYRIX_ENDPOINT", up.url)
+    monkeypatch.setenv("VELYRIX_API_KEY", up.operator_key)
+    issued = velyrix("node", "token", hostname)
+    assert issued.exit_code == 0, issued.stderr
+    token = issued.stdout.strip()
+    assert token.startswith("vlxn_") and "shown once" in issued.stderr
+    assert velyrix("node", "token", "use1-h200-su09-n99").exit_code == 2
     env = {**os.environ, "VELYRIX_NODE_TOKEN": token, "VELYRIX_HOME": str(tmp_path)}
     agent = subprocess.Popen([sys.executable, "-m", "velyrix.cli.main", "agent", "--collector", "sim", "--port", "0",
                               "--control-plane", up.url, "--report-interval", "0.2"], env=env,

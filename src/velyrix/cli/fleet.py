@@ -28,6 +28,24 @@ def register(app: typer.Typer) -> None:
     _group(app, "sim", "The digital twin: a simulated region of GPU nodes.").command(name="inject")(inject)
     _group(app, "report", "Reports: acceptance, ...").command(name="acceptance")(report_acceptance)
     _group(app, "verify", "Verify signed documents.").command(name="acceptance")(verify_acceptance)
+    _group(app, "node", "Fleet nodes (provider keys).").command(name="token")(node_token)
+
+
+def node_token(
+    hostname: str = typer.Argument(..., help="Node hostname, e.g. use1-h200-su00-n07.", show_default=False),
+) -> None:
+    """Issue a new token for the node's agent (earlier ones stop working) and print it once."""
+    from velyrix import errors
+    from velyrix.cli import client as client_mod
+
+    client = client_mod.Client.from_login()
+    found = client.get("/v1/nodes", name=hostname)["items"]
+    if not found:
+        raise errors.NotFoundError(kind="node", name=hostname)
+    issued = client.post(f"/v1/nodes/{found[0]['id']}/credentials", {})
+    typer.echo(issued["node_token"])
+    common.console(stderr=True).print(f"token for {hostname} (shown once): run its agent with "
+                                      f"--control-plane {client.endpoint} --node-token <token>")
 
 
 def parse_counts(values: list[str] | None) -> dict[str, int] | None:

@@ -42,7 +42,7 @@ COMMANDS: tuple[tuple[str, tuple[str, ...]], ...] = (
     ("plan", ("plan",)),
     ("agent", ("agent",)),
     ("apply", ("apply", "destroy", "status")),
-    ("fleet", ("up", "demo", "sim", "report", "verify")),
+    ("fleet", ("up", "demo", "sim", "report", "verify", "node")),
     ("sim_exporter", ("sim",)),  # after fleet: joins its `sim` group
     ("server", ("server", "db", "admin")),
     ("login", ("login",)),

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from fastapi import APIRouter, Depends, Request, Response
+from fastapi import APIRouter, Depends, Query, Request, Response
 from pydantic import BaseModel, ConfigDict, Field
 
 from velyrix import catalog, errors
@@ -46,11 +46,13 @@ def out(n: Any) -> dict[str, Any]:  # an ORM entity or a row of Scope.read
 @router.get("", name="nodes.list", response_model=schemas.Page[schemas.NodeOut])
 def list_nodes(ctx: Ctx = Depends(require("nodes:read")), region: str | None = None, node_type: str | None = None,
                cluster_id: str | None = None, provisioning_state: str | None = None, fleet_stage: str | None = None,
+               name: str | None = Query(None, max_length=128, description="hostname"),
                cursor: str | None = Depends(schemas.cursor_param), limit: int = Depends(schemas.limit_param)
                ) -> dict[str, Any]:
     rows, nxt = ctx.scope.page(models.Node, filters={
         "region": region, "node_type": node_type, "cluster_id": cluster_id,
-        "provisioning_state": provisioning_state, "fleet_stage": fleet_stage}, cursor=cursor, limit=limit)
+        "provisioning_state": provisioning_state, "fleet_stage": fleet_stage, "name": name}, cursor=cursor,
+        limit=limit)
     return {"items": [out(r) for r in rows], "next_cursor": nxt}
 
 
