@@ -204,6 +204,22 @@ class NvmlUnavailableError(VelyrixError):
     template = "NVML is not available here: {reason}"
 
 
+class DcgmUnavailableError(VelyrixError):
+    """NVIDIA DCGM's ``dcgmi`` is not installed (or not on PATH) where the DCGM prober was chosen."""
+
+    code = "dcgm_unavailable"
+    http_status = 503
+    template = "dcgmi not found: install DCGM or choose --prober none"
+
+
+class DcgmDiagError(VelyrixError):
+    """``dcgmi diag`` ran but gave no usable result (timeout, crash, output that is not its JSON)."""
+
+    code = "dcgm_diag_failed"
+    http_status = 502
+    template = "dcgmi diag -r {level} could not run: {reason}"
+
+
 class AgentReportError(VelyrixError):
     """The node agent could not deliver a report to the control plane (after its retries)."""
 

@@ -267,7 +267,9 @@ class Engine:
             if c.passed or not self.policy.enabled(name):
                 continue
             why = c.detail or c.status
-            if not c.ran:
+            if c.status == "skipped":
+                why = c.detail or "skipped by configuration"
+            elif not c.ran:
                 why = f"could not run ({c.status}): counted as a failure; {c.detail}".rstrip("; ")
             where = f"gpu{gpu}" if gpu is not None else "node"
             yield Reason(f"check:{name}:{where}", "check", f"check {name} failed on {where}: {why}",

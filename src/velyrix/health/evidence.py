@@ -12,8 +12,9 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-CHECK_STATUSES = ("pass", "fail", "error", "timeout")
-"""``error`` and ``timeout`` mean the check could not run: they count as failures, never as passes."""
+CHECK_STATUSES = ("pass", "fail", "error", "timeout", "skipped")
+"""``error`` and ``timeout`` mean the check could not run: they count as failures, never as passes. ``skipped``:
+an active test the operator turned off (``--prober none``), level warn: neither a pass nor a drain."""
 
 REPAIR_KINDS = ("reset_gpu", "reboot", "drain", "undrain", "quarantine", "rma", "part_swap")
 FIX_RUNG = {"reset_gpu": 2, "reboot": 3, "part_swap": 7}

@@ -13,7 +13,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 
 from velyrix import errors
-from velyrix.agent.collectors.base import Collector, NodeSample, Prober
+from velyrix.agent.collectors.base import Collector, NodeSample, Prober, ProbeSkipped
 from velyrix.catalog import records
 from velyrix.health import evidence as ev
 
@@ -55,14 +55,18 @@ class Check:
 
 
 def run_check(check: Check, ctx: CheckContext, timeout_s: float | None = None) -> ev.CheckResult:
-    """Run ``check`` with a hard timeout. Returns status pass/fail, or error/timeout when it could not run."""
+    """Run ``check`` with a hard timeout. Returns status pass/fail, error/timeout when it could not run (a
+    failure), or skipped (level warn, action IGNORE) when its prober was turned off by configuration."""
     limit = min(check.timeout_s, timeout_s) if timeout_s is not None else check.timeout_s
     start = time.monotonic()
     pool = concurrent.futures.ThreadPoolExecutor(max_workers=1, thread_name_prefix=f"check-{check.name}")
     future = pool.submit(check.fn, ctx)
+    action, level = check.action, check.level
     try:
         passed, detail = future.result(timeout=max(limit, 0.0))
         status = "pass" if passed else "fail"
+    except ProbeSkipped as exc:  # the operator turned active tests off: recorded, warn, never a pass or a drain
+        status, detail, action, level = "skipped", str(exc), "IGNORE", "warn"
     except concurrent.futures.TimeoutError:
         status, detail = "timeout", f"no answer within {limit:g} s"
     except Exception as exc:  # a check that crashed could not run: a failure, never a pass
@@ -70,7 +74,7 @@ def run_check(check: Check, ctx: CheckContext, timeout_s: float | None = None) -
         status, detail = "error", msg
     finally:
         pool.shutdown(wait=False, cancel_futures=True)
-    return ev.CheckResult(check.name, status, ctx.clock(), action=check.action, level=check.level, detail=detail,
+    return ev.CheckResult(check.name, status, ctx.clock(), action=action, level=level, detail=detail,
                           duration_s=time.monotonic() - start)
 
 

@@ -81,17 +81,26 @@ def _active(metric: str, spec: float, frac_key: str, seconds: Callable[[CheckCon
     def run(ctx: CheckContext) -> tuple[bool, str]:
         prober = ctx.need_prober()
         frac = float(catalog_health.health_thresholds().checks[frac_key])
-        values = {}
-        for g in _gpus(ctx):
-            fn = prober.run_gemm if metric == "gemm" else prober.run_memtest
-            values[g.index] = fn(g.index, seconds(ctx))
-        floor = frac * spec
-        median = statistics.median(values.values())
         peer = float(catalog_health.health_thresholds().peer["min_fraction_of_median"])
-        bad = [f"gpu{i} {v:.0f}" for i, v in values.items() if v < floor or v < peer * median]
+        kind = "gemm" if metric == "gemm" else "mem"
+        results = {g.index: prober.probe(kind, g.index, seconds(ctx)) for g in _gpus(ctx)}
+        values = {i: r.value for i, r in results.items() if r.value is not None}
         unit = "TFLOPS" if metric == "gemm" else "GB/s"
-        return not bad, (f"below {floor:.0f} {unit} or {peer:.0%} of the node median {median:.0f}: " + ", ".join(bad)
-                         if bad else f"min {min(values.values()):.0f} {unit} (floor {floor:.0f})")
+        floor = frac * spec
+        median = statistics.median(values.values()) if values else 0.0
+        bad = [f"gpu{i}: {r.detail or 'failed'}" for i, r in results.items() if r.passed is False]
+        for i, r in results.items():
+            if r.value is None and r.passed is None:
+                raise errors.InvalidInputError(f"gpu{i}: the prober reported neither a figure nor a verdict")
+            if r.value is not None and ((r.vs_spec and r.value < floor) or r.value < peer * median):
+                bad.append(f"gpu{i} {r.value:.4g} {unit}")
+        limits = f"floor {floor:.4g} {unit}, " if any(r.vs_spec for r in results.values()) else ""
+        limits += f"{peer:.0%} of the node median {median:.4g}" if values else "no figures reported"
+        if bad:
+            return False, f"{'; '.join(bad)} ({limits})"
+        ran = next((r.detail for r in results.values() if r.detail), "")
+        shown = f"min {min(values.values()):.4g} {unit} ({limits})" if values else limits
+        return True, f"{shown}; {ran}" if ran else shown
     return run
 
 

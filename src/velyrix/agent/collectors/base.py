@@ -176,9 +176,35 @@ class Collector(abc.ABC):
         """Release device handles (default: nothing to release)."""
 
 
+PROBE_KINDS = ("gemm", "mem")
+
+
+class ProbeSkipped(Exception):
+    """Raised by a prober the operator turned off (``--prober none``): the check is recorded as
+    ``skipped`` (level warn, no action), neither a pass nor a failure."""
+
+
+@dataclass(frozen=True)
+class ProbeResult:
+    """One active test on one GPU.
+
+    ``value``: the measured figure (TFLOPS for ``gemm``, GB/s for ``mem``) or None when the test reports
+    none; ``passed``: the prober's own verdict (DCGM's pass/fail) or None when only ``value`` judges;
+    ``vs_spec``: whether ``value`` is comparable to the catalog's BF16 TFLOPS / HBM GB/s (a DCGM figure is
+    not: other precision and method, so only the peer comparison applies); ``detail``: what ran.
+    """
+
+    value: float | None
+    passed: bool | None = None
+    vs_spec: bool = True
+    detail: str = ""
+
+
 class Prober(abc.ABC):
     """Active tests on an idle GPU (they disturb a running job, so the health checks call them only
-    between jobs). Implemented by the twin and, on real nodes, by GEMM / memory kernels."""
+    between jobs). Implemented by the twin (``SimProber``) and, on real nodes, by NVIDIA DCGM's
+    diagnostics (``velyrix.agent.collectors.dcgm.DcgmProber``); ``NoProber`` is the operator's
+    explicit choice to skip them."""
 
     @abc.abstractmethod
     def run_gemm(self, gpu: int, duration_s: float = 10.0) -> float:
@@ -187,6 +213,24 @@ class Prober(abc.ABC):
     @abc.abstractmethod
     def run_memtest(self, gpu: int, duration_s: float = 10.0) -> float:
         """Stream through GPU ``gpu``'s HBM for ``duration_s``; return the measured bandwidth in GB/s."""
+
+    def probe(self, kind: str, gpu: int, duration_s: float) -> ProbeResult:
+        """Run the ``kind`` test (``gemm`` or ``mem``) on ``gpu``; the default wraps ``run_gemm`` /
+        ``run_memtest`` (a figure comparable to the catalog spec, judged by the check)."""
+        fn = self.run_gemm if kind == "gemm" else self.run_memtest
+        return ProbeResult(float(fn(gpu, duration_s)))
+
+
+class NoProber(Prober):
+    """``--prober none``: active tests are skipped by configuration (``ProbeSkipped``), never passed."""
+
+    REASON = "skipped by configuration (--prober none)"
+
+    def run_gemm(self, gpu: int, duration_s: float = 10.0) -> float:
+        raise ProbeSkipped(self.REASON)
+
+    def run_memtest(self, gpu: int, duration_s: float = 10.0) -> float:
+        raise ProbeSkipped(self.REASON)
 
 
 class HostCollector(Collector):
