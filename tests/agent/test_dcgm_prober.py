@@ -168,3 +168,15 @@ def test_real_dcgmi_diag_level1_judges_every_gpu() -> None:
     for gpu in range(count):
         res = dcgm.verdict(report, "gemm", gpu)
         assert res.passed is not None and "dcgmi diag -r 1" in res.detail
+
+
+def test_agent_with_prober_none_exports_a_warn_verdict_naming_the_skipped_tests(velyrix) -> None:
+    res = velyrix("agent", "--collector", "sim", "--prober", "none", "--once")
+    assert res.exit_code == 0, res.stderr
+    assert 'velyrix_node_health_level{Hostname="use1-h200-su00-n00"} 1' in res.stdout
+    assert 'velyrix_node_health_action{Hostname="use1-h200-su00-n00"} 0' in res.stdout
+    default = velyrix("agent", "--collector", "sim", "--once")
+    assert 'velyrix_node_health_level{Hostname="use1-h200-su00-n00"} 0' in default.stdout
+    results = suites.skipped_active("quick", 5.0)
+    verdict = Engine().evaluate(Evidence.build("h", 6.0, checks=results))
+    assert "check gemm_short not run on node: skipped by configuration" in verdict.summary()

@@ -62,6 +62,11 @@ def agent(
     health: bool = typer.Option(True, "--health/--no-health",
                                 help="Run the passive health checks (verdict exported and reported)."),
     health_interval_s: float = typer.Option(60.0, "--health-interval", help="Seconds between health polls."),
+    prober: str | None = typer.Option(
+        None, "--prober", metavar="dcgm|sim|none",
+        help="Active GEMM/memory tests of the between-job checks: dcgm (dcgmi diag; default on a real node), "
+             "sim (default with --collector sim) or none: the verdict then records them as skipped by "
+             "configuration (level warn, exported as velyrix_node_health_level 1, never a drain)."),
     once: bool = typer.Option(False, "--once", help="Print one scrape to stdout and exit."),
 ) -> None:
     if ctx.invoked_subcommand is not None:
@@ -73,6 +78,19 @@ def agent(
     names = ["nvml", "sim"]
     if collector not in names:
         raise errors.UnknownNameError("collector", collector, names)
+    from velyrix.agent.collectors import dcgm
+
+    prober_name = prober or ("sim" if collector == "sim" else "dcgm")
+    if prober_name not in dcgm.PROBERS:
+        raise errors.UnknownNameError("prober", prober_name, dcgm.PROBERS)
+    if prober_name == "sim" and collector != "sim":
+        raise errors.InvalidInputError("--prober sim needs --collector sim", hint="on a real node: --prober dcgm")
+    if prober_name == "dcgm":
+        import shutil
+
+        if shutil.which("dcgmi") is None:
+            typer.echo("velyrix agent: dcgmi not found: install DCGM or choose --prober none "
+                       "(between-job checks will fail their GEMM/memory tests)", err=True)
     if collector == "sim":
         from velyrix.agent.collectors.sim import SimCollector
         from velyrix.fleet.drivers.sim import SimClock, SimRegion
@@ -110,6 +128,10 @@ def agent(
         node_name = getattr(gpu_collector, "hostname", None) or gpu_collector.collect().hostname
         monitor = HealthMonitor(node_name, gpu_collector, InMemorySeam(), poll_interval_s=health_interval_s,
                                 clock=clock)
+        if prober_name == "none":
+            from velyrix.agent.checks import suites
+
+            monitor.add_checks(suites.skipped_active("quick", clock()))
         monitor.poll()
         after.append(service.stamp_health(lambda: monitor.last))
     source = service.MetricsSource([service.NodeSource(gpu_collector, job_map_dir, job_source)],

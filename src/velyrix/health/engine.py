@@ -272,7 +272,8 @@ class Engine:
             elif not c.ran:
                 why = f"could not run ({c.status}): counted as a failure; {c.detail}".rstrip("; ")
             where = f"gpu{gpu}" if gpu is not None else "node"
-            yield Reason(f"check:{name}:{where}", "check", f"check {name} failed on {where}: {why}",
+            verb = "not run" if c.status == "skipped" else "failed"
+            yield Reason(f"check:{name}:{where}", "check", f"check {name} {verb} on {where}: {why}",
                          self.policy.rule_level(name, Level.parse(c.level)),
                          self.policy.rule_action(name, Action.parse(c.action)))
 

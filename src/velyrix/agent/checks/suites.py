@@ -144,6 +144,19 @@ def suite(tier: str, node_type) -> list[Check]:
     return quick + deep
 
 
+ACTIVE_CHECKS = {"quick": ("gemm_short", "memtest_short"),
+                 "deep": ("gemm_short", "memtest_short", "gemm_long", "memtest_long")}
+ACTIVE_CHECKS["acceptance"] = ACTIVE_CHECKS["deep"]
+
+
+def skipped_active(tier: str, t_s: float,
+                   reason: str = "skipped by configuration (--prober none)") -> list[ev.CheckResult]:
+    """Results recording the active tests of ``tier`` as skipped by configuration at ``t_s`` (level warn,
+    action IGNORE): what the agent feeds its verdict when the operator chose ``--prober none``."""
+    return [ev.CheckResult(name, "skipped", t_s, action="IGNORE", level="warn", detail=reason)
+            for name in ACTIVE_CHECKS[tier]]
+
+
 def run_tier(tier: str, ctx: CheckContext) -> list[ev.CheckResult]:
     """Run the suite of ``tier`` under its budget (quick 60 s, deep and acceptance from the thresholds)."""
     budgets = catalog_health.health_thresholds().checks
