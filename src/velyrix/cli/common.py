@@ -1,4 +1,4 @@
-"""Small helpers shared by command modules: variable flags, JSON output, consoles."""
+"""Small helpers shared by command modules: variable and node-count flags, JSON output, consoles."""
 
 from __future__ import annotations
 
@@ -18,6 +18,20 @@ def parse_vars(pairs: list[str] | None) -> dict[str, str]:
             raise errors.InvalidInputError(f"-var '{pair}' is not of the form name=value",
                                            hint="example: -var node_count=32")
         out[name.strip()] = value
+    return out
+
+
+def parse_node_counts(values: list[str] | None, example: str = "hgx-h200-8g=96") -> dict[str, int] | None:
+    """``--nodes NODE_TYPE=COUNT`` flags into a dict (None when absent); a malformed flag is an input error
+    whose hint shows ``--nodes {example}``."""
+    if not values:
+        return None
+    out: dict[str, int] = {}
+    for item in values:
+        name, sep, raw = item.partition("=")
+        if not sep or not raw.strip().isdigit():
+            raise errors.InvalidInputError(f"--nodes {item!r} is not NODE_TYPE=COUNT", hint=f"e.g. --nodes {example}")
+        out[name.strip()] = int(raw)
     return out
 
 

@@ -48,22 +48,6 @@ def node_token(
                                       f"--control-plane {client.endpoint} --node-token <token>")
 
 
-def parse_counts(values: list[str] | None) -> dict[str, int] | None:
-    """``NODE_TYPE=COUNT`` flags into a dict (None when absent)."""
-    from velyrix import errors
-
-    if not values:
-        return None
-    out: dict[str, int] = {}
-    for item in values:
-        name, sep, raw = item.partition("=")
-        if not sep or not raw.strip().isdigit():
-            raise errors.InvalidInputError(f"--nodes {item!r} is not NODE_TYPE=COUNT",
-                                           hint="e.g. --nodes hgx-h200-8g=96")
-        out[name.strip()] = int(raw)
-    return out
-
-
 def up(
     host: str = typer.Option("127.0.0.1", help="Address to listen on."),
     port: int = typer.Option(8600, help="TCP port."),
@@ -90,8 +74,9 @@ def up(
 
     home = settings.load().paths.home
     home.mkdir(parents=True, exist_ok=True)
-    runtime = FleetRuntime.twin(app.state.sessionmaker, region, node_counts=parse_counts(nodes), seed=seed,
-                                delays=not no_delays, speed=speed, state_file=home / f"twin-{region}-{seed}.json")
+    runtime = FleetRuntime.twin(app.state.sessionmaker, region, node_counts=common.parse_node_counts(nodes),
+                                seed=seed, delays=not no_delays, speed=speed,
+                                state_file=home / f"twin-{region}-{seed}.json")
     runtime.attach(app)
     if spontaneous and runtime.sim is not None:
         runtime.sim.enable_spontaneous()

@@ -10,6 +10,8 @@ from pathlib import Path
 
 import typer
 
+from velyrix.cli import common
+
 EXPORTER_HELP = """Serve the metrics of every node of a simulated region on one /metrics endpoint, so that \
 Prometheus, the shipped rules and the dashboards can be exercised at fleet scale.
 
@@ -35,21 +37,6 @@ def register(app: typer.Typer) -> None:
     sim_group(app).command(name="exporter", help=EXPORTER_HELP)(exporter)
 
 
-def _parse_counts(values: list[str]) -> dict[str, int] | None:
-    from velyrix import errors
-
-    if not values:
-        return None
-    counts: dict[str, int] = {}
-    for item in values:
-        name, sep, raw = item.partition("=")
-        if not sep or not raw.strip().isdigit():
-            raise errors.InvalidInputError(f"--nodes {item!r} is not NODE_TYPE=COUNT",
-                                           hint="e.g. --nodes hgx-h200-8g=1000")
-        counts[name.strip()] = int(raw)
-    return counts
-
-
 def exporter(
     region: str = typer.Option("us-east-1", "--region", help="Catalog region to simulate."),
     nodes: list[str] = typer.Option(None, "--nodes", metavar="NODE_TYPE=COUNT",
@@ -68,7 +55,8 @@ def exporter(
     from velyrix.agent import fleet_exporter, service
     from velyrix.fleet.drivers.sim import SimClock, SimRegion
 
-    twin = SimRegion.build(region, _parse_counts(nodes), seed=seed, clock=SimClock(speed=speed))
+    counts = common.parse_node_counts(nodes, example="hgx-h200-8g=1000")
+    twin = SimRegion.build(region, counts, seed=seed, clock=SimClock(speed=speed))
     for node in twin.nodes.values():
         node.load_pct = load_pct
     if faults:
