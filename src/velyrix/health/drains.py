@@ -30,6 +30,21 @@ def format_reason(source: str, reason: str) -> str:
     return text[:200]
 
 
+def release(held: dict[str, str], node: str, source: str) -> bool:
+    """The ownership rule of ``undrain``, applied to ``held`` (source -> reason of the drains on ``node``).
+
+    Removes ``source``'s hold in place and returns True; returns False when nobody holds ``node`` (a
+    no-op); raises ``DrainOwnershipError`` when others hold it and ``source`` does not."""
+    if not held:
+        return False
+    if source not in held:
+        holders = ", ".join(sorted(held))
+        raise errors.DrainOwnershipError(node=node, source=source, holders=holders,
+                                         hint=f"only {holders} may release it")
+    del held[source]
+    return True
+
+
 class SchedulerSeam(abc.ABC):
     """Drains, undrains and reboots nodes in a scheduler; see the module docstring for the contract."""
 
@@ -87,12 +102,8 @@ class InMemorySeam(SchedulerSeam):
     def undrain(self, node: str, source: str) -> None:
         with self._lock:
             held = self._held.get(node, {})
-            if not held:
+            if not release(held, node, source):
                 return
-            if source not in held:
-                raise errors.DrainOwnershipError(node=node, source=source, holders=", ".join(sorted(held)),
-                                                 hint=f"ask {', '.join(sorted(held))} to release it")
-            del held[source]
             if not held:
                 del self._held[node]
             self.events.append(SeamEvent(self._clock(), "undrain", node, source, ""))

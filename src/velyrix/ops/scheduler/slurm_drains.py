@@ -82,12 +82,8 @@ class SlurmSeam(drains.SchedulerSeam):
     def undrain(self, node: str, source: str) -> None:
         """Remove ``source``'s reason; RESUME when no holder is left. Others' drains: DrainOwnershipError."""
         held = self.holders(node)
-        if not held:
+        if not drains.release(held, node, source):
             return
-        if source not in held:
-            raise errors.DrainOwnershipError(node=node, source=source, holders=", ".join(sorted(held)),
-                                             hint=f"only {', '.join(sorted(held))} may release it")
-        del held[source]
         if held:
             self._update(node, "DRAIN", join_reason(held))
         else:
