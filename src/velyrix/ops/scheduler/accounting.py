@@ -44,54 +44,39 @@ class JobTable:
     @classmethod
     def from_records(cls, jobs: list[dict[str, Any]]) -> JobTable:
         """Rows from sacct's JSON ``jobs`` (22.05 layout: ``tres.allocated``, ``time.submission|start|end``)."""
-        n = len(jobs)
-        job_id = np.empty(n, dtype=np.int64)
-        gpus = np.zeros(n, dtype=np.int64)
-        times = np.zeros((n, 3), dtype=np.int64)
-        users: dict[str, int] = {}
-        accounts: dict[str, int] = {}
-        ucode = np.empty(n, dtype=np.int32)
-        acode = np.empty(n, dtype=np.int32)
+        c = _Columns(len(jobs))
         for i, j in enumerate(jobs):
-            job_id[i] = j["job_id"]
-            ucode[i] = users.setdefault(j.get("user") or "", len(users))
-            acode[i] = accounts.setdefault(j.get("account") or "", len(accounts))
+            c.job_id[i] = j["job_id"]
+            c.user[i] = c.users.setdefault(j.get("user") or "", len(c.users))
+            c.account[i] = c.accounts.setdefault(j.get("account") or "", len(c.accounts))
             t = j.get("time") or {}
-            times[i] = (t.get("submission") or 0, t.get("start") or 0, t.get("end") or 0)
+            c.times[i] = (t.get("submission") or 0, t.get("start") or 0, t.get("end") or 0)
             for tres in (j.get("tres") or {}).get("allocated") or ():
                 if tres.get("type") == "gres" and tres.get("name") == "gpu":
-                    gpus[i] = tres.get("count") or 0
-        return cls(job_id, ucode, acode, gpus, times[:, 0], times[:, 1], times[:, 2], list(users), list(accounts))
+                    c.gpus[i] = tres.get("count") or 0
+        return c.table(len(jobs))
 
     @classmethod
     def from_parsable(cls, text: str) -> JobTable:
         """Rows from ``sacct -P -n -o JobIDRaw,User,Account,AllocTRES,Submit,Start,End`` with
         ``SLURM_TIME_FORMAT=%s`` (times as UNIX seconds; ``Unknown`` for not yet)."""
         lines = text.splitlines()
-        n = len(lines)
-        job_id = np.empty(n, dtype=np.int64)
-        gpus = np.zeros(n, dtype=np.int64)
-        times = np.zeros((n, 3), dtype=np.int64)
-        users: dict[str, int] = {}
-        accounts: dict[str, int] = {}
-        ucode = np.empty(n, dtype=np.int32)
-        acode = np.empty(n, dtype=np.int32)
+        c = _Columns(len(lines))
         k = 0
         for line in lines:
             f = line.split("|")
             if len(f) < 7 or not f[0].isdigit():
                 continue
-            job_id[k] = int(f[0])
-            ucode[k] = users.setdefault(f[1], len(users))
-            acode[k] = accounts.setdefault(f[2], len(accounts))
+            c.job_id[k] = int(f[0])
+            c.user[k] = c.users.setdefault(f[1], len(c.users))
+            c.account[k] = c.accounts.setdefault(f[2], len(c.accounts))
             m = _GPU_TRES.search(f[3])
             if m:
-                gpus[k] = int(m.group(1))
-            times[k] = (int(f[4]) if f[4].isdigit() else 0, int(f[5]) if f[5].isdigit() else 0,
-                        int(f[6]) if f[6].isdigit() else 0)
+                c.gpus[k] = int(m.group(1))
+            c.times[k] = (int(f[4]) if f[4].isdigit() else 0, int(f[5]) if f[5].isdigit() else 0,
+                          int(f[6]) if f[6].isdigit() else 0)
             k += 1
-        return cls(job_id[:k], ucode[:k], acode[:k], gpus[:k], times[:k, 0], times[:k, 1], times[:k, 2],
-                   list(users), list(accounts))
+        return c.table(k)
 
     def gpu_seconds(self, t_from: float, t_to: float, now: float | None = None) -> np.ndarray:
         """GPU-seconds each job held inside [t_from, t_to) (running jobs count up to ``now``)."""
@@ -105,6 +90,25 @@ class JobTable:
     def wait_seconds(self) -> np.ndarray:
         """Queue wait of started jobs (start - submit), NaN for jobs that never started."""
         return np.where(self.start > 0, (self.start - self.submit).astype(float), np.nan)
+
+
+class _Columns:
+    """Preallocated columns for up to ``n`` rows that a parser fills; names are coded in order of first sight."""
+
+    def __init__(self, n: int) -> None:
+        self.job_id = np.empty(n, dtype=np.int64)
+        self.user = np.empty(n, dtype=np.int32)
+        self.account = np.empty(n, dtype=np.int32)
+        self.gpus = np.zeros(n, dtype=np.int64)
+        self.times = np.zeros((n, 3), dtype=np.int64)  # submit, start, end
+        self.users: dict[str, int] = {}
+        self.accounts: dict[str, int] = {}
+
+    def table(self, rows: int) -> JobTable:
+        """The first ``rows`` rows (the ones the parser kept) as a ``JobTable``."""
+        t = self.times[:rows]
+        return JobTable(self.job_id[:rows], self.user[:rows], self.account[:rows], self.gpus[:rows],
+                        t[:, 0], t[:, 1], t[:, 2], list(self.users), list(self.accounts))
 
 
 def to_epoch(value: str | datetime) -> int:
