@@ -7,7 +7,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
-from velyrix.fleet import hardware
+from velyrix.fleet import acceptance, hardware
 from velyrix.fleet.drivers.sim import models
 
 IB_COUNTERS = ("symbol_error", "link_downed", "port_rcv_errors", "port_xmit_wait", "port_xmit_data",
@@ -69,9 +69,9 @@ class SimGPU:
             self.bf16_tflops_measured = 0.0
             self.hbm_gb_s_measured = 0.0
             return
-        self.bf16_tflops_measured = (self.peak_bf16_tflops * models.GEMM_EFFICIENCY * self._noise[0]
+        self.bf16_tflops_measured = (self.peak_bf16_tflops * acceptance.GEMM_SHARE_OF_PEAK * self._noise[0]
                                      * self.compute_factor)
-        self.hbm_gb_s_measured = self.peak_hbm_gb_s * models.HBM_EFFICIENCY * self._noise[1] * min(
+        self.hbm_gb_s_measured = self.peak_hbm_gb_s * acceptance.HBM_SHARE_OF_PEAK * self._noise[1] * min(
             1.0, 0.5 + 0.5 * self.compute_factor)
 
     def add_xid(self, at_s: float, xid: int) -> None:

@@ -14,14 +14,11 @@ from typing import Any
 
 from velyrix import errors
 from velyrix.catalog import reader
+from velyrix.fleet import acceptance
 from velyrix.fleet.drivers import base
 from velyrix.fleet.drivers.sim import models
 from velyrix.fleet.drivers.sim.devices import SimNode
 from velyrix.fleet.drivers.sim.region import SimRegion
-
-ALL_REDUCE_EFFICIENCY = 0.9
-"""Share of the per-GPU NIC line rate an inter-node NCCL all-reduce reaches as bus bandwidth (assumption:
-NCCL tests on 400G NDR rails report ~45-48 GB/s busbw per 50 GB/s link)."""
 
 STORAGE_EFFICIENCY = 0.92
 """Share of the tier model's nominal bandwidth the twin's storage test measures (assumption: above the
@@ -205,9 +202,9 @@ class SimDriver(base.Driver):
         nt = reader.node_type(nodes[0].node_type)
         # ring all-reduce runs at the pace of the slowest rail: a node with a port down halves its rails' share
         worst = min(sum(1 for p in n.ib_ports if p.state == "ACTIVE") / max(1, len(n.ib_ports)) for n in nodes)
-        busbw = nt.compute_nic_gbps / 8.0 * ALL_REDUCE_EFFICIENCY * worst * _jitter(request_id, "ar")
+        busbw = nt.compute_nic_gbps / 8.0 * acceptance.ALL_REDUCE_SHARE * worst * _jitter(request_id, "ar")
         if len(nodes) == 1:
-            busbw = nt.nvlink_gb_s * models.NVLINK_EFFICIENCY * _jitter(request_id, "ar")
+            busbw = nt.nvlink_gb_s * acceptance.NVLINK_SHARE_OF_PEAK * _jitter(request_id, "ar")
         perf = [v for v in volumes if v.tier == "parallel_fs"]
         clients = len(nodes) * nt.storage_gb_s
         write = read = 0.0
@@ -238,7 +235,7 @@ def measure_node(sim: SimNode, request_id: str = "") -> dict[str, Any]:
             "index": g.index, "uuid": g.uuid, "serial": g.serial, "responsive": g.responsive,
             "bf16_tflops": round(g.bf16_tflops_measured, 1), "hbm_gb_s": round(g.hbm_gb_s_measured, 1),
             "nvlink_links_up": g.nvlink_links_up if g.responsive else 0, "nvlink_links_total": links,
-            "nvlink_gb_s": round(nt.nvlink_gb_s * models.NVLINK_EFFICIENCY * g.nvlink_links_up / links
+            "nvlink_gb_s": round(nt.nvlink_gb_s * acceptance.NVLINK_SHARE_OF_PEAK * g.nvlink_links_up / links
                                  * _jitter(request_id, f"nv{g.index}"), 1) if g.responsive else 0.0,
             "ecc_dbe_volatile": g.ecc_dbe_volatile, "remap_failure": g.remap_failure,
             "remap_pending": g.remap_pending, "throttle_reasons": g.throttle_reasons,

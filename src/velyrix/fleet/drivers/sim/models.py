@@ -1,4 +1,5 @@
-"""Per-GPU-model constants of the twin, and the share of datasheet peaks that real tests measure.
+"""Per-GPU-model constants of the twin and its measurement noise. The share of datasheet peaks that
+healthy parts measure is ``velyrix.fleet.acceptance``'s (``*_SHARE_OF_PEAK``): acceptance expects it.
 
 Sources per figure; "assumption" marks Velyrix design choices, not published measurements.
 """
@@ -28,16 +29,6 @@ GPU_MODELS: dict[str, GPUModel] = {
     "B200-180GB": GPUModel(1000.0, 120.0, 1965, 345, 3996, 18),
 }
 DEFAULT_MODEL = GPUModel(700.0, 80.0, 1980, 345, 2619, 18)
-
-GEMM_EFFICIENCY = 0.75
-"""Share of the dense BF16 peak a large cuBLAS GEMM reaches (assumption: public H100 SXM GEMM results sit at
-~0.7-0.8 of 989 TFLOPS)."""
-
-HBM_EFFICIENCY = 0.90
-"""Share of the HBM datasheet bandwidth a STREAM-like copy reaches (assumption, typical of HBM3 parts)."""
-
-NVLINK_EFFICIENCY = 0.85
-"""Share of the NVLink datasheet bandwidth an all-to-all p2p test reaches (assumption)."""
 
 NVME_EFFICIENCY = 1.0
 """Local NVMe figures in the catalog are already measured-style sequential figures (derived there)."""
