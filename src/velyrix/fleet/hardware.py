@@ -7,6 +7,7 @@ scalable unit (SU) and rail leaves (see ``velyrix.fleet.topology``).
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
@@ -108,6 +109,12 @@ class NodeHardware:
             firmware=dict(raw.get("firmware", {})), position=position,
         )
 
-    def firmware_drift(self, baseline: dict[str, str]) -> dict[str, tuple[str, str]]:
+    def firmware_drift(self, baseline: Mapping[str, str]) -> dict[str, tuple[str, str]]:
         """Components whose version differs from ``baseline``: name -> (running, wanted)."""
-        return {k: (self.firmware.get(k, "missing"), v) for k, v in baseline.items() if self.firmware.get(k) != v}
+        return firmware_drift(self.firmware, baseline)
+
+
+def firmware_drift(running: Mapping[str, str], baseline: Mapping[str, str]) -> dict[str, tuple[str, str]]:
+    """Components of ``baseline`` (name -> wanted version) that ``running`` (name -> version) does not match:
+    name -> (running version or ``missing``, wanted version)."""
+    return {k: (running.get(k, "missing"), v) for k, v in baseline.items() if running.get(k) != v}

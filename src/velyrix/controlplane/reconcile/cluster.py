@@ -29,7 +29,7 @@ from velyrix.controlplane.reconcile.steps import (
     work_of,
 )
 from velyrix.controlplane.reconcile.store import move
-from velyrix.fleet import states
+from velyrix.fleet import hardware, states
 from velyrix.fleet.drivers import base
 
 __all__ = ["Step", "fail", "heal", "needs_work", "reconcile", "replace", "set_phase", "spec_digest", "work_of"]
@@ -80,7 +80,7 @@ def _provisioning(st: Step) -> None:
 
     def check(node: models.Node, op: base.Operation) -> str | None:
         running = op.result.get("firmware", {})
-        drift = {k: (running.get(k), v) for k, v in baseline.items() if running.get(k) != v}
+        drift = hardware.firmware_drift(running, baseline)
         if drift:
             return "firmware differs from the signed baseline after flashing: " + ", ".join(
                 f"{k} {have} != {want}" for k, (have, want) in sorted(drift.items()))
