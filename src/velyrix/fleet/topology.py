@@ -34,11 +34,6 @@ def fabric_plan(node_type: str, node_count: int) -> Any | None:
         return None
 
 
-def scalable_unit(index: int, su_nodes: int = 32) -> int:
-    """The scalable unit of node ``index`` (0-based): ``index // su_nodes`` (REFERENCE §1)."""
-    return index // su_nodes
-
-
 def position(region: str, index: int, compute_nics: int, su_nodes: int = 32, plan: Any | None = None
              ) -> hardware.Position:
     """Physical position of the ``index``-th node (0-based) of a region's node type, from ``plan`` (a

@@ -21,7 +21,6 @@ from starlette.concurrency import run_in_threadpool
 from velyrix import errors
 from velyrix.controlplane import audit, scoping
 from velyrix.controlplane.auth import principals
-from velyrix.controlplane.db import models
 
 log = logging.getLogger("velyrix.api")
 T = TypeVar("T")
@@ -213,7 +212,3 @@ def respond(model: type[BaseModel], data: dict[str, Any], row: Any = None) -> Re
     the dict, dump it and ``json.dumps`` it again), with the row's ETag when given."""
     headers = {"ETag": etag(row)} if row is not None else None
     return Response(model.model_validate(data).model_dump_json(), media_type="application/json", headers=headers)
-
-
-def as_dict(row: models.Base, fields: tuple[str, ...]) -> dict[str, Any]:
-    return {f: getattr(row, f) for f in fields}

@@ -41,16 +41,6 @@ class Principal:
             raise errors.PermissionDeniedError(scope=scope)
 
 
-def bearer_token(authorization: str | None) -> str | None:
-    """The token of an ``Authorization: Bearer <token>`` header (None when absent or another scheme)."""
-    if not authorization:
-        return None
-    scheme, _, token = authorization.partition(" ")
-    if scheme.lower() != "bearer" or not token.strip():
-        return None
-    return token.strip()
-
-
 def authenticate(session: orm.Session | sa.Connection, token: str | None, now: dt.datetime | None = None) -> Principal:
     """The principal of ``token``; ``AuthenticationError`` (401) when it is missing, malformed, unknown,
     expired or revoked. Looked up on every request, so revocation takes effect on the next one."""

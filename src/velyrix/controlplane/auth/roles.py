@@ -41,12 +41,3 @@ PROVIDER_ROLES: dict[str, frozenset[str]] = {
 """Roles of the cloud provider's staff (keys without a tenant)."""
 
 ALL_ROLES: dict[str, frozenset[str]] = {**TENANT_ROLES, **PROVIDER_ROLES}
-
-
-def scopes_for(role: str) -> frozenset[str]:
-    """The scopes of ``role``; an unknown role raises ``UnknownNameError`` with the closest name."""
-    from velyrix import errors
-
-    if role not in ALL_ROLES:
-        raise errors.UnknownNameError("role", role, ALL_ROLES)
-    return ALL_ROLES[role]
