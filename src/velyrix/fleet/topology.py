@@ -14,9 +14,7 @@ from typing import Any
 
 from velyrix import catalog, errors
 from velyrix.fleet import hardware
-
-NODES_PER_RACK = 4
-"""HGX/DGX H100/H200 systems per rack in the SuperPOD reference layout (~40 kW racks; RA-11333-001)."""
+from velyrix.planners import fabric_planes
 
 
 @functools.cache
@@ -48,5 +46,5 @@ def position(region: str, index: int, compute_nics: int, su_nodes: int = 32, pla
         else:
             leaf, port = f"leaf-su{su:02d}-r{r}", slot + 1
         ports.append(hardware.LeafPort(rail=r, leaf=leaf, port=port))
-    return hardware.Position(region=region, su=su, rack=f"su{su:02d}-r{slot // NODES_PER_RACK:02d}", slot=slot,
-                             leaf_ports=tuple(ports), su_nodes=su_nodes)
+    rack = f"su{su:02d}-r{slot // fabric_planes.NODES_PER_RACK:02d}"  # racks of the planner's layout
+    return hardware.Position(region=region, su=su, rack=rack, slot=slot, leaf_ports=tuple(ports), su_nodes=su_nodes)
