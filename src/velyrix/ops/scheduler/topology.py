@@ -1,13 +1,11 @@
 """topology.conf (tree plugin) for a cluster: the fabric planner's rendering when it has one, else ours.
 
-The seam: ``topology_conf(cluster)`` asks ``velyrix.planners.fabric.slurm_topology(plan, node_names)``
-(contract of the fabric helper) and falls back to ``fallback_topology`` (leaf switch per scalable unit,
-one spine above) when the fabric planner is absent or the cluster has no fabric.
+``topology_conf(cluster)`` asks ``velyrix.planners.fabric.slurm_topology(plan, node_names)`` for a cluster
+of one node type on a known fabric, and uses ``fallback_topology`` (leaf switch per scalable unit, one spine
+above) for clusters without a fabric or with several node types.
 """
 
 from __future__ import annotations
-
-import importlib
 
 from velyrix.ops.scheduler import clusters
 
@@ -18,16 +16,11 @@ SU_NODES = 32
 def topology_conf(cluster: clusters.SchedulerCluster) -> str:
     """topology.conf text for ``cluster`` (single node type and a known fabric: the fabric planner's)."""
     if cluster.fabric and len(cluster.groups) == 1:
-        try:
-            fabric = importlib.import_module("velyrix.planners.fabric")
-            plan_fabric = fabric.plan_fabric
-            slurm_topology = fabric.slurm_topology
-        except (ImportError, AttributeError):
-            pass
-        else:
-            g = cluster.groups[0]
-            plan = plan_fabric(g.node_type, len(g.names), cluster.fabric)
-            return str(slurm_topology(plan, list(g.names)))
+        from velyrix.planners import fabric
+
+        g = cluster.groups[0]
+        plan = fabric.plan_fabric(g.node_type, len(g.names), cluster.fabric)
+        return fabric.slurm_topology(plan, list(g.names))
     return fallback_topology(cluster.node_names)
 
 
