@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import os
+import shutil
 import subprocess
 from pathlib import Path
 
@@ -85,3 +87,22 @@ def test_undrain_of_a_node_nobody_drained_is_a_no_op_and_others_raise():
     drained = _ScriptedSlurm("NodeName=n1\n   State=IDLE+DRAIN\n   Reason=velyrix:noc: x [a@b]\n")
     with pytest.raises(errors.DrainOwnershipError):
         slurm_drains.SlurmSeam(drained).undrain("n1", "health")
+
+
+def test_a_missing_slurm_conf_is_refused_at_once_with_exit_2(velyrix, tmp_path):
+    # The Slurm tools themselves would retry a missing slurm.conf for 60 s before failing.
+    missing = tmp_path / "nope" / "slurm.conf"
+    res = velyrix("scheduler", "apply", str(POLICY), "--slurm-conf", str(missing))
+    assert res.exit_code == 2, res.stderr
+    assert f"slurm.conf not found: {missing}" in res.stderr and "--slurm-conf" in res.stderr
+    assert "Traceback" not in res.stderr
+
+
+@pytest.mark.skipif(not shutil.which("sacct") or os.path.exists(commands.DEFAULT_CONF),
+                    reason="needs Slurm's client tools and no slurm.conf at the default path")
+def test_no_slurm_configuration_at_all_says_what_to_pass(velyrix, monkeypatch):
+    monkeypatch.delenv("SLURM_CONF", raising=False)
+    res = velyrix("scheduler", "report", "--from", "2026-11-01", "--to", "2026-12-01")
+    assert res.exit_code == 1, res.stderr
+    assert "sacct found no Slurm configuration (no /etc/slurm/slurm.conf" in res.stderr
+    assert "--slurm-conf" in res.stderr and "Traceback" not in res.stderr

@@ -12,6 +12,13 @@ from dataclasses import dataclass, field
 
 from velyrix import errors
 
+DEFAULT_CONF = "/etc/slurm/slurm.conf"
+"""Where the Slurm tools look for their configuration when SLURM_CONF is not set (Debian's slurm-wlm)."""
+NO_CONFIG = "Could not establish a configuration source"
+"""What the Slurm tools print when they find neither a slurm.conf nor a configless slurmctld."""
+CONFIG_HINT = ("pass --slurm-conf PATH (or set SLURM_CONF) to the cluster's slurm.conf, on a host that reaches "
+               "slurmctld and slurmdbd; `velyrix scheduler config` writes one for a declared cluster")
+
 
 @dataclass
 class Slurm:
@@ -47,12 +54,21 @@ class Slurm:
     def run(self, tool: str, *args: str, check: bool = True) -> subprocess.CompletedProcess[str]:
         """Run ``tool args...``; returns the completed process. ``check``: raise on a non-zero exit."""
         cmd = [self.binary(tool), *args]
+        env = self.environ()
+        conf = env.get("SLURM_CONF")
+        if conf and not os.path.isfile(conf):
+            # The Slurm tools would retry a missing slurm.conf for 60 s before failing.
+            raise errors.InvalidInputError(f"slurm.conf not found: {conf}", hint=CONFIG_HINT)
         self.log.append([tool, *args])
         try:
-            proc = subprocess.run(cmd, capture_output=True, text=True, env=self.environ(), timeout=self.timeout_s)
+            proc = subprocess.run(cmd, capture_output=True, text=True, env=env, timeout=self.timeout_s)
         except subprocess.TimeoutExpired as exc:
             raise errors.ExternalToolError(f"{tool} timed out after {self.timeout_s:.0f} s",
                                            hint="is slurmctld (or slurmdbd) running and reachable?") from exc
+        if check and proc.returncode != 0 and NO_CONFIG in proc.stderr:
+            raise errors.ExternalToolError(
+                f"{tool} found no Slurm configuration (no {conf or DEFAULT_CONF} and no configless DNS SRV record)",
+                hint=CONFIG_HINT)
         if check and proc.returncode != 0:
             msg = (proc.stderr.strip() or proc.stdout.strip() or f"exit {proc.returncode}").splitlines()
             raise errors.ExternalToolError(f"{tool} {' '.join(args[:3])} failed: {' '.join(msg[-3:])}",
