@@ -148,3 +148,13 @@ def test_apply_without_confirmation_changes_nothing(served: Plane, velyrix: Any,
     assert res.exit_code == 1 and "Apply cancelled" in res.stdout
     with served.app.state.sessionmaker() as s:
         assert s.query(models.Cluster).count() == 0
+
+
+def test_cli_sim_inject_with_a_tenant_key_says_a_provider_key_is_needed(served: Plane, velyrix: Any,
+                                                                        monkeypatch: pytest.MonkeyPatch) -> None:
+    refused = velyrix("sim", "inject", "use1-h200-su00-n03", "--xid", "79")  # the tenant's key (fixture)
+    assert refused.exit_code == 2 and "lacks the scope 'fleet:operate'" in refused.stderr
+    assert "velyrix admin create-provider-key" in refused.stderr and "Traceback" not in refused.stderr
+    monkeypatch.setenv("VELYRIX_API_KEY", served.operator_key)
+    done = velyrix("sim", "inject", "use1-h200-su00-n03", "--xid", "79")
+    assert done.exit_code == 0 and "fault injected at" in done.stdout and "use1-h200-su00-n03" in done.stdout

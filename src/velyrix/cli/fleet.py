@@ -108,7 +108,14 @@ def inject(
         raise errors.InvalidInputError("say which fault: --xid N or --kind KIND", hint="e.g. --xid 79")
     body = {"node": node, "kind": kind or "xid", "gpu": gpu, "xid": xid, "port": port, "drive": drive,
             "factor": factor, "precursor_s": precursor_s}
-    event = client_mod.Client.from_login().post("/v1/sim/faults", {k: v for k, v in body.items() if v is not None})
+    try:
+        event = client_mod.Client.from_login().post("/v1/sim/faults", {k: v for k, v in body.items() if v is not None})
+    except errors.RemoteError as exc:
+        if exc.code != "forbidden":
+            raise
+        raise errors.RemoteError(str(exc), code=exc.code, status=exc.http_status,
+                                 hint="faults are injected with a provider key, not a tenant's: `velyrix admin "
+                                      "create-provider-key NAME` prints one; pass it as VELYRIX_API_KEY") from exc
     common.console().print(f"{event['kind']} injected at t={event['at_s']:.0f} s on {event['hostname']}: "
                            f"{event['fault']}")
 
