@@ -75,3 +75,14 @@ def test_unknown_names_suggest_the_closest(lookup, wrong: str, right: str) -> No
         lookup(wrong)
     assert info.value.suggestion == right
     assert right in (info.value.hint or "")
+
+
+def test_every_node_type_names_a_sourced_gpu_model() -> None:
+    for name in catalog.node_type_names():
+        gpu = catalog.gpu_model(catalog.node_type(name).gpu_model)
+        assert 0 < gpu.idle_w < gpu.tdp_w and gpu.idle_sm_clock_mhz < gpu.max_sm_clock_mhz
+        assert gpu.nvlink_links > 0 and gpu.source
+    assert catalog.gpu_model("H200-SXM5-141GB").tdp_w == 700.0
+    with pytest.raises(errors.UnknownNameError) as info:
+        catalog.gpu_model("H200-SXM5-141")
+    assert info.value.suggestion == "H200-SXM5-141GB"

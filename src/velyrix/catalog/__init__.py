@@ -1,5 +1,5 @@
-"""What exists and what it costs: node types, switches, fabrics, storage tiers, regions, prices and
-failure rates, read lazily from the versioned TOML files in ``data/``.
+"""What exists and what it costs: node types, GPU models, switches, fabrics, storage tiers, regions, prices
+and failure rates, read lazily from the versioned TOML files in ``data/``.
 
 Use it as ``from velyrix import catalog`` then ``catalog.node_type("hgx-h200-8g")``.
 """
@@ -9,6 +9,8 @@ from velyrix.catalog.reader import (
     fabric_names,
     failure_rates,
     gpu_hour_price_usd,
+    gpu_model,
+    gpu_model_names,
     load_toml,
     node_type,
     node_type_names,
@@ -23,7 +25,7 @@ from velyrix.catalog.reader import (
 )
 
 __all__ = [
-    "failure_rates", "fabric", "fabric_names", "gpu_hour_price_usd", "load_toml", "node_type",
-    "node_type_names", "region", "region_names", "storage_hcl_keys", "storage_tier",
+    "failure_rates", "fabric", "fabric_names", "gpu_hour_price_usd", "gpu_model", "gpu_model_names", "load_toml",
+    "node_type", "node_type_names", "region", "region_names", "storage_hcl_keys", "storage_tier",
     "storage_tier_by_hcl_key", "storage_tier_names", "switch", "switch_names",
 ]

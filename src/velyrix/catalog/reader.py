@@ -54,6 +54,16 @@ def node_type_names() -> list[str]:
 
 
 @functools.cache
+def gpu_model(name: str) -> records.GPUModel:
+    """The GPU model called ``name`` (a node type's ``gpu_model``, e.g. ``H200-SXM5-141GB``)."""
+    return _build(records.GPUModel, name, _section("gpus.toml", "GPU model", name))
+
+
+def gpu_model_names() -> list[str]:
+    return sorted(_load("gpus.toml"))
+
+
+@functools.cache
 def switch(name: str) -> records.Switch:
     """The switch model called ``name`` (e.g. ``qm9700``)."""
     return _build(records.Switch, name, _section("switches.toml", "switch", name))

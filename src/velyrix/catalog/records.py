@@ -39,6 +39,20 @@ class NodeType:
 
 
 @dataclass(frozen=True)
+class GPUModel:
+    """A GPU model (``NodeType.gpu_model``): power and clocks as NVML reports them (see gpus.toml)."""
+
+    name: str
+    tdp_w: float
+    idle_w: float
+    max_sm_clock_mhz: int
+    idle_sm_clock_mhz: int
+    mem_clock_mhz: int
+    nvlink_links: int
+    source: str
+
+
+@dataclass(frozen=True)
 class Switch:
     """A network switch model."""
 

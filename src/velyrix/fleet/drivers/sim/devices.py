@@ -7,6 +7,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
+from velyrix.catalog import records
 from velyrix.fleet import acceptance, hardware
 from velyrix.fleet.drivers.sim import models
 
@@ -23,7 +24,7 @@ class SimGPU:
     uuid: str
     serial: str
     name: str
-    model: models.GPUModel
+    model: records.GPUModel
     fb_total_mib: int
     peak_bf16_tflops: float
     peak_hbm_gb_s: float

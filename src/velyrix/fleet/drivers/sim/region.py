@@ -112,7 +112,7 @@ class SimRegion:
     def _make_node(self, node_type: str, index: int, su_nodes: int, baseline: dict[str, str],
                    plan: Any | None = None) -> SimNode:
         nt = reader.node_type(node_type)
-        model = models.GPU_MODELS.get(nt.gpu_model, models.DEFAULT_MODEL)
+        model = reader.gpu_model(nt.gpu_model)
         pos = topology.position(self.name, index, nt.compute_nics, su_nodes, plan)
         su, slot = pos.su, pos.slot
         hostname = f"{_short(self.name)}-{_gpu_tag(node_type)}-su{su:02d}-n{slot:02d}"
