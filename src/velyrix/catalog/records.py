@@ -25,6 +25,7 @@ class NodeType:
     inband_nic_gbps: int
     bmc_nic_gbps: int
     host_ram_gb: float
+    cpu_cores: int
     local_nvme_tb: float
     local_nvme_read_gb_s: float
     local_nvme_write_gb_s: float

@@ -7,13 +7,12 @@ delivered cluster (``from_nodes``). Everything the Slurm and Kueue renderers nee
 from __future__ import annotations
 
 import re
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 
 from velyrix import catalog, errors
 from velyrix.spec import models
 
-# DGX H100/H200 user guide (system specifications): 2 x Intel Xeon Platinum 8480C, 56 cores each.
-DEFAULT_CPUS_PER_NODE = 112
 # Share of host RAM handed to jobs; the rest stays with the OS, the agent and page cache.
 JOB_MEMORY_SHARE = 0.9
 
@@ -26,7 +25,7 @@ class NodeGroup:
     names: tuple[str, ...]
     gpus_per_node: int
     gpu_model: str
-    cpus_per_node: int = DEFAULT_CPUS_PER_NODE
+    cpus_per_node: int
     real_memory_mb: int = 0
     """Memory Slurm may hand out per node, in MiB (0: unconstrained)."""
 
@@ -79,14 +78,12 @@ def from_spec(spec: models.ClusterSpec, *, names: list[str] | None = None) -> Sc
 
     ``names``: the delivered nodes' hostnames when known (must match ``spec.node_count``).
     """
-    nt = catalog.node_type(spec.node_type)
+    catalog.node_type(spec.node_type)  # an unknown node type is reported before the names
     names = names if names is not None else node_names(spec.name, spec.node_count)
     if len(names) != spec.node_count:
         raise errors.InvalidInputError(f"{len(names)} node names given for {spec.node_count} nodes",
                                        hint="give one name per node of the cluster")
-    group = NodeGroup(node_type=spec.node_type, names=tuple(names), gpus_per_node=nt.gpus_per_node,
-                      gpu_model=nt.gpu_model, real_memory_mb=int(nt.host_ram_gb * 1e9 / 2**20 * JOB_MEMORY_SHARE))
-    return SchedulerCluster(name=spec.name, groups=(group,), fabric=spec.fabric)
+    return SchedulerCluster(name=spec.name, groups=(_group(spec.node_type, names),), fabric=spec.fabric)
 
 
 def from_nodes(name: str, nodes: dict[str, str], *, fabric: str | None = None) -> SchedulerCluster:
@@ -94,13 +91,15 @@ def from_nodes(name: str, nodes: dict[str, str], *, fabric: str | None = None) -
     by_type: dict[str, list[str]] = {}
     for host, node_type in nodes.items():
         by_type.setdefault(node_type, []).append(host)
-    groups = []
-    for node_type, hosts in by_type.items():
-        nt = catalog.node_type(node_type)
-        groups.append(NodeGroup(node_type=node_type, names=tuple(sorted(hosts)), gpus_per_node=nt.gpus_per_node,
-                                gpu_model=nt.gpu_model,
-                                real_memory_mb=int(nt.host_ram_gb * 1e9 / 2**20 * JOB_MEMORY_SHARE)))
-    return SchedulerCluster(name=name, groups=tuple(groups), fabric=fabric)
+    groups = tuple(_group(node_type, sorted(hosts)) for node_type, hosts in by_type.items())
+    return SchedulerCluster(name=name, groups=groups, fabric=fabric)
+
+
+def _group(node_type: str, names: Sequence[str]) -> NodeGroup:
+    """``names`` as a group of catalog node type ``node_type``: its GPUs, cores and job share of host RAM."""
+    nt = catalog.node_type(node_type)
+    return NodeGroup(node_type=node_type, names=tuple(names), gpus_per_node=nt.gpus_per_node, gpu_model=nt.gpu_model,
+                     cpus_per_node=nt.cpu_cores, real_memory_mb=int(nt.host_ram_gb * 1e9 / 2**20 * JOB_MEMORY_SHARE))
 
 
 def twin(name: str = "twin", node_count: int = 4, node_type: str = "hgx-h200-8g", *,
