@@ -16,6 +16,7 @@ def test_node_types_are_complete_and_sourced(name: str) -> None:
     assert nt.compute_nic_gbps == 400
     assert nt.gpu_memory_gb > 0 and nt.hbm_bandwidth_gb_s > 0 and nt.bf16_dense_tflops > 0
     assert nt.local_nvme_tb > 0 and nt.local_nvme_read_gb_s > 0 and nt.power_kw > 0
+    assert nt.local_nvme_drives > 0 and nt.cpu_cores > 0
     assert nt.source
     assert set(nt.fabrics) <= set(catalog.fabric_names())
     assert catalog.gpu_hour_price_usd(name) > 0

@@ -27,6 +27,7 @@ class NodeType:
     host_ram_gb: float
     cpu_cores: int
     local_nvme_tb: float
+    local_nvme_drives: int
     local_nvme_read_gb_s: float
     local_nvme_write_gb_s: float
     power_kw: float

@@ -21,9 +21,6 @@ from velyrix.fleet.drivers.sim import faults, models
 from velyrix.fleet.drivers.sim.clock import SimClock
 from velyrix.fleet.drivers.sim.devices import SimBMC, SimGPU, SimIBPort, SimNode, SimNVMe
 
-NVME_DRIVES = 8
-"""Local NVMe drives per HGX node (DGX H100/H200/B200: 8 x 3.84 TB U.2)."""
-
 
 @dataclass(frozen=True)
 class SimEvent:
@@ -135,12 +132,12 @@ class SimRegion:
         other = [hardware.NICInfo(device=f"mlx5_{nt.compute_nics + s}", role="storage", speed_gbps=nt.storage_nic_gbps,
                                   mac=self._mac(), firmware=cx7) for s in range(nt.storage_nics)]
         other.append(hardware.NICInfo(device="eno1", role="inband", speed_gbps=nt.inband_nic_gbps, mac=self._mac()))
-        drive_tb = round(nt.local_nvme_tb / NVME_DRIVES, 2)
-        read = nt.local_nvme_read_gb_s / NVME_DRIVES * models.NVME_EFFICIENCY
-        write = nt.local_nvme_write_gb_s / NVME_DRIVES * models.NVME_EFFICIENCY
+        drive_tb = round(nt.local_nvme_tb / nt.local_nvme_drives, 2)
+        read = nt.local_nvme_read_gb_s / nt.local_nvme_drives * models.NVME_EFFICIENCY
+        write = nt.local_nvme_write_gb_s / nt.local_nvme_drives * models.NVME_EFFICIENCY
         drives = [SimNVMe(name=f"nvme{d}n1", serial=self._serial("S6"), capacity_tb=drive_tb, read_gb_s_measured=read,
                           write_gb_s_measured=write, healthy_read_gb_s=read, healthy_write_gb_s=write)
-                  for d in range(NVME_DRIVES)]
+                  for d in range(nt.local_nvme_drives)]
         bmc = SimBMC(address=f"10.{200 + su // 256}.{su % 256}.{slot + 10}", mac=self._mac(),
                      firmware=baseline.get("bmc", ""))
         return SimNode(hostname=hostname, node_type=node_type, serial=self._serial("SN"), bmc=bmc, gpus=gpus,
