@@ -3,9 +3,10 @@
 from __future__ import annotations
 
 import sys
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -24,6 +25,19 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
     for item in items:
         if "gpu" in item.keywords:
             item.add_marker(skip)
+
+
+@pytest.fixture(scope="session")
+def pg_server() -> Iterator[Any]:
+    """One real PostgreSQL server (``velyrix.testing.postgres.PostgresServer``) for the whole session; tests
+    take a database each with ``create_database``. Skips where the server binaries are not installed."""
+    from velyrix.testing import postgres
+
+    if postgres.find_bin_dir() is None:
+        pytest.skip("PostgreSQL server binaries not installed (scripts/apt-packages.txt lists them)")
+    server = postgres.PostgresServer.start()
+    yield server
+    server.stop()
 
 
 @dataclass

@@ -24,15 +24,6 @@ def unique(prefix: str) -> str:
     return f"{prefix}-{next(_counter)}"
 
 
-@pytest.fixture(scope="session")
-def pg_server() -> Iterator[postgres.PostgresServer]:
-    if postgres.find_bin_dir() is None:
-        pytest.skip("PostgreSQL server binaries not installed (scripts/apt-packages.txt lists them)")
-    server = postgres.PostgresServer.start()
-    yield server
-    server.stop()
-
-
 @pytest.fixture(scope="module", params=["sqlite", pytest.param("postgres", marks=pytest.mark.postgres)])
 def db_url(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory) -> str:
     name = f"m{next(_counter)}"

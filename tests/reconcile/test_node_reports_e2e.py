@@ -28,7 +28,6 @@ from velyrix.controlplane.reconcile import phases
 from velyrix.controlplane.reconcile.runtime import FleetRuntime
 from velyrix.health.drains import InMemorySeam
 from velyrix.ops.service import create_app
-from velyrix.testing import postgres
 from velyrix.testing.postgres import free_port
 
 CLUSTER = {"name": "train", "region": "us-east-1", "node_type": "hgx-h200-8g", "node_count": 8,
@@ -112,22 +111,13 @@ class Up:
             reporter.close()
 
 
-@pytest.fixture(scope="module")
-def pg() -> Iterator[postgres.PostgresServer]:
-    if postgres.find_bin_dir() is None:
-        pytest.skip("PostgreSQL server binaries not installed (scripts/apt-packages.txt lists them)")
-    server = postgres.PostgresServer.start()
-    yield server
-    server.stop()
-
-
 @pytest.fixture(params=["sqlite", pytest.param("postgres", marks=pytest.mark.postgres)])
 def up(request: pytest.FixtureRequest, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[Up]:
     monkeypatch.setenv("VELYRIX_HOME", str(tmp_path))
     if request.param == "sqlite":
         url = f"sqlite:///{tmp_path / 'velyrix.db'}"
     else:
-        url = request.getfixturevalue("pg").create_database(f"e2e{free_port()}")
+        url = request.getfixturevalue("pg_server").create_database(f"e2e{free_port()}")
     plane = Up(url, twin_nodes=9)  # 8 for the cluster, 1 held back as the spare (5% of 9, rounded up)
     yield plane
     plane.stop()
