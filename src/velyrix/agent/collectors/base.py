@@ -17,6 +17,7 @@ import socket
 import time
 from collections import Counter
 from dataclasses import asdict, dataclass, field
+from pathlib import Path
 from typing import Any
 
 from velyrix import errors
@@ -134,6 +135,14 @@ class NodeSample:
             gpu["xid_counts"] = {str(k): v for k, v in gpu["xid_counts"].items()}
             gpu["xid_events"] = [list(e) for e in gpu["xid_events"]]
         return out
+
+
+def read_sysfs(path: Path) -> str | None:
+    """The stripped text of a sysfs attribute file, or None when it cannot be read (absent, no permission)."""
+    try:
+        return path.read_text().strip()
+    except OSError:
+        return None
 
 
 def xid_counts(events: list[tuple[float, int]]) -> dict[int, int]:

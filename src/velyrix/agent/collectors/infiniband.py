@@ -11,17 +11,10 @@ from __future__ import annotations
 import re
 from pathlib import Path
 
-from velyrix.agent.collectors.base import Collector, IBPortReading, NodeSample
+from velyrix.agent.collectors.base import Collector, IBPortReading, NodeSample, read_sysfs
 
 DEFAULT_ROOT = "/sys/class/infiniband"
 _RATE = re.compile(r"^\s*([0-9.]+)\s*Gb/sec")
-
-
-def _read(path: Path) -> str | None:
-    try:
-        return path.read_text().strip()
-    except OSError:
-        return None
 
 
 def parse_state(text: str | None) -> str:
@@ -54,7 +47,7 @@ def read_ports(root: str | Path = DEFAULT_ROOT) -> tuple[list[IBPortReading], li
             counter_dir = port_dir / "counters"
             if counter_dir.is_dir():
                 for f in sorted(counter_dir.iterdir()):
-                    raw = _read(f)
+                    raw = read_sysfs(f)
                     try:
                         counters[f.name] = int(raw) if raw is not None else 0
                     except ValueError:
@@ -64,8 +57,8 @@ def read_ports(root: str | Path = DEFAULT_ROOT) -> tuple[list[IBPortReading], li
             readings.append(IBPortReading(
                 device=dev.name,
                 port=int(port_dir.name),
-                state=parse_state(_read(port_dir / "state")),
-                rate_gbps=parse_rate_gbps(_read(port_dir / "rate")),
+                state=parse_state(read_sysfs(port_dir / "state")),
+                rate_gbps=parse_rate_gbps(read_sysfs(port_dir / "rate")),
                 counters=counters,
             ))
     return readings, problems

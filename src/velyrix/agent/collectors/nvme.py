@@ -14,17 +14,10 @@ import shutil
 import subprocess
 from pathlib import Path
 
-from velyrix.agent.collectors.base import Collector, NodeSample, NVMeReading
+from velyrix.agent.collectors.base import Collector, NodeSample, NVMeReading, read_sysfs
 
 DEFAULT_ROOT = "/sys/class/nvme"
 SECTOR_BYTES = 512  # the block layer counts 512-byte sectors (Documentation/block/stat.rst)
-
-
-def _read(path: Path) -> str | None:
-    try:
-        return path.read_text().strip()
-    except OSError:
-        return None
 
 
 def block_bytes(ctrl_dir: Path) -> tuple[int | None, int | None]:
@@ -32,7 +25,7 @@ def block_bytes(ctrl_dir: Path) -> tuple[int | None, int | None]:
     read = written = 0
     found = False
     for ns in sorted(ctrl_dir.glob(f"{ctrl_dir.name}n*")):
-        stat = _read(ns / "stat")
+        stat = read_sysfs(ns / "stat")
         if not stat:
             continue
         fields = stat.split()
@@ -85,7 +78,7 @@ class NvmeCollector(Collector):
                 smart = smart_log(f"/dev/{ctrl.name}", self.nvme_cli)
                 media = smart.get("media_errors")
                 drives.append(NVMeReading(
-                    name=ctrl.name, model=_read(ctrl / "model"),
+                    name=ctrl.name, model=read_sysfs(ctrl / "model"),
                     media_errors=int(media) if media is not None else None,
                     percent_used=smart.get("percent_used"),
                     read_bytes=read_b, written_bytes=written_b,
