@@ -259,11 +259,17 @@ def test_report_gpu_hours_per_team_equal_what_the_jobs_used(slurm_twin, velyrix,
         assert seconds <= elapsed[job] <= seconds + 10, (account, gpus, elapsed[job])
 
     t_from, t_to = int(twin.workload_start) - 60, int(time.time()) + 60
-    table = accounting.load_jobs(twin.slurm, t_from, t_to)
     parents = accounting.account_parents(twin.slurm)
-    data = reports.build(table, t_from, t_to, cost_center_of=accounting.cost_centers(parents))
+    teams = {a for a, v in expected.items() if v > 0}
+
+    def settled():
+        # slurmdbd records a job's allocation shortly after sacct -P first lists the job: wait for it.
+        data = reports.build(accounting.load_jobs(twin.slurm, t_from, t_to), t_from, t_to,
+                             cost_center_of=accounting.cost_centers(parents))
+        return data if {t["team"] for t in data["teams"]} == teams else None
+
+    data = _wait(settled, 60)
     got = {t["team"]: t["gpu_hours"] for t in data["teams"]}
-    assert got.keys() == {a for a, v in expected.items() if v > 0}, (got, expected, elapsed)
     for team, hours in got.items():
         assert hours == pytest.approx(expected[team], abs=1e-5), (team, got, expected, elapsed)
     ccs = {c["cost_center"]: c["gpu_hours"] for c in data["cost_centers"]}
