@@ -15,6 +15,14 @@ def test_evaluate_prints_json_per_policy_and_writes_a_chart(velyrix, tmp_path):
     assert chart.stat().st_size > 1000
 
 
+def test_evaluate_table_shows_every_figure_name_whole(velyrix, monkeypatch):
+    monkeypatch.setenv("COLUMNS", "64")
+    res = velyrix("health", "evaluate", "--days", "2", "--nodes", "16", "--seed", "3", "--workers", "1")
+    assert res.exit_code == 0, res.stderr
+    for name in ("failures_caught_before_job_damage", "false_quarantines_pct_nodes_per_month", "gpu_hours_lost"):
+        assert name in res.stdout
+
+
 def test_evaluate_rejects_bad_input_with_exit_2(velyrix):
     res = velyrix("health", "evaluate", "--nodes", "0")
     assert res.exit_code == 2 and "positive" in res.stderr and "Traceback" not in res.stderr

@@ -56,16 +56,23 @@ def evaluate(
     from rich.table import Table
 
     table = Table(title=f"Health policies: {nodes} nodes, {days:g} simulated days, seed {seed}")
-    table.add_column("figure")
+    table.add_column("figure", no_wrap=True)  # names are the JSON keys: never cut them
     for p in health_evaluation.POLICIES:
         table.add_column(p, justify="right")
     for key in result["policies"]["none"]:
-        table.add_row(key, *(str(result["policies"][p][key]) for p in health_evaluation.POLICIES))
+        table.add_row(key, *(_cell(result["policies"][p][key]) for p in health_evaluation.POLICIES))
     out = common.console()
     out.print(table)
     cmp = result["proactive_vs_reactive"]
     out.print(f"proactive vs reactive: {cmp['precursor_interruption_reduction_pct']}% fewer interruptions on faults "
               f"with precursors, {cmp['all_interruption_reduction_pct']}% fewer overall")
+
+
+def _cell(value: object) -> str:
+    """A table cell: mappings as ``key: n`` lines, ``-`` when empty."""
+    if isinstance(value, dict):
+        return "\n".join(f"{k}: {v}" for k, v in value.items()) or "-"
+    return str(value)
 
 
 def _chart(result: dict, path: Path) -> None:
