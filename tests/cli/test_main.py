@@ -51,3 +51,10 @@ def test_unknown_command_suggests_and_exits_2(velyrix) -> None:
     result = velyrix("plna")
     assert result.exit_code == 2
     assert result.stderr.count("Did you mean 'plan'?") == 1
+
+
+def test_phase_events_read_as_entering_a_phase() -> None:
+    from velyrix.cli.apply import event_line
+
+    assert event_line({"reason": "PhaseNetworking", "message": "image verified"}) == "-> Networking: image verified"
+    assert event_line({"reason": "NodeReplaced", "message": "n07 by n64"}) == "NodeReplaced: n07 by n64"

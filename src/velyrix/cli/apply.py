@@ -26,6 +26,14 @@ Examples:
 """
 
 
+
+def event_line(ev: dict) -> str:
+    """One cluster event for people: a phase change reads ``-> Networking: why it was entered``."""
+    reason, message = str(ev.get("reason", "")), str(ev.get("message", ""))
+    if reason.startswith("Phase") and len(reason) > 5:
+        return f"-> {reason[5:]}: {message}" if message else f"-> {reason[5:]}"
+    return f"{reason}: {message}"
+
 def register(app: typer.Typer) -> None:
     app.command(name="apply", help=APPLY_HELP)(apply)
     app.command(name="destroy")(destroy)
@@ -98,7 +106,7 @@ def follow(client: Any, cluster_id: str, *, since_phases: int, want: tuple[str, 
             events = st.get("events") or []
             for ev in events[seen_events:] if seen_events else events[-3:]:
                 style = "yellow" if ev.get("type") == "Warning" else "dim"
-                bar.console.print(f"  [{style}]{ev['reason']}: {ev['message']}[/]")
+                bar.console.print(f"  [{style}]{event_line(ev)}[/]")
             seen_events = len(events)
             phase = st["phase"]
             done = PHASE_ORDER.index(phase) if phase in PHASE_ORDER else len(PHASE_ORDER) - 1
@@ -260,4 +268,4 @@ def render_cluster(con: Any, cluster: dict[str, Any], nodes: list[dict[str, Any]
                   + "; per scalable unit: " + ", ".join(f"SU{su}: {v}" for su, v in sorted(per_su.items(),
                                                                                              key=lambda x: str(x[0]))))
     for ev in (st.get("events") or [])[-5:]:
-        con.print(f"  [dim]{ev['at'][:19]} {ev['reason']}: {ev['message']}[/]")
+        con.print(f"  [dim]{ev['at'][:19]} {event_line(ev)}[/]")

@@ -93,7 +93,7 @@ def _provisioning(st: Step) -> None:
     if done:
         status.set_condition(st.cluster, "Provisioned", True, "ImageAndFirmware",
                              f"image {st.settings.image}, firmware at the {st.cluster.region} baseline")
-        set_phase(st, phases.NETWORKING, "image and firmware baseline on every node")
+        set_phase(st, phases.NETWORKING, "image and firmware baseline verified on every node")
 
 
 def _networking(st: Step) -> None:
