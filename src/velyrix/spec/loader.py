@@ -372,7 +372,7 @@ def _resource(block: hcl.Block, chk: _Checker, values: dict[str, Any], region: s
     workload = None
     if "workload" in nested:
         wblock, wattrs = nested["workload"]
-        workload = _workload(wblock, wattrs, attrs, chk)
+        workload = _workload(wblock, wattrs, chk)
     acceptance = models.AcceptanceSpec(**nested.get("acceptance", (None, {}))[1])
     return models.ClusterSpec(
         address=address, name=attrs["name"], region=attrs.get("region") or region or "",
@@ -382,8 +382,7 @@ def _resource(block: hcl.Block, chk: _Checker, values: dict[str, Any], region: s
     )
 
 
-def _workload(block: hcl.Block, attrs: dict[str, Any], cluster: dict[str, Any],
-              chk: _Checker) -> models.WorkloadSpec | None:
+def _workload(block: hcl.Block, attrs: dict[str, Any], chk: _Checker) -> models.WorkloadSpec | None:
     has_params = "model_params" in attrs
     arch = ("vocab", "hidden", "ffn", "layers", "heads")
     has_arch = any(k in attrs for k in arch)
