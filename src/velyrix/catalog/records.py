@@ -5,6 +5,8 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
+from velyrix import units
+
 
 @dataclass(frozen=True)
 class NodeType:
@@ -37,7 +39,7 @@ class NodeType:
     @property
     def storage_gb_s(self) -> float:
         """Per-node storage-plane bandwidth in GB/s (all storage NICs together)."""
-        return self.storage_nics * self.storage_nic_gbps / 8.0
+        return units.gbps_to_gb_s(self.storage_nics * self.storage_nic_gbps)
 
 
 @dataclass(frozen=True)

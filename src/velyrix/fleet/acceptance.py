@@ -19,6 +19,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
+from velyrix import units
 from velyrix.catalog import reader
 
 # The shares of the datasheet peaks below are what healthy parts measure; the digital twin's healthy parts
@@ -35,6 +36,11 @@ PASS_MARGIN = 0.90
 ALL_REDUCE_SHARE = 0.90
 """Inter-node all-reduce bus bandwidth vs per-GPU NIC line rate (assumption: NCCL tests on 400G NDR rails
 report ~45-48 GB/s busbw per 50 GB/s link)."""
+
+
+def all_reduce_gb_s(link_gbps: float) -> float:
+    """Inter-node all-reduce bus bandwidth (GB/s) expected on a per-GPU link of ``link_gbps`` (Gb/s)."""
+    return units.gbps_to_gb_s(link_gbps) * ALL_REDUCE_SHARE
 
 NODE_TESTS = ("gpu_burn_in", "nvlink", "ib_ports", "local_nvme")
 CLUSTER_TESTS = ("all_reduce", "storage")
@@ -142,7 +148,7 @@ def judge_cluster(node_type: str, m: dict[str, Any], *, expected_all_reduce_gb_s
     nt = reader.node_type(node_type)
     out: list[TestResult] = []
     if "all_reduce" in tests:
-        exp = expected_all_reduce_gb_s or round(nt.compute_nic_gbps / 8.0 * ALL_REDUCE_SHARE, 2)
+        exp = expected_all_reduce_gb_s or round(all_reduce_gb_s(nt.compute_nic_gbps), 2)
         if m.get("nodes", 2) == 1:
             exp = round(nt.nvlink_gb_s * NVLINK_SHARE_OF_PEAK, 1)
         out.append(TestResult("all_reduce", "cluster", m["all_reduce_busbw_gb_s"], exp, "GB/s",

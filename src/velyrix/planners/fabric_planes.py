@@ -15,7 +15,7 @@ import math
 from dataclasses import dataclass
 from typing import Any
 
-from velyrix import catalog
+from velyrix import catalog, units
 from velyrix.catalog import records
 
 BETTER_READ_GB_S_PER_SU = 40.0  # REFERENCE §1 (H100 RA Table 6): 32-node SU read, "better"
@@ -131,14 +131,15 @@ def plan_storage_plane(nt: records.NodeType, nodes: int, fab: records.Fabric,
     if target_gb_s is None:
         target_gb_s, source = storage_guidance_gb_s(nodes), "REFERENCE §1 SuperPOD 'better' read guidance"
     node_links = nodes * nt.storage_nics
-    node_bw = node_links * link / 8.0
+    node_bw = units.gbps_to_gb_s(node_links * link)
     notes = []
     if target_gb_s > node_bw:
         notes.append(f"target {target_gb_s:,.0f} GB/s exceeds the nodes' storage NICs ({node_bw:,.0f} GB/s)")
-    storage_ports = math.ceil(min(target_gb_s, node_bw) * 8.0 / link)
+    storage_ports = math.ceil(units.gb_s_to_gbps(min(target_gb_s, node_bw)) / link)
     if node_links + storage_ports <= radix:
         return StoragePlane(sw.name, link, radix, node_links, 1, node_links, 0, storage_ports, 0, 0,
-                            target_gb_s, source, node_bw, min(node_links, storage_ports) * link / 8.0, tuple(notes))
+                            target_gb_s, source, node_bw, units.gbps_to_gb_s(min(node_links, storage_ports) * link),
+                            tuple(notes))
     m = radix // sum(STORAGE_NODE_RATIO)
     down, up = STORAGE_NODE_RATIO[0] * m, STORAGE_NODE_RATIO[1] * m
     node_leaves = math.ceil(node_links / down)
@@ -147,8 +148,8 @@ def plan_storage_plane(nt: records.NodeType, nodes: int, fab: records.Fabric,
     if spines > up:
         notes.append(f"{spines} storage spines exceed the {up} uplinks of a node leaf: the storage plane "
                      "needs a third tier at this size (switch counts here are the two-tier lower bound)")
-    uplink_bw = min(node_links, node_leaves * up) * link / 8.0
-    deliverable = min(node_bw, uplink_bw, storage_ports * link / 8.0)
+    uplink_bw = units.gbps_to_gb_s(min(node_links, node_leaves * up) * link)
+    deliverable = min(node_bw, uplink_bw, units.gbps_to_gb_s(storage_ports * link))
     return StoragePlane(sw.name, link, radix, node_links, node_leaves, down, up, storage_ports, storage_leaves,
                         spines, target_gb_s, source, node_bw, deliverable, tuple(notes))
 

@@ -61,7 +61,7 @@ def expected_all_reduce(cluster: models.Cluster) -> float | None:
     per_gpu_gbps = float(compute["link_gbps"])
     if compute.get("bisection_gbps"):
         per_gpu_gbps = min(per_gpu_gbps, 2.0 * float(compute["bisection_gbps"]) / float(gpus))
-    return round(per_gpu_gbps / 8.0 * acceptance.ALL_REDUCE_SHARE, 2)
+    return round(acceptance.all_reduce_gb_s(per_gpu_gbps), 2)
 
 
 def expected_storage(cluster: models.Cluster, nodes: int) -> tuple[float | None, float | None]:

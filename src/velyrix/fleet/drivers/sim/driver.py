@@ -202,7 +202,7 @@ class SimDriver(base.Driver):
         nt = reader.node_type(nodes[0].node_type)
         # ring all-reduce runs at the pace of the slowest rail: a node with a port down halves its rails' share
         worst = min(sum(1 for p in n.ib_ports if p.state == "ACTIVE") / max(1, len(n.ib_ports)) for n in nodes)
-        busbw = nt.compute_nic_gbps / 8.0 * acceptance.ALL_REDUCE_SHARE * worst * _jitter(request_id, "ar")
+        busbw = acceptance.all_reduce_gb_s(nt.compute_nic_gbps) * worst * _jitter(request_id, "ar")
         if len(nodes) == 1:
             busbw = nt.nvlink_gb_s * acceptance.NVLINK_SHARE_OF_PEAK * _jitter(request_id, "ar")
         perf = [v for v in volumes if v.tier == "parallel_fs"]
