@@ -108,7 +108,11 @@ def test_prolog_writes_the_gpu_to_job_mapping_and_epilog_removes_it(slurm_twin):
     def mapped() -> dict[str, str]:
         return {str(p.relative_to(root)): p.read_text().strip() for p in root.glob("*/[0-9]*")}
 
-    files = _wait(lambda: {k: v for k, v in mapped().items() if v == str(job)})
+    def job_files() -> dict[str, str]:
+        files = {k: v for k, v in mapped().items() if v == str(job)}
+        return files if len(files) >= 3 else {}  # the prolog writes one file per GPU: wait for all of them
+
+    files = _wait(job_files)
     assert len(files) == 3 and len({k.split("/")[0] for k in files}) == 1
     twin.wait_jobs_done([job])
     _wait(lambda: str(job) not in mapped().values())
