@@ -9,7 +9,7 @@ import pytest
 
 from velyrix import errors, units
 from velyrix.planners import checkpoints, plan, sizing, storage
-from velyrix.spec import loader, models
+from velyrix.declarations import loader, models
 
 from ..conftest import EXAMPLES
 

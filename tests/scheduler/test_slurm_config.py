@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 from velyrix.ops.scheduler import clusters, scripts, slurm_config, topology
-from velyrix.spec import models
+from velyrix.declarations import models
 
 
 def _spec(nodes: int = 64) -> models.ClusterSpec:

@@ -41,7 +41,7 @@ def register(app: typer.Typer) -> None:
 
 
 def _load(file: Path, var: list[str] | None, var_file: list[Path] | None) -> Any:
-    from velyrix.spec import loader
+    from velyrix.declarations import loader
 
     return loader.load(file, variables=common.parse_vars(var), var_files=var_file or [])
 

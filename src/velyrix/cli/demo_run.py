@@ -55,7 +55,7 @@ def run(file: Path, *, speed: float, faults: bool, seed: int) -> None:
     from velyrix.fleet.drivers.sim import Fault
     from velyrix.ops.service import create_app
     from velyrix.planners import plan as planner
-    from velyrix.spec import loader
+    from velyrix.declarations import loader
 
     con = common.console()
     spec_file = loader.load(file)

@@ -41,7 +41,7 @@ def plan(
                                         help="Read variable values from a .tfvars file (repeatable)."),
 ) -> None:
     from velyrix.planners import plan as planner
-    from velyrix.spec import loader
+    from velyrix.declarations import loader
 
     spec_file = loader.load(file, variables=common.parse_vars(var), var_files=var_file or [])
     result = planner.plan_file(spec_file)

@@ -31,7 +31,7 @@ def _slurm(conf: Path | None) -> Any:
 
 def _cluster(file: Path, name: str | None) -> Any:
     from velyrix.ops.scheduler import clusters
-    from velyrix.spec import loader
+    from velyrix.declarations import loader
 
     spec_file = loader.load(file)
     found = [c for c in spec_file.clusters if name in (None, c.name)]

@@ -1,8 +1,8 @@
-"""Cluster specs over the API: the JSON body shape (generated from ``velyrix.spec.models`` so it
+"""Cluster specs over the API: the JSON body shape (generated from ``velyrix.declarations.models`` so it
 follows the loader's models), and its validation through the very same loader checks as an HCL file.
 
 The body is rendered to a canonical HCL resource block, one attribute per line, and loaded with
-``velyrix.spec.loader.loads``; diagnostics name the JSON field (``storage.parallel_fs_tb: ...``).
+``velyrix.declarations.loader.loads``; diagnostics name the JSON field (``storage.parallel_fs_tb: ...``).
 """
 
 from __future__ import annotations
@@ -15,7 +15,7 @@ from typing import Any
 import pydantic
 
 from velyrix import errors
-from velyrix.spec import loader, models
+from velyrix.declarations import loader, models
 
 NAME_PATTERN = r"^[a-z][a-z0-9-]{0,62}$"
 WORD_PATTERN = r"^[A-Za-z0-9][A-Za-z0-9._-]{0,62}$"

@@ -9,7 +9,7 @@ from __future__ import annotations
 from dataclasses import asdict, dataclass
 
 from velyrix import catalog, units
-from velyrix.spec import models
+from velyrix.declarations import models
 
 
 @dataclass(frozen=True)

@@ -7,7 +7,7 @@ from typing import Any
 
 from velyrix import catalog
 from velyrix.planners import cost, fabric
-from velyrix.spec import models
+from velyrix.declarations import models
 
 SCHEMA_VERSION = 1
 

@@ -15,7 +15,7 @@ from typing import Any
 
 from velyrix import catalog, errors, units
 from velyrix.planners import checkpoints, datafeed, goodput, sizing, tiers
-from velyrix.spec import models
+from velyrix.declarations import models
 
 PERF_TIER = "parallel_fs"
 

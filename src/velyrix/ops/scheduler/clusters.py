@@ -11,7 +11,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 
 from velyrix import catalog, errors
-from velyrix.spec import models
+from velyrix.declarations import models
 
 # Share of host RAM handed to jobs; the rest stays with the OS, the agent and page cache.
 JOB_MEMORY_SHARE = 0.9

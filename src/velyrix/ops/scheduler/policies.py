@@ -33,7 +33,7 @@ from pathlib import Path
 from typing import Any
 
 from velyrix import errors
-from velyrix.spec import expressions, hcl
+from velyrix.declarations import expressions, hcl
 
 _INT, _STR, _STRS = "integer", "string", "list of strings"
 SCHEMA: dict[str, dict[str, str]] = {

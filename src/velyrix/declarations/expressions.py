@@ -7,7 +7,7 @@ import operator
 from typing import Any
 
 from velyrix import errors
-from velyrix.spec import hcl
+from velyrix.declarations import hcl
 
 
 class ExpressionError(Exception):

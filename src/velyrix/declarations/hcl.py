@@ -2,7 +2,7 @@
 
 python-hcl2's dictionary output drops positions, so we walk its lark parse tree ourselves and keep
 the line and column of every block, attribute and value: error messages must point at them.
-Expressions are evaluated later (``velyrix.spec.expressions``) once variables are known.
+Expressions are evaluated later (``velyrix.declarations.expressions``) once variables are known.
 """
 
 from __future__ import annotations

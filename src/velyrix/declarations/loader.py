@@ -13,7 +13,7 @@ from pathlib import Path
 from typing import Any
 
 from velyrix import catalog, errors
-from velyrix.spec import expressions, hcl, models, schema
+from velyrix.declarations import expressions, hcl, models, schema
 
 CLI = "<command line>"
 

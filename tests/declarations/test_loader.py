@@ -7,7 +7,7 @@ from pathlib import Path
 import pytest
 
 from velyrix import errors
-from velyrix.spec import loader
+from velyrix.declarations import loader
 
 from ..conftest import EXAMPLES
 

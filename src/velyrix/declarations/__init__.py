@@ -1,4 +1,4 @@
 """What users declare: HCL files parsed into typed, validated ``ClusterSpec`` models.
 
-``velyrix.spec.loader.load(path, variables, var_files)`` is the entry point.
+``velyrix.declarations.loader.load(path, variables, var_files)`` is the entry point.
 """

@@ -1,4 +1,4 @@
-"""Typed models of what users declare. Built by ``velyrix.spec.loader`` from HCL; frozen."""
+"""Typed models of what users declare. Built by ``velyrix.declarations.loader`` from HCL; frozen."""
 
 from __future__ import annotations
 

@@ -10,7 +10,7 @@ import dataclasses
 from dataclasses import dataclass
 from typing import Any
 
-from velyrix.spec import models
+from velyrix.declarations import models
 
 
 @dataclass(frozen=True)
