@@ -13,6 +13,7 @@ demo: bootstrap
 
 lint: bootstrap
 	$(BIN)/ruff check src tests bench
+	$(BIN)/ruff format --check src tests bench
 	$(BIN)/mypy
 	$(BIN)/lint-imports
 

@@ -57,14 +57,48 @@ def main() -> None:
     jobs.write_prolog(job_dir, "bench-1", list(range(8)), user="bench", team="perf", cost_center="cc-0")
     ports = {name: free_port() for name in ("node", "fleet", "node_exporter")}
     procs = [
-        subprocess.Popen([velyrix, "agent", "--collector", "sim", "--sim-load", "70", "--listen", "127.0.0.1",
-                          "--port", str(ports["node"]), "--job-map-dir", str(job_dir), "--min-interval", "0"],
-                         stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL),
-        subprocess.Popen([velyrix, "sim", "exporter", "--nodes", f"hgx-h200-8g={FLEET_NODES}", "--load", "70",
-                          "--port", str(ports["fleet"]), "--min-interval", "0"],
-                         stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL),
-        subprocess.Popen([node_exporter, f"--web.listen-address=127.0.0.1:{ports['node_exporter']}"],
-                         stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL),
+        subprocess.Popen(
+            [
+                velyrix,
+                "agent",
+                "--collector",
+                "sim",
+                "--sim-load",
+                "70",
+                "--listen",
+                "127.0.0.1",
+                "--port",
+                str(ports["node"]),
+                "--job-map-dir",
+                str(job_dir),
+                "--min-interval",
+                "0",
+            ],
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.DEVNULL,
+        ),
+        subprocess.Popen(
+            [
+                velyrix,
+                "sim",
+                "exporter",
+                "--nodes",
+                f"hgx-h200-8g={FLEET_NODES}",
+                "--load",
+                "70",
+                "--port",
+                str(ports["fleet"]),
+                "--min-interval",
+                "0",
+            ],
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.DEVNULL,
+        ),
+        subprocess.Popen(
+            [node_exporter, f"--web.listen-address=127.0.0.1:{ports['node_exporter']}"],
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.DEVNULL,
+        ),
     ]
     urls = {name: f"http://127.0.0.1:{port}/metrics" for name, port in ports.items()}
     try:
@@ -83,14 +117,21 @@ def main() -> None:
         per_series = {name: statistics.median(t) / series[name] for name, t in times.items()}
         base = per_series["node_exporter"]
         print(f"{'target':<34} {'series':>8} {'median scrape':>14} {'per series':>11} {'ratio':>6}")
-        labels = {"node": "velyrix agent, 8-GPU node (sim)", "fleet": f"velyrix sim exporter, {FLEET_NODES} nodes",
-                  "node_exporter": "prometheus-node-exporter"}
+        labels = {
+            "node": "velyrix agent, 8-GPU node (sim)",
+            "fleet": f"velyrix sim exporter, {FLEET_NODES} nodes",
+            "node_exporter": "prometheus-node-exporter",
+        }
         for name in urls:
-            print(f"{labels[name]:<34} {series[name]:>8} {statistics.median(times[name]) * 1000:>11.1f} ms "
-                  f"{per_series[name] * 1e6:>8.2f} us {per_series[name] / base:>6.2f}")
+            print(
+                f"{labels[name]:<34} {series[name]:>8} {statistics.median(times[name]) * 1000:>11.1f} ms "
+                f"{per_series[name] * 1e6:>8.2f} us {per_series[name] / base:>6.2f}"
+            )
         worst = max(per_series["node"], per_series["fleet"]) / base
-        print(f"target: cost per series <= 2x node_exporter's -> worst ratio {worst:.2f} "
-              f"({'met' if worst <= 2 else 'NOT met'})")
+        print(
+            f"target: cost per series <= 2x node_exporter's -> worst ratio {worst:.2f} "
+            f"({'met' if worst <= 2 else 'NOT met'})"
+        )
     finally:
         for proc in procs:
             proc.terminate()

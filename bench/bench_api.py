@@ -97,8 +97,12 @@ def main() -> None:
         port = _free_port()
         env = {**os.environ, "VELYRIX_HOME": str(home)}
         env.pop("VELYRIX_DATABASE_URL", None)
-        server = subprocess.Popen([sys.executable, "-m", "velyrix.cli.main", "server", "--port", str(port)],
-                                  env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        server = subprocess.Popen(
+            [sys.executable, "-m", "velyrix.cli.main", "server", "--port", str(port)],
+            env=env,
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.DEVNULL,
+        )
         try:
             base = f"http://127.0.0.1:{port}"
             deadline = time.monotonic() + 30

@@ -36,9 +36,11 @@ def _series(backend: str) -> None:
         small.append(s)
         large.append(g)
         ratios.append(g / s)
-    print(f"[{backend}] 4,096 GPUs: median {statistics.median(small) * 1000:.1f} ms; "
-          f"32,768 GPUs: median {statistics.median(large) * 1000:.1f} ms; "
-          f"median ratio {statistics.median(ratios):.2f} (target <= 10)")
+    print(
+        f"[{backend}] 4,096 GPUs: median {statistics.median(small) * 1000:.1f} ms; "
+        f"32,768 GPUs: median {statistics.median(large) * 1000:.1f} ms; "
+        f"median ratio {statistics.median(ratios):.2f} (target <= 10)"
+    )
 
 
 def main() -> None:
@@ -51,8 +53,10 @@ def main() -> None:
         start = time.perf_counter()
         fabric.fabric_section("hgx-h200-8g", 64, "infiniband-ndr")
         seed.append(time.perf_counter() - start)
-    print(f"fabric section of velyrix plan (64 nodes, verified, pure Python): median "
-          f"{statistics.median(seed) * 1000:.2f} ms")
+    print(
+        f"fabric section of velyrix plan (64 nodes, verified, pure Python): median "
+        f"{statistics.median(seed) * 1000:.2f} ms"
+    )
 
 
 if __name__ == "__main__":

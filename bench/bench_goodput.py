@@ -48,13 +48,19 @@ def main() -> None:
         loop = [_loop_ettr(interval, SAVE_S, RESTART_S, mtti, horizon, seed) for seed in range(LOOP_REPLICAS)]
         loop_s = (time.perf_counter() - start) / LOOP_REPLICAS * REPLICAS
         formula = goodput.ettr_first_order(interval, SAVE_S, RESTART_S, mtti)
-        print(f"{name}: rate {rate} -> MTTI {mtti / 3600:.2f} h, Daly interval {interval:,.0f} s, "
-              f"{sim.failures_mean:,.1f} interruptions per run")
+        print(
+            f"{name}: rate {rate} -> MTTI {mtti / 3600:.2f} h, Daly interval {interval:,.0f} s, "
+            f"{sim.failures_mean:,.1f} interruptions per run"
+        )
         print(f"  vectorized: {REPLICAS:,} replicas in {vec_s:.2f} s (target < 5 s)")
-        print(f"  python loop: {loop_s:.1f} s for {REPLICAS:,} (from {LOOP_REPLICAS}); ratio loop/vectorized "
-              f"{loop_s / vec_s:.0f}x")
-        print(f"  ETTR: simulated {sim.ettr_mean:.4f} (95% CI {sim.ettr_ci[0]:.4f}-{sim.ettr_ci[1]:.4f}), "
-              f"loop {statistics.fmean(loop):.4f}, first-order {formula:.4f}")
+        print(
+            f"  python loop: {loop_s:.1f} s for {REPLICAS:,} (from {LOOP_REPLICAS}); ratio loop/vectorized "
+            f"{loop_s / vec_s:.0f}x"
+        )
+        print(
+            f"  ETTR: simulated {sim.ettr_mean:.4f} (95% CI {sim.ettr_ci[0]:.4f}-{sim.ettr_ci[1]:.4f}), "
+            f"loop {statistics.fmean(loop):.4f}, first-order {formula:.4f}"
+        )
 
 
 if __name__ == "__main__":

@@ -49,8 +49,10 @@ def main() -> None:
         evaluate_s.append((time.perf_counter() - t) / INNER)
     c, e = statistics.median(collect_s), statistics.median(evaluate_s)
     print(f"verdict: {verdict.action.name} ({len(verdict.reasons)} reasons, {len(samples)} samples, {len(xids)} XIDs)")
-    print(f"collect median {c * 1e3:.3f} ms, evaluate median {e * 1e3:.3f} ms, ratio evaluate/collect {e / c:.1f}; "
-          f"target evaluate <= 10 ms: {'met' if e <= 0.010 else 'MISSED'}; verdicts per second per core: {1 / e:,.0f}")
+    print(
+        f"collect median {c * 1e3:.3f} ms, evaluate median {e * 1e3:.3f} ms, ratio evaluate/collect {e / c:.1f}; "
+        f"target evaluate <= 10 ms: {'met' if e <= 0.010 else 'MISSED'}; verdicts per second per core: {1 / e:,.0f}"
+    )
 
 
 if __name__ == "__main__":

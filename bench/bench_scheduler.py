@@ -28,8 +28,14 @@ def synthetic(n: int, seed: int = 7) -> tuple[list[dict], dict[str, str]]:
     teams = [f"team{i:02d}" for i in range(40)]
     cost = {t: f"cc{i % 8}" for i, t in enumerate(teams)}
     users = [(f"user{i:03d}", teams[i % 40]) for i in range(200)]
-    tres = {g: [{"type": "cpu", "name": None, "count": 8 * max(1, g)}, {"type": "gres", "name": "gpu", "count": g},
-                {"type": "gres", "name": "gpu:h200", "count": g}] for g in (0, 1, 2, 4, 8, 16, 32, 64)}
+    tres = {
+        g: [
+            {"type": "cpu", "name": None, "count": 8 * max(1, g)},
+            {"type": "gres", "name": "gpu", "count": g},
+            {"type": "gres", "name": "gpu:h200", "count": g},
+        ]
+        for g in (0, 1, 2, 4, 8, 16, 32, 64)
+    }
     sizes = [1, 2, 4, 8, 8, 8, 16, 32, 64, 0]
     span = DAYS * 86400
     jobs = []
@@ -41,9 +47,15 @@ def synthetic(n: int, seed: int = 7) -> tuple[list[dict], dict[str, str]]:
         started = rng.random() > 0.02
         start = submit + wait if started else 0
         end = start + run if started and start + run < T0 + span else 0
-        jobs.append({"job_id": i + 1, "user": user, "account": team,
-                     "time": {"submission": submit, "start": start, "end": end},
-                     "tres": {"allocated": tres[sizes[rng.randrange(len(sizes))]]}})
+        jobs.append(
+            {
+                "job_id": i + 1,
+                "user": user,
+                "account": team,
+                "time": {"submission": submit, "start": start, "end": end},
+                "tres": {"allocated": tres[sizes[rng.randrange(len(sizes))]]},
+            }
+        )
     return jobs, cost
 
 
@@ -67,9 +79,12 @@ def main() -> None:
     t_from, t_to, now = T0, T0 + DAYS * 86400, T0 + DAYS * 86400
 
     # Telemetry for every job: busy GPU-seconds at 70% of its allocation (what --busy-from would give).
-    busy = {j["job_id"]: 0.7 * j["tres"]["allocated"][1]["count"] * max(0, (j["time"]["end"] or now)
-                                                                        - (j["time"]["start"] or now))
-            for j in jobs}
+    busy = {
+        j["job_id"]: 0.7
+        * j["tres"]["allocated"][1]["count"]
+        * max(0, (j["time"]["end"] or now) - (j["time"]["start"] or now))
+        for j in jobs
+    }
     t0 = time.perf_counter()
     table = accounting.JobTable.from_records(jobs)
     t1 = time.perf_counter()
@@ -81,9 +96,11 @@ def main() -> None:
     print(f"records -> table      {t1 - t0:6.2f} s")
     print(f"report (aggregation)  {t2 - t1:6.2f} s")
     print(f"4 renderings          {t3 - t2:6.2f} s  ({', '.join(f'{k} {v:,} B' for k, v in sizes.items())})")
-    print(f"total                 {total:6.2f} s  (target < 10 s)  {data['totals']['gpu_hours']:,.0f} GPU-hours "
-          f"({data['totals']['busy_gpu_hours']:,.0f} busy), "
-          f"{len(data['teams'])} teams, {len(data['cost_centers'])} cost centers")
+    print(
+        f"total                 {total:6.2f} s  (target < 10 s)  {data['totals']['gpu_hours']:,.0f} GPU-hours "
+        f"({data['totals']['busy_gpu_hours']:,.0f} busy), "
+        f"{len(data['teams'])} teams, {len(data['cost_centers'])} cost centers"
+    )
 
     sample = jobs[:100_000]
     t4 = time.perf_counter()
@@ -93,16 +110,21 @@ def main() -> None:
     for row in small["teams"]:
         assert abs(row["gpu_hours"] - naive[row["team"]] / 3600) < 1e-3, row["team"]
     naive_1m = (t5 - t4) * RECORDS / len(sample)
-    print(f"plain Python loop, GPU-hours per team only: {t5 - t4:.2f} s per 100k -> {naive_1m:.2f} s per 1M "
-          f"(agrees with the report); report total / loop = {total / naive_1m:.2f}")
+    print(
+        f"plain Python loop, GPU-hours per team only: {t5 - t4:.2f} s per 100k -> {naive_1m:.2f} s per 1M "
+        f"(agrees with the report); report total / loop = {total / naive_1m:.2f}"
+    )
     # The sacct -P fast path: the same 1M records as the text sacct prints, parsed into the same table.
     lines = "\n".join(
         f"{j['job_id']}|{j['user']}|{j['account']}|billing={g},cpu={8 * max(1, g)},gres/gpu={g},node=1|"
         f"{j['time']['submission']}|{j['time']['start'] or 'Unknown'}|{j['time']['end'] or 'Unknown'}"
-        for j in jobs for g in (j["tres"]["allocated"][1]["count"],))
+        for j in jobs
+        for g in (j["tres"]["allocated"][1]["count"],)
+    )
     t8 = time.perf_counter()
-    fast = reports.build(accounting.JobTable.from_parsable(lines), t_from, t_to, cost_center_of=cost, now=now,
-                         busy_gpu_s=busy)
+    fast = reports.build(
+        accounting.JobTable.from_parsable(lines), t_from, t_to, cost_center_of=cost, now=now, busy_gpu_s=busy
+    )
     t9 = time.perf_counter()
     assert fast["teams"] == data["teams"]
     print(f"sacct -P text ({len(lines) / 1e6:.0f} MB) -> table -> report: {t9 - t8:.2f} s (same report)")
@@ -111,8 +133,10 @@ def main() -> None:
     t6 = time.perf_counter()
     json.loads(text)
     t7 = time.perf_counter()
-    print(f"json.loads of the minimal records: {t7 - t6:.2f} s per 100k ({len(text) / 1e6:.0f} MB) -> "
-          f"{(t7 - t6) * 10:.1f} s per 1M")
+    print(
+        f"json.loads of the minimal records: {t7 - t6:.2f} s per 100k ({len(text) / 1e6:.0f} MB) -> "
+        f"{(t7 - t6) * 10:.1f} s per 1M"
+    )
 
 
 if __name__ == "__main__":

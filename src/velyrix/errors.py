@@ -73,8 +73,7 @@ class UnknownNameError(VelyrixError):
         suggestion = closest(name, valid)
         hint = f"did you mean '{suggestion[0]}'?" if suggestion else None
         hint = (hint + " " if hint else "") + f"valid: {', '.join(valid)}"
-        super().__init__(hint=hint, kind=kind, name=name, valid=valid,
-                         suggestion=suggestion[0] if suggestion else None)
+        super().__init__(hint=hint, kind=kind, name=name, valid=valid, suggestion=suggestion[0] if suggestion else None)
         self.suggestion = suggestion[0] if suggestion else None
 
 
@@ -117,8 +116,14 @@ class Diagnostic:
         return text
 
     def to_dict(self) -> dict[str, Any]:
-        return {"file": self.file, "line": self.line, "column": self.column, "message": self.message,
-                "expected": self.expected, "suggestion": self.suggestion}
+        return {
+            "file": self.file,
+            "line": self.line,
+            "column": self.column,
+            "message": self.message,
+            "expected": self.expected,
+            "suggestion": self.suggestion,
+        }
 
 
 class SpecError(VelyrixError):

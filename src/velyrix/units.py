@@ -48,8 +48,12 @@ def tb_to_bytes(tb: float) -> float:
 
 def fmt_bytes(n: float) -> str:
     """Human size in both decimal and binary units, e.g. ``5.67 TB (5.16 TiB)``."""
-    for dec, dname, binu, bname in ((PB, "PB", 1024**5, "PiB"), (TB, "TB", TiB, "TiB"),
-                                    (GB, "GB", GiB, "GiB"), (MB, "MB", MiB, "MiB")):
+    for dec, dname, binu, bname in (
+        (PB, "PB", 1024**5, "PiB"),
+        (TB, "TB", TiB, "TiB"),
+        (GB, "GB", GiB, "GiB"),
+        (MB, "MB", MiB, "MiB"),
+    ):
         if abs(n) >= dec:
             return f"{n / dec:,.2f} {dname} ({n / binu:,.2f} {bname})"
     return f"{n:,.0f} B"

@@ -14,8 +14,21 @@ ROOT = Path(__file__).resolve().parents[2]
 GRAFANA = ROOT / "deploy" / "grafana"
 RULES = ROOT / "deploy" / "prometheus" / "velyrix-rules.yml"
 PROMQL_FUNCS_AND_WORDS = {
-    "sum", "avg", "max", "min", "count", "by", "without", "rate", "increase", "sum_over_time", "or", "vector",
-    "on", "group_left", "label_values",
+    "sum",
+    "avg",
+    "max",
+    "min",
+    "count",
+    "by",
+    "without",
+    "rate",
+    "increase",
+    "sum_over_time",
+    "or",
+    "vector",
+    "on",
+    "group_left",
+    "label_values",
 }
 
 
@@ -44,11 +57,15 @@ def test_every_panel_query_names_a_metric_we_export_or_record() -> None:
     for uid, title, expr in every_query():
         # strip label matchers, strings and durations, then every remaining identifier must be known
         bare = re.sub(r'\{[^}]*\}|"[^"]*"|\[[^\]]*\]', " ", expr)
-        names = {n for n in re.findall(r"[A-Za-z_:][A-Za-z0-9_:]*", bare)
-                 if n not in PROMQL_FUNCS_AND_WORDS and not n.startswith("$")}
+        names = {
+            n
+            for n in re.findall(r"[A-Za-z_:][A-Za-z0-9_:]*", bare)
+            if n not in PROMQL_FUNCS_AND_WORDS and not n.startswith("$")
+        }
         # label names inside by (...) / without (...) are not metrics
-        labels = {lab for grp in re.findall(r"(?:by|without|on)\s*\(([^)]*)\)", bare)
-                  for lab in re.findall(r"\w+", grp)}
+        labels = {
+            lab for grp in re.findall(r"(?:by|without|on)\s*\(([^)]*)\)", bare) for lab in re.findall(r"\w+", grp)
+        }
         metrics = names - labels
         assert metrics, f"{uid} / {title}: no metric in {expr!r}"
         assert metrics <= known, f"{uid} / {title}: unknown {sorted(metrics - known)} in {expr!r}"

@@ -69,21 +69,26 @@ def test_quick_check_passes_on_a_passing_level1_run_and_calls_it_once(fake_dcgmi
     for name in ("gemm_short", "memtest_short"):
         assert results[name].status == "pass", results[name].detail
         assert "dcgmi diag -r 1" in results[name].detail and "software pass" in results[name].detail
-        assert "runs no" in results[name].detail   # level 1 has no kernel: said, not hidden
-    assert log.read_text().split("\n")[:-1] == ["diag -r 1 -j"]   # one run serves both probes
+        assert "runs no" in results[name].detail  # level 1 has no kernel: said, not hidden
+    assert log.read_text().split("\n")[:-1] == ["diag -r 1 -j"]  # one run serves both probes
 
 
 def test_a_gpu_failing_dcgm_memory_bandwidth_fails_the_deep_memory_check(fake_dcgmi, twin) -> None:
-    fake_dcgmi(f"cat {FIXTURES / 'r3_gpu5_fails.json'}\nexit 226")   # dcgmi exits non-zero when a test fails
+    fake_dcgmi(f"cat {FIXTURES / 'r3_gpu5_fails.json'}\nexit 226")  # dcgmi exits non-zero when a test fails
     prober = dcgm.DcgmProber()
     report = prober.diag(3)
     assert report.version == "3.3.9" and sorted(report.gpus) == list(range(8))
     bad = dcgm.verdict(report, "mem", 5)
     assert bad.passed is False and bad.value == pytest.approx(2510.4) and "below the minimum" in bad.detail
     good = dcgm.verdict(report, "gemm", 2)
-    assert good.passed is True and good.value == pytest.approx(40.02)   # targeted stress gflops -> TFLOPS, own GPU
-    results = _by_name(suites.run_checks([c for c in suites.suite("deep", _ctx(twin, prober).node_type)
-                                          if c.name in ("gemm_long", "memtest_long")], _ctx(twin, prober), 60.0))
+    assert good.passed is True and good.value == pytest.approx(40.02)  # targeted stress gflops -> TFLOPS, own GPU
+    results = _by_name(
+        suites.run_checks(
+            [c for c in suites.suite("deep", _ctx(twin, prober).node_type) if c.name in ("gemm_long", "memtest_long")],
+            _ctx(twin, prober),
+            60.0,
+        )
+    )
     assert results["gemm_long"].passed, results["gemm_long"].detail
     mem = results["memtest_long"]
     assert mem.status == "fail" and "gpu5" in mem.detail and "gpu4" not in mem.detail
@@ -92,14 +97,14 @@ def test_a_gpu_failing_dcgm_memory_bandwidth_fails_the_deep_memory_check(fake_dc
 
 
 def test_a_hung_dcgmi_is_killed_at_the_timeout_and_fails(fake_dcgmi, twin) -> None:
-    log = fake_dcgmi("sleep 30 &\nwait")   # a child holding the pipes: the whole group must die
+    log = fake_dcgmi("sleep 30 &\nwait")  # a child holding the pipes: the whole group must die
     prober = dcgm.DcgmProber(timeouts_s={1: 0.5})
     start = time.monotonic()
     results = _by_name(suites.run_tier("quick", _ctx(twin, prober)))
     assert time.monotonic() - start < 5.0
     for name in ("gemm_short", "memtest_short"):
         assert results[name].status == "error" and "no answer within 0.5 s" in results[name].detail
-    assert len(log.read_text().splitlines()) == 1   # the failure is kept, not retried by the second probe
+    assert len(log.read_text().splitlines()) == 1  # the failure is kept, not retried by the second probe
 
 
 def test_dcgmi_exiting_nonzero_without_json_could_not_run(fake_dcgmi, twin) -> None:
@@ -140,7 +145,8 @@ def test_prober_none_records_skipped_warn_not_a_pass_and_not_a_drain(twin) -> No
 
 
 def test_cli_prober_none_exits_0_with_skipped_in_json_and_dcgm_default_without_dcgmi_exits_1(
-        velyrix, monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    velyrix, monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
     import json
 
     res = velyrix("agent", "check", "--quick", "--collector", "sim", "--prober", "none", "--json")

@@ -21,7 +21,7 @@ def parse(body: bytes) -> dict[str, object]:
     return {f.name: f for f in text_string_to_metric_families(body.decode())}
 
 
-_LINE = re.compile(r'^([A-Za-z_:][A-Za-z0-9_:]*)(?:\{(.*)\})? (\S+)$')
+_LINE = re.compile(r"^([A-Za-z_:][A-Za-z0-9_:]*)(?:\{(.*)\})? (\S+)$")
 _PAIR = re.compile(r'(\w+)="((?:[^"\\]|\\.)*)"')
 
 
@@ -31,8 +31,10 @@ def samples(body: bytes, name: str) -> list[tuple[dict[str, str], float]]:
     for line in body.decode().splitlines():
         m = _LINE.match(line)
         if m and m.group(1) == name:
-            labels = {k: v.replace('\\"', '"').replace("\\n", "\n").replace("\\\\", "\\")
-                      for k, v in _PAIR.findall(m.group(2) or "")}
+            labels = {
+                k: v.replace('\\"', '"').replace("\\n", "\n").replace("\\\\", "\\")
+                for k, v in _PAIR.findall(m.group(2) or "")
+            }
             out.append((labels, float(m.group(3))))
     return out
 
@@ -151,8 +153,9 @@ def test_ib_data_counters_are_exported_in_bytes(ib_root: Path) -> None:
 
 
 def test_label_values_are_escaped() -> None:
-    sample = NodeSample(hostname='we"ird\\host', gpus=[GPUReading(index=0, uuid="GPU-1", name="A\nB",
-                                                                    utilization_pct=1.0)])
+    sample = NodeSample(
+        hostname='we"ird\\host', gpus=[GPUReading(index=0, uuid="GPU-1", name="A\nB", utilization_pct=1.0)]
+    )
     lab, _ = samples(exporter.render([(sample, jobs.JobMap())]), "DCGM_FI_DEV_GPU_UTIL")[0]
     assert lab["Hostname"] == 'we"ird\\host' and lab["modelName"] == "A\nB"
 
@@ -173,9 +176,13 @@ def test_prometheus_client_adapter_yields_the_same_samples(region: SimRegion, tm
     snapshot = [(read_node(node), jobs.read_job_map(tmp_path))]
     registry = CollectorRegistry()
     registry.register(exporter.PrometheusCollector(lambda: snapshot))
+
     def every(body: bytes) -> set[tuple[str, tuple[tuple[str, str], ...], float]]:
-        return {(name, tuple(sorted(lab.items())), v) for name in exporter.exported_metric_names()
-                for lab, v in samples(body, name)}
+        return {
+            (name, tuple(sorted(lab.items())), v)
+            for name in exporter.exported_metric_names()
+            for lab, v in samples(body, name)
+        }
 
     ours = every(exporter.render(snapshot))
     assert len(ours) > 300 and ours == every(generate_latest(registry))

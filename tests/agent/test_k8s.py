@@ -47,10 +47,16 @@ def encode_list_response(pods: list[tuple[str, str, dict[str, list[str]]]]) -> b
 @pytest.fixture
 def kubelet(tmp_path: Path) -> Iterator[tuple[str, list]]:
     pods: list = []
-    handler = grpc.method_handlers_generic_handler("v1.PodResourcesLister", {
-        "List": grpc.unary_unary_rpc_method_handler(lambda req, ctx: encode_list_response(pods),
-                                                    request_deserializer=lambda b: b,
-                                                    response_serializer=lambda b: b)})
+    handler = grpc.method_handlers_generic_handler(
+        "v1.PodResourcesLister",
+        {
+            "List": grpc.unary_unary_rpc_method_handler(
+                lambda req, ctx: encode_list_response(pods),
+                request_deserializer=lambda b: b,
+                response_serializer=lambda b: b,
+            )
+        },
+    )
     from concurrent import futures
 
     server = grpc.server(futures.ThreadPoolExecutor(max_workers=2))
@@ -92,19 +98,28 @@ def test_pod_gpus_carry_the_pod_job_and_team(kubelet, api_server, region: SimReg
     url, labels = api_server
     node = next(iter(region.nodes.values()))
     uuids = [g.uuid for g in node.gpus]
-    pods += [("ml", "trainer-0", {"nvidia.com/gpu": uuids[:4], "example.com/nic": ["mlx5_0"]}),
-             ("cv", "notebook", {"nvidia.com/gpu": [uuids[5]]}),
-             ("x", "cpu-only", {"cpu": ["1"]})]
-    labels[("ml", "trainer-0")] = {"velyrix.io/job": "llama-70b-run3", "velyrix.io/team": "ml",
-                                   "velyrix.io/cost-center": "cc-100"}
+    pods += [
+        ("ml", "trainer-0", {"nvidia.com/gpu": uuids[:4], "example.com/nic": ["mlx5_0"]}),
+        ("cv", "notebook", {"nvidia.com/gpu": [uuids[5]]}),
+        ("x", "cpu-only", {"cpu": ["1"]}),
+    ]
+    labels[("ml", "trainer-0")] = {
+        "velyrix.io/job": "llama-70b-run3",
+        "velyrix.io/team": "ml",
+        "velyrix.io/cost-center": "cc-100",
+    }
     labels[("cv", "notebook")] = {"app": "jupyter"}
     source = k8s.PodLabelSource(sock, api_url=url, token="sa-token", ca=False)
     sample = read_node(node)
     mapping = source(sample)
     assert mapping.problems == []
     assert {g: mapping.jobs_of(g) for g in range(8) if mapping.jobs_of(g)} == {
-        0: ["llama-70b-run3"], 1: ["llama-70b-run3"], 2: ["llama-70b-run3"], 3: ["llama-70b-run3"],
-        5: ["cv.notebook"]}
+        0: ["llama-70b-run3"],
+        1: ["llama-70b-run3"],
+        2: ["llama-70b-run3"],
+        3: ["llama-70b-run3"],
+        5: ["cv.notebook"],
+    }
     assert mapping.info["llama-70b-run3"].cost_center == "cc-100" and mapping.info["cv.notebook"].team == ""
     body = exporter.render([(sample, mapping)]).decode()
     assert 'velyrix_job_info{hpc_job="llama-70b-run3",user="",team="ml",cost_center="cc-100",account=""} 1' in body
@@ -114,7 +129,6 @@ def test_pod_gpus_carry_the_pod_job_and_team(kubelet, api_server, region: SimReg
 
 
 def test_an_unreachable_kubelet_is_a_problem_not_a_crash(tmp_path: Path, region: SimRegion) -> None:
-    source = k8s.PodLabelSource(str(tmp_path / "absent.sock"), api_url="http://127.0.0.1:9", token="t",
-                                timeout_s=0.5)
+    source = k8s.PodLabelSource(str(tmp_path / "absent.sock"), api_url="http://127.0.0.1:9", token="t", timeout_s=0.5)
     mapping = source(read_node(next(iter(region.nodes.values()))))
     assert mapping.gpu_jobs == {} and "pod-resources" in mapping.problems[0]

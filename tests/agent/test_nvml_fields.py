@@ -17,24 +17,37 @@ NS = pynvml.NVML_ERROR_NOT_SUPPORTED
 
 def fake_nvml(lost: set[int], unsupported: set[str], xids: list[tuple[int, int]]) -> Any:
     """A module object with pynvml's names; ``unsupported`` function names raise NotSupported."""
-    nv = types.SimpleNamespace(**{k: getattr(pynvml, k) for k in dir(pynvml) if k.isupper() or k.startswith(
-        ("NVMLError", "nvmlClocks", "nvmlEventType", "nvmlMemory_v2"))})
+    nv = types.SimpleNamespace(
+        **{
+            k: getattr(pynvml, k)
+            for k in dir(pynvml)
+            if k.isupper() or k.startswith(("NVMLError", "nvmlClocks", "nvmlEventType", "nvmlMemory_v2"))
+        }
+    )
     nv.NVMLError = pynvml.NVMLError
     events = list(xids)
 
     def call(name: str, fn: Any) -> Any:
         def wrapped(*args: Any, **kwargs: Any) -> Any:
             handle = args[0] if args else None
-            if isinstance(handle, int) and handle in lost and name not in ("nvmlDeviceGetUUID",
-                                                                           "nvmlDeviceGetHandleByIndex"):
+            if (
+                isinstance(handle, int)
+                and handle in lost
+                and name not in ("nvmlDeviceGetUUID", "nvmlDeviceGetHandleByIndex")
+            ):
                 raise pynvml.NVMLError(pynvml.NVML_ERROR_GPU_IS_LOST)
             if name in unsupported:
                 raise pynvml.NVMLError(NS)
             return fn(*args, **kwargs)
+
         return wrapped
 
-    answers = {pynvml.NVML_FI_DEV_MEMORY_TEMP: 40, pynvml.NVML_FI_DEV_NVLINK_REPLAY_ERROR_COUNT_TOTAL: 42,
-               pynvml.NVML_FI_DEV_NVLINK_RECOVERY_ERROR_COUNT_TOTAL: 43, pynvml.NVML_FI_DEV_NVLINK_LINK_COUNT: 18}
+    answers = {
+        pynvml.NVML_FI_DEV_MEMORY_TEMP: 40,
+        pynvml.NVML_FI_DEV_NVLINK_REPLAY_ERROR_COUNT_TOTAL: 42,
+        pynvml.NVML_FI_DEV_NVLINK_RECOVERY_ERROR_COUNT_TOTAL: 43,
+        pynvml.NVML_FI_DEV_NVLINK_LINK_COUNT: 18,
+    }
 
     def field_values(h: int, ids: list[int]) -> Any:
         values = (pynvml.c_nvmlFieldValue_t * len(ids))()
@@ -58,26 +71,40 @@ def fake_nvml(lost: set[int], unsupported: set[str], xids: list[tuple[int, int]]
         return types.SimpleNamespace(device=gpu, eventData=xid)
 
     table = {
-        "nvmlInit": lambda: None, "nvmlShutdown": lambda: None, "nvmlDeviceGetCount": lambda: 2,
-        "nvmlDeviceGetHandleByIndex": lambda i: i, "nvmlDeviceGetUUID": lambda h: f"GPU-{h}",
-        "nvmlDeviceGetName": lambda h: "NVIDIA H200", "nvmlDeviceGetSerial": lambda h: f"S{h}",
-        "nvmlDeviceGetTemperature": lambda h, s: 51, "nvmlDeviceGetPowerUsage": lambda h: 350_000,
-        "nvmlDeviceGetTotalEnergyConsumption": lambda h: 123_456, "nvmlDeviceGetClockInfo": lambda h, c: 1980,
+        "nvmlInit": lambda: None,
+        "nvmlShutdown": lambda: None,
+        "nvmlDeviceGetCount": lambda: 2,
+        "nvmlDeviceGetHandleByIndex": lambda i: i,
+        "nvmlDeviceGetUUID": lambda h: f"GPU-{h}",
+        "nvmlDeviceGetName": lambda h: "NVIDIA H200",
+        "nvmlDeviceGetSerial": lambda h: f"S{h}",
+        "nvmlDeviceGetTemperature": lambda h, s: 51,
+        "nvmlDeviceGetPowerUsage": lambda h: 350_000,
+        "nvmlDeviceGetTotalEnergyConsumption": lambda h: 123_456,
+        "nvmlDeviceGetClockInfo": lambda h, c: 1980,
         "nvmlDeviceGetUtilizationRates": lambda h: types.SimpleNamespace(gpu=97, memory=40),
-        "nvmlDeviceGetEncoderUtilization": lambda h: [0, 1000], "nvmlDeviceGetDecoderUtilization": lambda h: [0, 1000],
+        "nvmlDeviceGetEncoderUtilization": lambda h: [0, 1000],
+        "nvmlDeviceGetDecoderUtilization": lambda h: [0, 1000],
         "nvmlDeviceGetMemoryInfo": lambda h, version=None: types.SimpleNamespace(
-            used=1024 * 2**20, free=3072 * 2**20, reserved=512 * 2**20),
-        "nvmlDeviceGetTotalEccErrors":
-            lambda h, kind, where: 3 if kind == pynvml.NVML_MEMORY_ERROR_TYPE_CORRECTED else 0,
+            used=1024 * 2**20, free=3072 * 2**20, reserved=512 * 2**20
+        ),
+        "nvmlDeviceGetTotalEccErrors": lambda h, kind, where: (
+            3 if kind == pynvml.NVML_MEMORY_ERROR_TYPE_CORRECTED else 0
+        ),
         "nvmlDeviceGetMemoryErrorCounter": lambda *a: 0,
         "nvmlDeviceGetRemappedRows": lambda h: (1, 2, 0, 1),
-        "nvmlDeviceGetRowRemapperHistogram":
-            lambda h: types.SimpleNamespace(max=600, high=10, partial=2, low=0, none=0),
+        "nvmlDeviceGetRowRemapperHistogram": lambda h: types.SimpleNamespace(
+            max=600, high=10, partial=2, low=0, none=0
+        ),
         "nvmlDeviceGetRetiredPages": lambda h, c: [],
-        "nvmlDeviceGetPcieReplayCounter": lambda h: 7, "nvmlDeviceGetCurrentClocksEventReasons": lambda h: 0x40,
-        "nvmlDeviceGetFieldValues": field_values, "nvmlDeviceGetNvLinkState": nvlink_state,
-        "nvmlEventSetCreate": lambda: object(), "nvmlDeviceRegisterEvents": lambda h, t, s: None,
-        "nvmlEventSetWait_v2": wait, "nvmlEventSetFree": lambda s: None,
+        "nvmlDeviceGetPcieReplayCounter": lambda h: 7,
+        "nvmlDeviceGetCurrentClocksEventReasons": lambda h: 0x40,
+        "nvmlDeviceGetFieldValues": field_values,
+        "nvmlDeviceGetNvLinkState": nvlink_state,
+        "nvmlEventSetCreate": lambda: object(),
+        "nvmlDeviceRegisterEvents": lambda h, t, s: None,
+        "nvmlEventSetWait_v2": wait,
+        "nvmlEventSetFree": lambda s: None,
     }
     for name, fn in table.items():
         setattr(nv, name, call(name, fn))
@@ -88,7 +115,12 @@ def test_supported_fields_are_read_with_units_converted() -> None:
     g = NvmlCollector("n1", nvml=fake_nvml(set(), set(), [])).collect().gpus[0]
     assert (g.uuid, g.name, g.temperature_c, g.power_w, g.energy_mj) == ("GPU-0", "NVIDIA H200", 51, 350.0, 123_456)
     assert (g.utilization_pct, g.mem_copy_util_pct, g.fb_used_mib, g.fb_free_mib, g.fb_reserved_mib) == (
-        97.0, 40.0, 1024.0, 3072.0, 512.0)
+        97.0,
+        40.0,
+        1024.0,
+        3072.0,
+        512.0,
+    )
     assert (g.ecc_sbe_volatile, g.ecc_dbe_aggregate, g.remapped_rows_uncorrectable, g.remap_failure) == (3, 0, 2, True)
     assert g.remap_bank_max == 6  # "partial" banks: between 2 and 6 of 8 used; the upper bound is reported
     assert (g.memory_temperature_c, g.nvlink_crc_errors, g.nvlink_replay_errors) == (40.0, None, 42)
@@ -96,8 +128,9 @@ def test_supported_fields_are_read_with_units_converted() -> None:
 
 
 def test_an_unsupported_field_stays_none_and_is_not_a_problem() -> None:
-    collector = NvmlCollector("n1", nvml=fake_nvml(set(), {"nvmlDeviceGetPcieReplayCounter",
-                                                             "nvmlDeviceGetRetiredPages"}, []))
+    collector = NvmlCollector(
+        "n1", nvml=fake_nvml(set(), {"nvmlDeviceGetPcieReplayCounter", "nvmlDeviceGetRetiredPages"}, [])
+    )
     sample = collector.collect()
     assert all(g.pcie_replay is None and g.retired_pages is None for g in sample.gpus)
     assert all(g.temperature_c == 51 for g in sample.gpus) and sample.problems == []

@@ -15,8 +15,10 @@ from velyrix.agent.fleet_exporter import fleet_source
 from velyrix.fleet.drivers.sim import SimClock, SimRegion
 from velyrix.testing.prometheus import JobSchedule, PrometheusServer, ScriptedJob, prometheus_binary
 
-pytestmark = [pytest.mark.prometheus,
-              pytest.mark.skipif(prometheus_binary() is None, reason="apt-get install prometheus")]
+pytestmark = [
+    pytest.mark.prometheus,
+    pytest.mark.skipif(prometheus_binary() is None, reason="apt-get install prometheus"),
+]
 
 RULES = Path(__file__).resolve().parents[2] / "deploy" / "prometheus" / "velyrix-rules.yml"
 INTERVAL_S = 1.0
@@ -33,12 +35,19 @@ def stack(job_maps: Path) -> Iterator[tuple[SimRegion, PrometheusServer, list[st
     tmp_path = job_maps
     region = SimRegion.build("us-east-1", {"hgx-h200-8g": 4}, seed=11, clock=SimClock(speed=1.0))
     hosts = list(region.nodes)
-    servers = [service.serve(service.MetricsSource(
-        [service.NodeSource(SimCollector(region.nodes[h], region), tmp_path / h)])) for h in hosts[:2]]
+    servers = [
+        service.serve(service.MetricsSource([service.NodeSource(SimCollector(region.nodes[h], region), tmp_path / h)]))
+        for h in hosts[:2]
+    ]
     servers.append(service.serve(fleet_source(region, job_map_root=tmp_path, hostnames=hosts[2:])))
-    prom = PrometheusServer({"velyrix-agent": [f"127.0.0.1:{s.port}" for s in servers[:2]],
-                             "velyrix-sim-exporter": [f"127.0.0.1:{servers[2].port}"]},
-                            interval_s=INTERVAL_S, rule_files=[RULES])
+    prom = PrometheusServer(
+        {
+            "velyrix-agent": [f"127.0.0.1:{s.port}" for s in servers[:2]],
+            "velyrix-sim-exporter": [f"127.0.0.1:{servers[2].port}"],
+        },
+        interval_s=INTERVAL_S,
+        rule_files=[RULES],
+    )
     try:
         prom.start()
         yield region, prom, hosts
@@ -56,8 +65,9 @@ def test_gpu_hours_per_job_and_team_match_the_schedule(stack, job_maps: Path) ->
     schedule = [
         ScriptedJob("job-a", {n0: list(range(8))}, 0.5, 8.0, user="ada", team="ml", cost_center="cc-100"),
         # spans an agent's node and a fleet-exporter node
-        ScriptedJob("job-b", {n1: [0, 1, 2, 3], n2: [0, 1, 2, 3]}, 1.0, 5.5, user="bo", team="ml",
-                    cost_center="cc-200"),
+        ScriptedJob(
+            "job-b", {n1: [0, 1, 2, 3], n2: [0, 1, 2, 3]}, 1.0, 5.5, user="bo", team="ml", cost_center="cc-200"
+        ),
         ScriptedJob("job-c", {n3: list(range(8))}, 1.5, 9.0, user="cy", team="vision", cost_center="cc-200"),
         ScriptedJob("job-d", {n1: [4, 5, 6, 7]}, 4.0, 7.5, user="di", team="vision", cost_center="cc-300"),
     ]
@@ -78,10 +88,13 @@ def test_gpu_hours_per_job_and_team_match_the_schedule(stack, job_maps: Path) ->
 
     window = f"{int(time.time() - player.started_at) + 5}s"
     step = f"{int(INTERVAL_S * 1000)}ms"
-    per_job = prom.query_by(f"sum_over_time(hpc_job:velyrix_gpus_allocated:count[{window}:{step}])"
-                            f" * {INTERVAL_S} / 3600", "hpc_job")
-    raw = prom.query_by(f'sum by (hpc_job) (count_over_time(velyrix_gpu_responsive{{hpc_job!=""}}[{window}]))'
-                        f" * {INTERVAL_S} / 3600", "hpc_job")
+    per_job = prom.query_by(
+        f"sum_over_time(hpc_job:velyrix_gpus_allocated:count[{window}:{step}]) * {INTERVAL_S} / 3600", "hpc_job"
+    )
+    raw = prom.query_by(
+        f'sum by (hpc_job) (count_over_time(velyrix_gpu_responsive{{hpc_job!=""}}[{window}])) * {INTERVAL_S} / 3600',
+        "hpc_job",
+    )
     assert set(per_job) == set(raw) == {j.job_id for j in schedule}
     for job in schedule:
         expected_h = job.gpu_seconds() / 3600
@@ -89,10 +102,12 @@ def test_gpu_hours_per_job_and_team_match_the_schedule(stack, job_maps: Path) ->
         assert per_job[job.job_id] == pytest.approx(expected_h, abs=tolerance_h), job.job_id
         assert raw[job.job_id] == pytest.approx(expected_h, abs=tolerance_h), job.job_id
 
-    per_team = prom.query_by(f"sum_over_time(team:velyrix_gpus_allocated:sum[{window}:{step}])"
-                             f" * {INTERVAL_S} / 3600", "team")
-    per_cc = prom.query_by(f"sum_over_time(cost_center:velyrix_gpus_allocated:sum[{window}:{step}])"
-                           f" * {INTERVAL_S} / 3600", "cost_center")
+    per_team = prom.query_by(
+        f"sum_over_time(team:velyrix_gpus_allocated:sum[{window}:{step}]) * {INTERVAL_S} / 3600", "team"
+    )
+    per_cc = prom.query_by(
+        f"sum_over_time(cost_center:velyrix_gpus_allocated:sum[{window}:{step}]) * {INTERVAL_S} / 3600", "cost_center"
+    )
     for key, table, attr in (("team", per_team, "team"), ("cost_center", per_cc, "cost_center")):
         groups = {getattr(j, attr) for j in schedule}
         assert set(table) == groups, key
@@ -133,5 +148,10 @@ def test_every_dashboard_query_runs_on_prometheus(stack, job_maps: Path) -> None
     assert [(a["metric"]["Hostname"], a["metric"]["alertstate"]) for a in pending] == [(n2, "pending")]
     # what a twin with one job a few seconds old cannot show yet: idle allocations need 15 minutes of
     # history, the 1d GPU-hours group evaluates once a minute, GPU-hours in range integrate 1-minute steps
-    assert empty <= {"Allocated but idle GPUs", "Idle allocated GPUs", "GPU-hours by team (1d)",
-                     "GPU-hours by cost center (1d)", "GPU-hours in range"}, empty
+    assert empty <= {
+        "Allocated but idle GPUs",
+        "Idle allocated GPUs",
+        "GPU-hours by team (1d)",
+        "GPU-hours by cost center (1d)",
+        "GPU-hours in range",
+    }, empty

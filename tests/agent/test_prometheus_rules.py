@@ -30,8 +30,9 @@ def test_promtool_check_rules_accepts_the_shipped_rules() -> None:
 @needs_promtool
 def test_promtool_unit_tests_of_the_rules_pass() -> None:
     assert TESTS
-    out = subprocess.run([PROMTOOL, "test", "rules", *map(str, TESTS)], capture_output=True, text=True,
-                         check=False, cwd=TESTS[0].parent)
+    out = subprocess.run(
+        [PROMTOOL, "test", "rules", *map(str, TESTS)], capture_output=True, text=True, check=False, cwd=TESTS[0].parent
+    )
     assert out.returncode == 0, out.stdout + out.stderr
 
 

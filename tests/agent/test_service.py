@@ -78,14 +78,16 @@ def test_fleet_exporter_serves_every_node_of_the_region(tmp_path: Path) -> None:
     source = fleet_source(twin, job_map_root=tmp_path)
     jobs.write_prolog(tmp_path / next(iter(twin.nodes)), "j1", [0])
     body = source.render().decode()
-    hosts = {line.split('Hostname="')[1].split('"')[0] for line in body.splitlines()
-             if line.startswith("DCGM_FI_DEV_GPU_UTIL")}
+    hosts = {
+        line.split('Hostname="')[1].split('"')[0]
+        for line in body.splitlines()
+        if line.startswith("DCGM_FI_DEV_GPU_UTIL")
+    }
     assert hosts == set(twin.nodes)
     assert body.count('hpc_job="j1"') >= 30  # one GPU's series carry the job
 
 
-def test_reporter_retries_temporary_failures_then_delivers(control_plane: ControlPlaneStub,
-                                                           region: SimRegion) -> None:
+def test_reporter_retries_temporary_failures_then_delivers(control_plane: ControlPlaneStub, region: SimRegion) -> None:
     control_plane.statuses = [503, 502]
     sample = SimCollector(next(iter(region.nodes.values()))).collect()
     reporter = Reporter(control_plane.url, "vlx_node_secret", backoff_s=0.01)
@@ -167,8 +169,9 @@ def test_health_verdict_is_exported_with_the_samples(region: SimRegion) -> None:
     host, node = next(iter(region.nodes.items()))
     collector = SimCollector(node, region)
     monitor = HealthMonitor(host, collector, InMemorySeam(), clock=region.clock.now)
-    source = service.MetricsSource([service.NodeSource(collector)],
-                                   after_collect=[service.stamp_health(lambda: monitor.last)])
+    source = service.MetricsSource(
+        [service.NodeSource(collector)], after_collect=[service.stamp_health(lambda: monitor.last)]
+    )
     monitor.poll()
     assert "velyrix_node_health_level" in source.render().decode()
     assert source.samples()[0].health_level == Level.OK
@@ -198,8 +201,23 @@ def _start(args: list[str]) -> tuple[object, str]:
 
 
 def test_velyrix_agent_process_serves_and_reports(control_plane: ControlPlaneStub) -> None:
-    proc, url = _start(["agent", "--collector", "sim", "--listen", "127.0.0.1", "--port", "0",
-                        "--control-plane", control_plane.url, "--node-token", "vlx_t", "--report-interval", "0.2"])
+    proc, url = _start(
+        [
+            "agent",
+            "--collector",
+            "sim",
+            "--listen",
+            "127.0.0.1",
+            "--port",
+            "0",
+            "--control-plane",
+            control_plane.url,
+            "--node-token",
+            "vlx_t",
+            "--report-interval",
+            "0.2",
+        ]
+    )
     try:
         body = httpx.get(url, timeout=10).text
         assert "velyrix_node_health_level" in body and "DCGM_FI_DEV_POWER_USAGE{" in body
@@ -216,8 +234,22 @@ def test_velyrix_agent_process_serves_and_reports(control_plane: ControlPlaneStu
 
 def test_velyrix_sim_exporter_process_serves_every_node(tmp_path: Path) -> None:
     jobs.write_prolog(tmp_path / "euw1-h200-su00-n01", "j-7", [2], team="ml")
-    proc, url = _start(["sim", "exporter", "--region", "eu-west-1", "--nodes", "hgx-h200-8g=3", "--port", "0",
-                        "--job-map-root", str(tmp_path), "--load", "55"])
+    proc, url = _start(
+        [
+            "sim",
+            "exporter",
+            "--region",
+            "eu-west-1",
+            "--nodes",
+            "hgx-h200-8g=3",
+            "--port",
+            "0",
+            "--job-map-root",
+            str(tmp_path),
+            "--load",
+            "55",
+        ]
+    )
     try:
         body = httpx.get(url, timeout=10).text
         util = [line for line in body.splitlines() if line.startswith("DCGM_FI_DEV_GPU_UTIL{")]

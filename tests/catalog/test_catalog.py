@@ -64,13 +64,16 @@ def test_failure_rates_and_cause_mix() -> None:
     assert abs(sum(c.share for c in rates.causes) - 1.0) < 1e-9
 
 
-@pytest.mark.parametrize(("lookup", "wrong", "right"), [
-    (catalog.node_type, "hgx-h200", "hgx-h200-8g"),
-    (catalog.fabric, "infiniband-nrd", "infiniband-ndr"),
-    (catalog.switch, "qm970", "qm9700"),
-    (catalog.region, "us-east1", "us-east-1"),
-    (catalog.storage_tier, "paralel_fs", "parallel_fs"),
-])
+@pytest.mark.parametrize(
+    ("lookup", "wrong", "right"),
+    [
+        (catalog.node_type, "hgx-h200", "hgx-h200-8g"),
+        (catalog.fabric, "infiniband-nrd", "infiniband-ndr"),
+        (catalog.switch, "qm970", "qm9700"),
+        (catalog.region, "us-east1", "us-east-1"),
+        (catalog.storage_tier, "paralel_fs", "parallel_fs"),
+    ],
+)
 def test_unknown_names_suggest_the_closest(lookup, wrong: str, right: str) -> None:
     with pytest.raises(errors.UnknownNameError) as info:
         lookup(wrong)

@@ -20,8 +20,21 @@ def test_fabric_json_for_the_seed_cluster(velyrix) -> None:
 
 def test_fabric_gpus_and_files(velyrix, tmp_path: Path) -> None:
     pic, topo, conf = tmp_path / "pod.svg", tmp_path / "topo.json", tmp_path / "topology.conf"
-    result = velyrix("fabric", "--node-type", "hgx-b200-8g", "--gpus", "576", "--fabric", "infiniband-xdr",
-                     "--picture", str(pic), "--topology-out", str(topo), "--slurm-topology", str(conf))
+    result = velyrix(
+        "fabric",
+        "--node-type",
+        "hgx-b200-8g",
+        "--gpus",
+        "576",
+        "--fabric",
+        "infiniband-xdr",
+        "--picture",
+        str(pic),
+        "--topology-out",
+        str(topo),
+        "--slurm-topology",
+        str(conf),
+    )
     assert result.exit_code == 0, result.stderr
     assert "verified" in result.stdout and "Storage plane" in result.stdout
     assert pic.read_text().startswith("<svg")
@@ -36,8 +49,9 @@ def test_fabric_bad_inputs_exit_2_with_a_hint(velyrix) -> None:
     assert result.exit_code == 2 and "65,536" in result.stderr and "infiniband-xdr" in result.stderr
     result = velyrix("fabric", "--node-type", "hgx-h200-8g", "--nodes", "8", "--fabric", "infiniband-nd")
     assert result.exit_code == 2 and "did you mean 'infiniband-ndr'" in result.stderr
-    result = velyrix("fabric", "--node-type", "hgx-h200-8g", "--nodes", "8", "--gpus", "64", "--fabric",
-                     "infiniband-ndr")
+    result = velyrix(
+        "fabric", "--node-type", "hgx-h200-8g", "--nodes", "8", "--gpus", "64", "--fabric", "infiniband-ndr"
+    )
     assert result.exit_code == 2 and "exactly one of --nodes or --gpus" in result.stderr
 
 

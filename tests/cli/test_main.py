@@ -37,12 +37,14 @@ def test_a_command_imports_only_its_module() -> None:
 
 
 def test_plan_does_not_load_service_or_numeric_libraries() -> None:
-    code = ("import sys; sys.argv = ['velyrix', 'plan', 'examples/acme-pretrain.tf']\n"
-            "from velyrix.cli import main\n"
-            "try:\n    main.run()\nexcept SystemExit:\n    pass\n"
-            "heavy = [m for m in ('numpy', 'scipy', 'networkx', 'fastapi', 'sqlalchemy', 'httpx', 'matplotlib')"
-            " if m in sys.modules]\n"
-            "print('HEAVY', heavy, file=sys.stderr)")
+    code = (
+        "import sys; sys.argv = ['velyrix', 'plan', 'examples/acme-pretrain.tf']\n"
+        "from velyrix.cli import main\n"
+        "try:\n    main.run()\nexcept SystemExit:\n    pass\n"
+        "heavy = [m for m in ('numpy', 'scipy', 'networkx', 'fastapi', 'sqlalchemy', 'httpx', 'matplotlib')"
+        " if m in sys.modules]\n"
+        "print('HEAVY', heavy, file=sys.stderr)"
+    )
     proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=ROOT)
     assert "HEAVY []" in proc.stderr, proc.stderr[-500:]
 

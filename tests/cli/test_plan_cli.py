@@ -54,13 +54,18 @@ def test_help_is_useful(velyrix) -> None:
 def test_console_script_exit_code_and_no_traceback(tmp_path) -> None:
     bad = tmp_path / "bad.tf"
     bad.write_text('provider "velyrix" { region = "us-east-1" }\nresource "velyrix_cluster" "x" {\n  name = 1\n}\n')
-    proc = subprocess.run([sys.executable, "-m", "velyrix.cli.main", "plan", str(bad)], capture_output=True,
-                          text=True, cwd=ROOT)
+    proc = subprocess.run(
+        [sys.executable, "-m", "velyrix.cli.main", "plan", str(bad)], capture_output=True, text=True, cwd=ROOT
+    )
     assert proc.returncode == 2
     assert f"{bad}:3:3" in proc.stderr and "Traceback" not in proc.stderr
 
 
 def test_debug_flag_shows_traceback(tmp_path) -> None:
-    proc = subprocess.run([sys.executable, "-m", "velyrix.cli.main", "--debug", "plan", str(tmp_path / "none.tf")],
-                          capture_output=True, text=True, cwd=ROOT)
+    proc = subprocess.run(
+        [sys.executable, "-m", "velyrix.cli.main", "--debug", "plan", str(tmp_path / "none.tf")],
+        capture_output=True,
+        text=True,
+        cwd=ROOT,
+    )
     assert proc.returncode != 0 and "Traceback" in proc.stderr

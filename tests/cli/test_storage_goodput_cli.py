@@ -9,13 +9,41 @@ import pytest
 
 from ..conftest import EXAMPLES
 
-LLAMA3_8B = ["--hidden", "4096", "--ffn", "14336", "--layers", "32", "--heads", "32", "--kv-heads", "8",
-             "--vocab", "128256"]
+LLAMA3_8B = [
+    "--hidden",
+    "4096",
+    "--ffn",
+    "14336",
+    "--layers",
+    "32",
+    "--heads",
+    "32",
+    "--kv-heads",
+    "8",
+    "--vocab",
+    "128256",
+]
 
 
 def test_checkpoint_json_has_the_issue_keys(velyrix) -> None:
-    r = velyrix("checkpoint", "--params", "405B", "--tp", "8", "--pp", "16", "--zero", "1", "--gpus", "512",
-                "--tier-tb", "800", "--interval", "1800", "--json")
+    r = velyrix(
+        "checkpoint",
+        "--params",
+        "405B",
+        "--tp",
+        "8",
+        "--pp",
+        "16",
+        "--zero",
+        "1",
+        "--gpus",
+        "512",
+        "--tier-tb",
+        "800",
+        "--interval",
+        "1800",
+        "--json",
+    )
     assert r.exit_code == 0, r.stderr
     data = json.loads(r.stdout)
     assert data["size_bytes"] == pytest.approx(405e9 * 14)
@@ -24,7 +52,10 @@ def test_checkpoint_json_has_the_issue_keys(velyrix) -> None:
     assert data["blocking_s"] == pytest.approx(5670 / 384)
     assert data["size_gib"] == pytest.approx(405e9 * 14 / 2**30)
     assert [row["case"] for row in data["sensitivity"]] == [
-        "mean bandwidth", "bandwidth at low percentile (planned)", "failure rate x2"]
+        "mean bandwidth",
+        "bandwidth at low percentile (planned)",
+        "failure rate x2",
+    ]
 
 
 def test_checkpoint_from_architecture_and_auto_capacity(velyrix) -> None:
@@ -41,17 +72,20 @@ def test_checkpoint_human_output_has_tables(velyrix) -> None:
     assert "Checkpoint" in r.stdout and "GiB" in r.stdout and "Sensitivity" in r.stdout
 
 
-@pytest.mark.parametrize(("args", "text"), [
-    (["--params", "405e9", "--gpus", "0"], "GPU count must be"),
-    (["--params", "-405e9", "--gpus", "8"], "not a parameter count"),
-    (["--params", "405e9", "--tp", "8", "--pp", "16", "--dp", "3", "--gpus", "512"], "does not divide"),
-    (["--params", "405e9", "--gpus", "8", "--tier-tb", "-5"], "capacity of tier"),
-    (["--params", "405e9", "--gpus", "8", "--interval", "soon"], "neither a number"),
-    (["--params", "405e9", "--gpus", "8", "--tier", "parallel-fs"], "unknown storage tier"),
-    (["--params", "405e9", "--gpus", "8", "--mode", "lazy"], "sync or async"),
-    (["--gpus", "8"], "model is missing"),
-    (["--hidden", "4096", "--gpus", "8"], "architecture is incomplete"),
-])
+@pytest.mark.parametrize(
+    ("args", "text"),
+    [
+        (["--params", "405e9", "--gpus", "0"], "GPU count must be"),
+        (["--params", "-405e9", "--gpus", "8"], "not a parameter count"),
+        (["--params", "405e9", "--tp", "8", "--pp", "16", "--dp", "3", "--gpus", "512"], "does not divide"),
+        (["--params", "405e9", "--gpus", "8", "--tier-tb", "-5"], "capacity of tier"),
+        (["--params", "405e9", "--gpus", "8", "--interval", "soon"], "neither a number"),
+        (["--params", "405e9", "--gpus", "8", "--tier", "parallel-fs"], "unknown storage tier"),
+        (["--params", "405e9", "--gpus", "8", "--mode", "lazy"], "sync or async"),
+        (["--gpus", "8"], "model is missing"),
+        (["--hidden", "4096", "--gpus", "8"], "architecture is incomplete"),
+    ],
+)
 def test_checkpoint_bad_input_exits_2_with_what_was_expected(velyrix, args: list[str], text: str) -> None:
     r = velyrix("checkpoint", *args)
     assert r.exit_code == 2
@@ -59,8 +93,20 @@ def test_checkpoint_bad_input_exits_2_with_what_was_expected(velyrix, args: list
 
 
 def test_goodput_json_has_the_issue_keys(velyrix) -> None:
-    r = velyrix("goodput", "--gpus", "16384", "--node-failure-rate", "3.79", "--save-seconds", "30",
-                "--restart-seconds", "600", "--replicas", "500", "--json")
+    r = velyrix(
+        "goodput",
+        "--gpus",
+        "16384",
+        "--node-failure-rate",
+        "3.79",
+        "--save-seconds",
+        "30",
+        "--restart-seconds",
+        "600",
+        "--replicas",
+        "500",
+        "--json",
+    )
     assert r.exit_code == 0, r.stderr
     data = json.loads(r.stdout)
     for key in ("mttf_h", "interval_young_s", "interval_daly_s", "ettr", "ettr_simulated", "ettr_simulated_ci"):
@@ -72,20 +118,34 @@ def test_goodput_json_has_the_issue_keys(velyrix) -> None:
 
 def test_goodput_chart_is_a_png(velyrix, tmp_path: Path) -> None:
     out = tmp_path / "ettr.png"
-    r = velyrix("goodput", "--gpus", "512", "--save-seconds", "15", "--interval", "1800", "--replicas", "200",
-                "--chart", str(out))
+    r = velyrix(
+        "goodput",
+        "--gpus",
+        "512",
+        "--save-seconds",
+        "15",
+        "--interval",
+        "1800",
+        "--replicas",
+        "200",
+        "--chart",
+        str(out),
+    )
     assert r.exit_code == 0, r.stderr
     assert out.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
     assert "Sensitivity" in r.stdout and "failure rate" in r.stdout
 
 
-@pytest.mark.parametrize(("args", "text"), [
-    (["--gpus", "0"], "GPU count"),
-    (["--gpus", "8", "--save-seconds", "-1"], "save seconds"),
-    (["--gpus", "8", "--node-failure-rate", "0"], "node failure rate"),
-    (["--gpus", "8", "--interval", "-5"], "interval must be > 0"),
-    (["--gpus", "8", "--node-type", "h200"], "unknown node type"),
-])
+@pytest.mark.parametrize(
+    ("args", "text"),
+    [
+        (["--gpus", "0"], "GPU count"),
+        (["--gpus", "8", "--save-seconds", "-1"], "save seconds"),
+        (["--gpus", "8", "--node-failure-rate", "0"], "node failure rate"),
+        (["--gpus", "8", "--interval", "-5"], "interval must be > 0"),
+        (["--gpus", "8", "--node-type", "h200"], "unknown node type"),
+    ],
+)
 def test_goodput_bad_input_exits_2(velyrix, args: list[str], text: str) -> None:
     r = velyrix("goodput", *args, "--replicas", "10")
     assert r.exit_code == 2 and text in r.stderr
@@ -110,8 +170,11 @@ def test_plan_json_of_the_405b_example_has_both_sections(velyrix) -> None:
 
 
 def _spec(tmp_path: Path, workload: str) -> Path:
-    text = (EXAMPLES / "acme-pretrain.tf").read_text().replace(
-        "  # 512 GPUs, one apply, validated on delivery\n", f"  workload {{\n{workload}\n  }}\n")
+    text = (
+        (EXAMPLES / "acme-pretrain.tf")
+        .read_text()
+        .replace("  # 512 GPUs, one apply, validated on delivery\n", f"  workload {{\n{workload}\n  }}\n")
+    )
     path = tmp_path / "w.tf"
     path.write_text(text)
     return path

@@ -94,9 +94,12 @@ def assert_each_mutation_audited_once(recorder: Recorder, start: int = 0) -> Non
     counts: dict[str, int] = {}
     with recorder.app.state.sessionmaker() as s:
         for i in range(0, len(ids), 500):
-            chunk = ids[i:i + 500]
-            stmt = (sa.select(models.AuditEvent.request_id, sa.func.count())
-                    .where(models.AuditEvent.request_id.in_(chunk)).group_by(models.AuditEvent.request_id))
+            chunk = ids[i : i + 500]
+            stmt = (
+                sa.select(models.AuditEvent.request_id, sa.func.count())
+                .where(models.AuditEvent.request_id.in_(chunk))
+                .group_by(models.AuditEvent.request_id)
+            )
             counts.update({rid: n for rid, n in s.execute(stmt)})
     wrong = [(m, p, st, counts.get(rid, 0)) for m, p, st, rid in mutations if counts.get(rid, 0) != 1]
     assert not wrong, f"mutations without exactly one audit event (method, path, status, events): {wrong[:10]}"
@@ -140,8 +143,9 @@ class World:
         from velyrix.controlplane.auth import principals
 
         with self.session() as s:
-            row, secret = principals.issue_key(s, tenant_id=tenant.tenant_id if tenant else None,
-                                               name=unique("key"), role=role, **kw)
+            row, secret = principals.issue_key(
+                s, tenant_id=tenant.tenant_id if tenant else None, name=unique("key"), role=role, **kw
+            )
             s.commit()
             return row.id, secret
 
@@ -154,9 +158,18 @@ class World:
         body = specs.ClusterSpecBody(**cluster_body(unique("c"), node_count=node_count, region=region))
         spec = specs.validate(body)
         with self.session() as s:
-            c = models.Cluster(tenant_id=tenant.tenant_id, name=spec.name, region=spec.region,
-                               node_type=spec.node_type, node_count=spec.node_count, spec=specs.to_body(spec),
-                               plan=plan.plan_cluster(spec), conditions=[], phase_history=[], events=[])
+            c = models.Cluster(
+                tenant_id=tenant.tenant_id,
+                name=spec.name,
+                region=spec.region,
+                node_type=spec.node_type,
+                node_count=spec.node_count,
+                spec=specs.to_body(spec),
+                plan=plan.plan_cluster(spec),
+                conditions=[],
+                phase_history=[],
+                events=[],
+            )
             status.set_phase(c, "Pending", actor="test", reason="fixture")
             s.add(c)
             s.commit()
@@ -166,8 +179,9 @@ class World:
         from velyrix.controlplane.db import models
 
         with self.session() as s:
-            v = models.Volume(tenant_id=tenant.tenant_id, name=unique("v"), region="us-east-1",
-                              tier="parallel_fs", size_tb=10.0)
+            v = models.Volume(
+                tenant_id=tenant.tenant_id, name=unique("v"), region="us-east-1", tier="parallel_fs", size_tb=10.0
+            )
             s.add(v)
             s.commit()
             return v.id
@@ -176,9 +190,14 @@ class World:
         from velyrix.controlplane.db import models
 
         with self.session() as s:
-            n = models.Node(name=unique("gpu"), region="us-east-1", node_type="hgx-h200-8g",
-                            tenant_id=tenant.tenant_id if tenant else None, cluster_id=cluster_id,
-                            hardware={"serial": unique("SN")})
+            n = models.Node(
+                name=unique("gpu"),
+                region="us-east-1",
+                node_type="hgx-h200-8g",
+                tenant_id=tenant.tenant_id if tenant else None,
+                cluster_id=cluster_id,
+                hardware={"serial": unique("SN")},
+            )
             s.add(n)
             s.commit()
             return n.id
@@ -194,8 +213,15 @@ class World:
 
 
 def cluster_body(name: str, node_count: int = 1, region: str = "us-east-1") -> dict[str, Any]:
-    return {"name": name, "region": region, "node_type": "hgx-h200-8g", "node_count": node_count,
-            "fabric": "infiniband-ndr", "scheduler": "slurm", "storage": {"parallel_fs_tb": 100}}
+    return {
+        "name": name,
+        "region": region,
+        "node_type": "hgx-h200-8g",
+        "node_count": node_count,
+        "fabric": "infiniband-ndr",
+        "scheduler": "slurm",
+        "storage": {"parallel_fs_tb": 100},
+    }
 
 
 TENANT_ROLES = ("owner", "admin", "member", "viewer", "billing")
@@ -231,13 +257,17 @@ def world(app: Recorder) -> World:
             provider[role], provider_ids[role] = secret, row.id
         row, revoked = principals.issue_key(s, tenant_id=a.tenant_id, name="revoked", role="owner")
         row.revoked_at = models.utcnow()
-        row, expired = principals.issue_key(s, tenant_id=a.tenant_id, name="expired", role="owner",
-                                            expires_at=models.utcnow() + dt.timedelta(seconds=60))
+        row, expired = principals.issue_key(
+            s,
+            tenant_id=a.tenant_id,
+            name="expired",
+            role="owner",
+            expires_at=models.utcnow() + dt.timedelta(seconds=60),
+        )
         s.flush()
         row.expires_at = models.utcnow() - dt.timedelta(seconds=1)
         s.commit()
-    return World(app=app, a=a, b=b, provider=provider, provider_key_ids=provider_ids, revoked=revoked,
-                 expired=expired)
+    return World(app=app, a=a, b=b, provider=provider, provider_key_ids=provider_ids, revoked=revoked, expired=expired)
 
 
 def auth(secret: str) -> dict[str, str]:

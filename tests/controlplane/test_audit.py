@@ -32,8 +32,9 @@ def test_refused_mutation_is_recorded(client: Any, world: World, who: str, statu
     resp = client.post("/v1/clusters", json=cluster_body(unique("no")), headers=headers)
     assert resp.status_code == status
     with world.session() as s:
-        (event,) = s.execute(sa.select(models.AuditEvent).where(
-            models.AuditEvent.request_id == resp.headers["X-Request-ID"])).scalars()
+        (event,) = s.execute(
+            sa.select(models.AuditEvent).where(models.AuditEvent.request_id == resp.headers["X-Request-ID"])
+        ).scalars()
     assert (event.outcome, event.status_code, event.error_code) == ("denied", status, code)
     assert event.key_id == (world.a.key_ids[who] if who != "none" else None)
 
@@ -44,13 +45,18 @@ def test_failed_validation_is_recorded_and_the_change_is_not(client: Any, world:
     assert resp.status_code == 422 and resp.json()["diagnostics"][0]["suggestion"] == "hgx-h200-8g"
     (event,) = _events(client, world.a.keys["owner"], request_id=resp.headers["X-Request-ID"])
     assert event["outcome"] == "denied" and event["error_code"] == "spec_invalid"
-    assert client.get("/v1/clusters", params={"name": body["name"]}, headers=auth(world.a.keys["owner"])
-                      ).json()["items"] == []
+    assert (
+        client.get("/v1/clusters", params={"name": body["name"]}, headers=auth(world.a.keys["owner"])).json()["items"]
+        == []
+    )
 
 
 def test_tenants_read_only_their_events_and_auditors_read_all(client: Any, world: World) -> None:
-    client.post("/v1/volumes", json={"name": unique("v"), "region": "us-east-1", "tier": "object", "size_tb": 1},
-                headers=auth(world.b.keys["owner"]))
+    client.post(
+        "/v1/volumes",
+        json={"name": unique("v"), "region": "us-east-1", "tier": "object", "size_tb": 1},
+        headers=auth(world.b.keys["owner"]),
+    )
     mine = _events(client, world.a.keys["owner"], limit=200)
     assert mine and {e["tenant_id"] for e in mine} == {world.a.tenant_id}
     everything = client.get("/v1/audit-events", params={"limit": 200}, headers=auth(world.provider["auditor"]))
@@ -67,8 +73,10 @@ def test_the_api_cannot_change_or_delete_an_event(client: Any, world: World) -> 
 
 def test_the_database_refuses_update_and_delete_of_events(world: World) -> None:
     event_id = world.audit_event(world.a)
-    for stmt in (sa.update(models.AuditEvent).where(models.AuditEvent.id == event_id).values(outcome="forged"),
-                 sa.delete(models.AuditEvent).where(models.AuditEvent.id == event_id)):
+    for stmt in (
+        sa.update(models.AuditEvent).where(models.AuditEvent.id == event_id).values(outcome="forged"),
+        sa.delete(models.AuditEvent).where(models.AuditEvent.id == event_id),
+    ):
         with world.session() as s, pytest.raises(sa.exc.DatabaseError, match="append-only"):
             s.execute(stmt)
             s.commit()

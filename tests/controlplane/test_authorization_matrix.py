@@ -94,11 +94,29 @@ def seed_for(route: APIRoute, world: World, obj: str, owner: Any) -> None:
 
     with world.session() as s:
         if route.name == "clusters.acceptance":
-            s.add(tables.AcceptanceReport(tenant_id=owner.tenant_id, cluster_id=obj, region="us-east-1", passed=True,
-                                          report={"report": {"cluster": {"id": obj}}, "signature": {}}))
+            s.add(
+                tables.AcceptanceReport(
+                    tenant_id=owner.tenant_id,
+                    cluster_id=obj,
+                    region="us-east-1",
+                    passed=True,
+                    report={"report": {"cluster": {"id": obj}}, "signature": {}},
+                )
+            )
         elif route.name == "nodes.last_report":
-            s.add(health_tables.NodeReport(node_id=obj, tenant_id=owner.tenant_id, collected_at_s=1.0, up=True,
-                                           problems=[], sample={}, health_summary="", actions=[], reports=1))
+            s.add(
+                health_tables.NodeReport(
+                    node_id=obj,
+                    tenant_id=owner.tenant_id,
+                    collected_at_s=1.0,
+                    up=True,
+                    problems=[],
+                    sample={},
+                    health_summary="",
+                    actions=[],
+                    reports=1,
+                )
+            )
         s.commit()
 
 
@@ -139,8 +157,7 @@ def test_every_v1_route_requires_exactly_one_known_scope() -> None:
 
 @pytest.mark.parametrize("route", ROUTES, ids=ROUTE_IDS)
 @pytest.mark.parametrize("who", TENANT_ROLES + PROVIDER_ROLES + BAD_KEYS)
-def test_route_answers_each_principal_as_its_scopes_say(client: Any, world: World, route: APIRoute,
-                                                        who: str) -> None:
+def test_route_answers_each_principal_as_its_scopes_say(client: Any, world: World, route: APIRoute, who: str) -> None:
     path, _obj, name = path_for(route, world, world.a, who)
     resp = call(client, route, path, secret_for(world, who), body_for(route, world, who, name))
     if who in BAD_KEYS:
@@ -165,8 +182,9 @@ FOREIGN_ROUTES = [r for r in ROUTES if "{" in r.path and not r.path.endswith("{r
 
 @pytest.mark.parametrize("route", FOREIGN_ROUTES, ids=[f"{next(iter(r.methods))} {r.path}" for r in FOREIGN_ROUTES])
 @pytest.mark.parametrize("who", TENANT_ROLES)
-def test_another_tenants_object_answers_404_without_a_trace(client: Any, world: World, route: APIRoute,
-                                                            who: str) -> None:
+def test_another_tenants_object_answers_404_without_a_trace(
+    client: Any, world: World, route: APIRoute, who: str
+) -> None:
     path, obj, name = path_for(route, world, world.b, who)
     resp = call(client, route, path, world.a.keys[who], body_for(route, world, who, name))
     if required_scope(route) not in roles.TENANT_ROLES[who]:

@@ -59,7 +59,8 @@ def test_db_upgrade_creates_the_sqlite_database_in_wal_mode(velyrix: Callable[..
 
 
 def test_create_tenant_prints_a_working_owner_key_then_login_and_apply(
-        velyrix: Callable[..., Any], home: Path, served: str) -> None:
+    velyrix: Callable[..., Any], home: Path, served: str
+) -> None:
     created = velyrix("admin", "create-tenant", "acme")
     assert created.exit_code == 0, created.stderr
     secret = created.stdout.strip().splitlines()[-1]

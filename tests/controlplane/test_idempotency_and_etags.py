@@ -29,10 +29,19 @@ def test_retried_post_with_the_same_key_creates_one_cluster(client: Any, world: 
 
 def test_same_key_with_another_body_is_refused(client: Any, world: World) -> None:
     headers = {**auth(world.a.keys["member"]), "Idempotency-Key": unique("k")}
-    assert client.post("/v1/volumes", json={"name": unique("v"), "region": "us-east-1", "tier": "object",
-                                            "size_tb": 1}, headers=headers).status_code == 201
-    again = client.post("/v1/volumes", json={"name": unique("v"), "region": "us-east-1", "tier": "object",
-                                             "size_tb": 2}, headers=headers)
+    assert (
+        client.post(
+            "/v1/volumes",
+            json={"name": unique("v"), "region": "us-east-1", "tier": "object", "size_tb": 1},
+            headers=headers,
+        ).status_code
+        == 201
+    )
+    again = client.post(
+        "/v1/volumes",
+        json={"name": unique("v"), "region": "us-east-1", "tier": "object", "size_tb": 2},
+        headers=headers,
+    )
     assert again.status_code == 422
     assert again.json()["code"] == "idempotency_key_reused"
 
@@ -68,11 +77,13 @@ def test_stale_etag_gets_412_and_changes_nothing(client: Any, world: World) -> N
     read = client.get(f"/v1/clusters/{cluster_id}", headers=auth(key))
     etag, body = read.headers["ETag"], read.json()["spec"]
     body.pop("address")
-    ok = client.put(f"/v1/clusters/{cluster_id}", json={**body, "node_count": 2},
-                    headers={**auth(key), "If-Match": etag})
+    ok = client.put(
+        f"/v1/clusters/{cluster_id}", json={**body, "node_count": 2}, headers={**auth(key), "If-Match": etag}
+    )
     assert ok.status_code == 200 and ok.headers["ETag"] != etag
-    stale = client.put(f"/v1/clusters/{cluster_id}", json={**body, "node_count": 3},
-                       headers={**auth(key), "If-Match": etag})
+    stale = client.put(
+        f"/v1/clusters/{cluster_id}", json={**body, "node_count": 3}, headers={**auth(key), "If-Match": etag}
+    )
     assert stale.status_code == 412
     assert stale.json()["code"] == "precondition_failed"
     assert client.get(f"/v1/clusters/{cluster_id}", headers=auth(key)).json()["node_count"] == 2
@@ -85,8 +96,9 @@ def test_concurrent_updates_with_one_etag_let_exactly_one_win(live_url: str, cli
 
     def patch(i: int) -> httpx.Response:
         with httpx.Client(base_url=live_url, timeout=30) as http:
-            return http.patch(f"/v1/volumes/{volume_id}", json={"size_tb": 100 + i},
-                              headers={**auth(key), "If-Match": etag})
+            return http.patch(
+                f"/v1/volumes/{volume_id}", json={"size_tb": 100 + i}, headers={**auth(key), "If-Match": etag}
+            )
 
     with ThreadPoolExecutor(6) as pool:
         codes = sorted(r.status_code for r in pool.map(patch, range(6)))
@@ -98,6 +110,10 @@ def test_concurrent_updates_with_one_etag_let_exactly_one_win(live_url: str, cli
 def test_if_match_star_and_absent_header_apply_unconditionally(client: Any, world: World) -> None:
     key = world.a.keys["member"]
     volume_id = world.volume(world.a)
-    assert client.patch(f"/v1/volumes/{volume_id}", json={"size_tb": 11}, headers={**auth(key), "If-Match": "*"}
-                        ).status_code == 200
+    assert (
+        client.patch(
+            f"/v1/volumes/{volume_id}", json={"size_tb": 11}, headers={**auth(key), "If-Match": "*"}
+        ).status_code
+        == 200
+    )
     assert client.patch(f"/v1/volumes/{volume_id}", json={"size_tb": 12}, headers=auth(key)).status_code == 200

@@ -18,7 +18,7 @@ def test_key_format_has_prefix_body_and_a_checksum_that_catches_typos() -> None:
     assert token.startswith("vlx_") and len(token) == keys.TOKEN_LEN
     assert keys.looks_valid(token)
     for i in range(4, len(token)):
-        typo = token[:i] + ("A" if token[i] != "A" else "B") + token[i + 1:]
+        typo = token[:i] + ("A" if token[i] != "A" else "B") + token[i + 1 :]
         assert not keys.looks_valid(typo)
     assert len({keys.generate() for _ in range(1000)}) == 1000
 
@@ -49,20 +49,31 @@ def test_expired_key_is_refused(client: Any, world: World) -> None:
     assert client.get("/v1/clusters", headers=auth(world.expired)).status_code == 401
 
 
-@pytest.mark.parametrize(("creator", "role", "expected"), [
-    ("owner", "owner", 201), ("owner", "billing", 201), ("admin", "member", 201),
-    ("admin", "owner", 403),  # owner has billing:read and tenants:write, which admin lacks
-    ("admin", "billing", 403), ("member", "viewer", 403), ("viewer", "viewer", 403),
-])
-def test_a_key_never_creates_a_key_with_more_rights(client: Any, world: World, creator: str, role: str,
-                                                    expected: int) -> None:
+@pytest.mark.parametrize(
+    ("creator", "role", "expected"),
+    [
+        ("owner", "owner", 201),
+        ("owner", "billing", 201),
+        ("admin", "member", 201),
+        ("admin", "owner", 403),  # owner has billing:read and tenants:write, which admin lacks
+        ("admin", "billing", 403),
+        ("member", "viewer", 403),
+        ("viewer", "viewer", 403),
+    ],
+)
+def test_a_key_never_creates_a_key_with_more_rights(
+    client: Any, world: World, creator: str, role: str, expected: int
+) -> None:
     resp = client.post("/v1/api-keys", json={"name": unique("k"), "role": role}, headers=auth(world.a.keys[creator]))
     assert resp.status_code == expected, resp.text
 
 
 def test_scopes_narrow_a_role(client: Any, world: World) -> None:
-    resp = client.post("/v1/api-keys", json={"name": "ro", "role": "member", "scopes": ["clusters:read"]},
-                       headers=auth(world.a.keys["owner"]))
+    resp = client.post(
+        "/v1/api-keys",
+        json={"name": "ro", "role": "member", "scopes": ["clusters:read"]},
+        headers=auth(world.a.keys["owner"]),
+    )
     assert resp.status_code == 201 and resp.json()["scopes"] == ["clusters:read"]
     narrow = resp.json()["secret"]
     assert client.get("/v1/clusters", headers=auth(narrow)).status_code == 200
@@ -71,8 +82,11 @@ def test_scopes_narrow_a_role(client: Any, world: World) -> None:
 
 
 def test_scopes_outside_the_role_and_unknown_roles_are_refused_with_a_hint(client: Any, world: World) -> None:
-    extra = client.post("/v1/api-keys", json={"name": "x", "role": "viewer", "scopes": ["clusters:write"]},
-                        headers=auth(world.a.keys["owner"]))
+    extra = client.post(
+        "/v1/api-keys",
+        json={"name": "x", "role": "viewer", "scopes": ["clusters:write"]},
+        headers=auth(world.a.keys["owner"]),
+    )
     assert extra.status_code == 422 and "viewer" in extra.json()["hint"]
     typo = client.post("/v1/api-keys", json={"name": "x", "role": "ownr"}, headers=auth(world.a.keys["owner"]))
     assert typo.status_code == 422 and "owner" in typo.json()["hint"]

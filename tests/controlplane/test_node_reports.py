@@ -38,8 +38,11 @@ def test_registered_node_starts_burn_in_and_gets_its_token_once(client: Any, wor
         assert cred.secret_sha256 == keys.digest(token) and token not in str(vars(cred))
     again = client.get(f"/v1/nodes/{node['id']}", headers=auth(world.provider["operator"])).json()
     assert "node_token" not in again
-    retry = client.post("/v1/nodes", json={"name": node["name"], "region": "us-east-1", "node_type": "hgx-h200-8g"},
-                        headers=auth(world.provider["operator"]) | headers)
+    retry = client.post(
+        "/v1/nodes",
+        json={"name": node["name"], "region": "us-east-1", "node_type": "hgx-h200-8g"},
+        headers=auth(world.provider["operator"]) | headers,
+    )
     assert retry.status_code == 409 and retry.json()["code"] == "secret_not_replayable"
 
 
@@ -53,8 +56,9 @@ def test_node_token_reports_for_its_own_node_only_and_reads_nothing(client: Any,
     assert theirs.status_code == 403 and theirs.json()["code"] == "forbidden"
     for path in ("/v1/clusters", "/v1/nodes", f"/v1/nodes/{mine['id']}", "/v1/audit-events"):
         assert client.get(path, headers=auth(token)).status_code == 403, path
-    operator = client.post(f"/v1/nodes/{mine['name']}/reports", json=report(mine["name"]),
-                           headers=auth(world.provider["operator"]))
+    operator = client.post(
+        f"/v1/nodes/{mine['name']}/reports", json=report(mine["name"]), headers=auth(world.provider["operator"])
+    )
     assert operator.status_code == 403  # an API key is no node credential
     mismatch = client.post(f"/v1/nodes/{mine['name']}/reports", json=report(other["name"]), headers=auth(token))
     assert mismatch.status_code == 422 and mismatch.json()["code"] == "invalid_input"
@@ -62,8 +66,10 @@ def test_node_token_reports_for_its_own_node_only_and_reads_nothing(client: Any,
     wrong = client.post(f"/v1/nodes/{mine['name']}/reports", json=bad, headers=auth(token))
     assert wrong.status_code == 422 and "0 IGNORE .. 7 RMA" in wrong.json()["hint"]
     forged = token[:-1] + ("A" if token[-1] != "A" else "B")
-    assert client.post(f"/v1/nodes/{mine['name']}/reports", json=report(mine["name"]),
-                       headers=auth(forged)).status_code == 401
+    assert (
+        client.post(f"/v1/nodes/{mine['name']}/reports", json=report(mine["name"]), headers=auth(forged)).status_code
+        == 401
+    )
 
 
 def test_rotation_revokes_the_old_token_on_its_next_request(client: Any, world: World) -> None:
@@ -82,8 +88,11 @@ def test_tenant_reads_the_last_report_of_its_node(client: Any, world: World) -> 
     node_id = world.node(world.a, world.cluster(world.a))
     rotated = client.post(f"/v1/nodes/{node_id}/credentials", headers=auth(world.provider["operator"])).json()
     for n in (1, 2):
-        resp = client.post(f"/v1/nodes/{rotated['hostname']}/reports", json=report(rotated["hostname"], 0),
-                           headers=auth(rotated["node_token"]))
+        resp = client.post(
+            f"/v1/nodes/{rotated['hostname']}/reports",
+            json=report(rotated["hostname"], 0),
+            headers=auth(rotated["node_token"]),
+        )
         assert resp.json()["reports"] == n
     last = client.get(f"/v1/nodes/{node_id}/report", headers=auth(world.a.keys["viewer"]))
     assert last.status_code == 200 and last.json()["reports"] == 2 and last.json()["health_level"] == 0
@@ -111,18 +120,28 @@ def test_reported_rma_criterion_quarantines_the_node_and_files_the_rma(client: A
     (record,) = rma.json()["items"]
     assert record["serial"] == "SN-77" and record["reasons"] == ["xid:64:gpu3"]
     with world.session() as s:
-        moves = [(t.from_state, t.to_state, t.actor) for t in s.query(models.NodeTransition).filter_by(
-            node_id=node["id"]).order_by(models.NodeTransition.at)]
+        moves = [
+            (t.from_state, t.to_state, t.actor)
+            for t in s.query(models.NodeTransition).filter_by(node_id=node["id"]).order_by(models.NodeTransition.at)
+        ]
     assert moves == [("production", "quarantined", "health"), ("quarantined", "rma", "health")]
-    audit = client.get("/v1/audit-events", params={"target": f"nodes/{node['id']}/reports"},
-                       headers=auth(world.provider["auditor"])).json()["items"]
-    assert len(audit) == 2 and audit[0]["action"] == "nodes.report" and audit[0]["actor"].endswith(
-        f"(node:{node['name']})") and audit[0]["detail"]["actions"][1] == f"quarantine {node['name']}"
+    audit = client.get(
+        "/v1/audit-events", params={"target": f"nodes/{node['id']}/reports"}, headers=auth(world.provider["auditor"])
+    ).json()["items"]
+    assert (
+        len(audit) == 2
+        and audit[0]["action"] == "nodes.report"
+        and audit[0]["actor"].endswith(f"(node:{node['name']})")
+        and audit[0]["detail"]["actions"][1] == f"quarantine {node['name']}"
+    )
 
 
 def test_sim_routes_answer_no_twin_without_one(client: Any, world: World) -> None:
-    resp = client.post("/v1/sim/faults", json={"node": "use1-h200-su00-n00", "kind": "xid", "xid": 79},
-                       headers=auth(world.provider["operator"]))
+    resp = client.post(
+        "/v1/sim/faults",
+        json={"node": "use1-h200-su00-n00", "kind": "xid", "xid": 79},
+        headers=auth(world.provider["operator"]),
+    )
     assert resp.status_code == 409 and resp.json()["code"] == "no_twin" and "velyrix up" in resp.json()["hint"]
 
 
@@ -136,8 +155,11 @@ def test_report_that_loses_a_race_answers_503_busy_and_keeps_nothing(client: Any
 
     app.app.state.report_handler, saved = racing, app.app.state.report_handler
     try:
-        resp = client.post(f"/v1/nodes/{node['name']}/reports", json=report(node["name"], 6, 3, "xid:64:gpu0: x"),
-                           headers=auth(node["node_token"]))
+        resp = client.post(
+            f"/v1/nodes/{node['name']}/reports",
+            json=report(node["name"], 6, 3, "xid:64:gpu0: x"),
+            headers=auth(node["node_token"]),
+        )
     finally:
         app.app.state.report_handler = saved
     assert resp.status_code == 503 and resp.json()["code"] == "busy"

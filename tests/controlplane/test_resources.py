@@ -32,15 +32,17 @@ def test_invalid_spec_names_the_field_and_the_closest_value(client: Any, world: 
     messages = " ".join(d["message"] for d in problem["diagnostics"])
     assert "fabric" in messages and "storage.parallel_fs_tb" in messages
     assert any(d["suggestion"] == "infiniband-ndr" for d in problem["diagnostics"])
-    unknown_field = client.post("/v1/clusters", json=cluster_body(unique("x")) | {"nodes": 3},
-                                headers=auth(world.a.keys["member"]))
+    unknown_field = client.post(
+        "/v1/clusters", json=cluster_body(unique("x")) | {"nodes": 3}, headers=auth(world.a.keys["member"])
+    )
     assert unknown_field.status_code == 422 and unknown_field.json()["code"] == "invalid_request"
 
 
 def test_capacity_and_name_conflicts_answer_409(client: Any, world: World) -> None:
     key = auth(world.a.keys["member"])
-    huge = client.post("/v1/clusters", json=cluster_body(unique("big"), node_count=250, region="eu-west-1"),
-                       headers=key)
+    huge = client.post(
+        "/v1/clusters", json=cluster_body(unique("big"), node_count=250, region="eu-west-1"), headers=key
+    )
     assert huge.status_code == 409 and huge.json()["code"] == "insufficient_capacity"
     body = cluster_body(unique("dup"))
     assert client.post("/v1/clusters", json=body, headers=key).status_code == 201
@@ -65,8 +67,17 @@ def test_region_capacity_counts_present_clusters(client: Any, world: World) -> N
 def test_deleting_a_cluster_keeps_its_volumes(client: Any, world: World) -> None:
     key = auth(world.a.keys["member"])
     cluster = client.post("/v1/clusters", json=cluster_body(unique("c")), headers=key).json()
-    volume = client.post("/v1/volumes", json={"name": unique("ckpt"), "region": "us-east-1", "tier": "parallel_fs",
-                                              "size_tb": 100, "cluster_id": cluster["id"]}, headers=key).json()
+    volume = client.post(
+        "/v1/volumes",
+        json={
+            "name": unique("ckpt"),
+            "region": "us-east-1",
+            "tier": "parallel_fs",
+            "size_tb": 100,
+            "cluster_id": cluster["id"],
+        },
+        headers=key,
+    ).json()
     deleted = client.delete(f"/v1/clusters/{cluster['id']}", headers=key)
     assert deleted.status_code == 202 and deleted.json()["status"]["phase"] == "Deleting"
     assert [h["phase"] for h in deleted.json()["status"]["phase_history"]] == ["Pending", "Deleting"]
@@ -75,16 +86,20 @@ def test_deleting_a_cluster_keeps_its_volumes(client: Any, world: World) -> None
 
 def test_forbid_deletion_protects_a_volume_until_turned_off(client: Any, world: World) -> None:
     key = auth(world.a.keys["member"])
-    v = client.post("/v1/volumes", json={"name": unique("keep"), "region": "us-east-1", "tier": "object",
-                                         "size_tb": 5, "forbid_deletion": True}, headers=key).json()
+    v = client.post(
+        "/v1/volumes",
+        json={"name": unique("keep"), "region": "us-east-1", "tier": "object", "size_tb": 5, "forbid_deletion": True},
+        headers=key,
+    ).json()
     refused = client.delete(f"/v1/volumes/{v['id']}", headers=key)
     assert refused.status_code == 409 and refused.json()["code"] == "deletion_forbidden"
     assert client.patch(f"/v1/volumes/{v['id']}", json={"size_tb": 4}, headers=key).status_code == 422
     assert client.patch(f"/v1/volumes/{v['id']}", json={"forbid_deletion": False}, headers=key).status_code == 200
     assert client.delete(f"/v1/volumes/{v['id']}", headers=key).status_code == 204
     assert client.get(f"/v1/volumes/{v['id']}", headers=key).status_code == 404
-    bad_tier = client.post("/v1/volumes", json={"name": unique("t"), "region": "us-east-1", "tier": "objekt",
-                                                "size_tb": 1}, headers=key)
+    bad_tier = client.post(
+        "/v1/volumes", json={"name": unique("t"), "region": "us-east-1", "tier": "objekt", "size_tb": 1}, headers=key
+    )
     assert bad_tier.status_code == 422 and "'object'" in bad_tier.json()["hint"]
 
 
@@ -153,5 +168,9 @@ def test_unknown_query_parameter_is_refused_with_the_closest_name(client: Any, w
     resp = client.get("/v1/clusters", params={"phse": "Ready"}, headers=auth(world.a.keys["viewer"]))
     assert resp.status_code == 422 and resp.json()["code"] == "invalid_input"
     assert "'phase'" in resp.json()["hint"]
-    assert client.get("/v1/clusters", params={"phase": "Ready", "limit": 5},
-                      headers=auth(world.a.keys["viewer"])).status_code == 200
+    assert (
+        client.get(
+            "/v1/clusters", params={"phase": "Ready", "limit": 5}, headers=auth(world.a.keys["viewer"])
+        ).status_code
+        == 200
+    )

@@ -22,8 +22,12 @@ from velyrix.controlplane.api.app import ROUTERS
 from velyrix.controlplane.auth import roles
 
 EXAMPLES_PER_OPERATION = 50
-OPERATIONS = [(m, r.path, getattr(r.dependant.call, "__name__", "")) for router in ROUTERS for r in router.routes
-              for m in sorted(getattr(r, "methods", ()))]
+OPERATIONS = [
+    (m, r.path, getattr(r.dependant.call, "__name__", ""))
+    for router in ROUTERS
+    for r in router.routes
+    for m in sorted(getattr(r, "methods", ()))
+]
 
 
 def _scope_of(path: str, method: str) -> str | None:
@@ -42,11 +46,13 @@ def api_schema(app: Any) -> Any:
 
 @pytest.mark.parametrize("mode", [GenerationMode.POSITIVE, GenerationMode.NEGATIVE], ids=["fits", "breaks"])
 @pytest.mark.parametrize(("method", "path", "_name"), OPERATIONS, ids=[f"{m} {p}" for m, p, _ in OPERATIONS])
-def test_api_answers_generated_requests_within_its_schema(api_schema: Any, world: World, method: str, path: str,
-                                                           _name: str, mode: GenerationMode) -> None:
+def test_api_answers_generated_requests_within_its_schema(
+    api_schema: Any, world: World, method: str, path: str, _name: str, mode: GenerationMode
+) -> None:
     scope = _scope_of(path, method)
-    headers = auth(world.a.keys["owner"] if scope is None or scope in roles.TENANT_ROLES["owner"]
-                   else world.provider["operator"])
+    headers = auth(
+        world.a.keys["owner"] if scope is None or scope in roles.TENANT_ROLES["owner"] else world.provider["operator"]
+    )
     operation = api_schema[path][method]
     calls = []
 
@@ -55,8 +61,13 @@ def test_api_answers_generated_requests_within_its_schema(api_schema: Any, world
     # negative_data_rejection (it counts requests as schema-breaking for lacking the Authorization
     # header that this test always adds, and unknown query parameters are ignored, as is common).
     @given(case=operation.as_strategy(mode))
-    @settings(max_examples=EXAMPLES_PER_OPERATION, deadline=None, derandomize=True, database=None,
-              suppress_health_check=list(HealthCheck))
+    @settings(
+        max_examples=EXAMPLES_PER_OPERATION,
+        deadline=None,
+        derandomize=True,
+        database=None,
+        suppress_health_check=list(HealthCheck),
+    )
     def run(case: Any) -> None:
         calls.append(1)
         case.call_and_validate(headers=headers, excluded_checks=[positive_data_acceptance, negative_data_rejection])

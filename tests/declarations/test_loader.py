@@ -46,7 +46,7 @@ def test_var_file_sets_values(tmp_path: Path) -> None:
 
 def test_var_file_errors_point_into_the_var_file(tmp_path: Path) -> None:
     tfvars = tmp_path / "bad.tfvars"
-    tfvars.write_text('\nnode_cuont = 16\n')
+    tfvars.write_text("\nnode_cuont = 16\n")
     with pytest.raises(errors.SpecError) as info:
         loader.load(EXAMPLES / "small-h100-k8s.tf", var_files=[tfvars])
     (diag,) = info.value.diagnostics
@@ -64,8 +64,11 @@ def test_all_errors_of_a_file_are_reported_at_once() -> None:
 
 
 def test_region_on_resource_overrides_provider() -> None:
-    text = (EXAMPLES / "acme-pretrain.tf").read_text().replace(
-        'node_count = 64', 'node_count = 64\n  region     = "eu-west-1"')
+    text = (
+        (EXAMPLES / "acme-pretrain.tf")
+        .read_text()
+        .replace("node_count = 64", 'node_count = 64\n  region     = "eu-west-1"')
+    )
     (cluster,) = loader.loads(text, "x.tf").clusters
     assert cluster.region == "eu-west-1"
 
@@ -78,9 +81,15 @@ def test_capacity_is_per_region() -> None:
 
 
 def test_workload_block_builds_typed_workload() -> None:
-    text = (EXAMPLES / "acme-pretrain.tf").read_text().replace(
-        "  # 512 GPUs", '  workload {\n    model_params = 405e9\n    checkpoint_interval_s = 1800\n'
-        '    checkpoint_mode = "async"\n    tp = 8\n    pp = 8\n  }\n  # 512 GPUs')
+    text = (
+        (EXAMPLES / "acme-pretrain.tf")
+        .read_text()
+        .replace(
+            "  # 512 GPUs",
+            "  workload {\n    model_params = 405e9\n    checkpoint_interval_s = 1800\n"
+            '    checkpoint_mode = "async"\n    tp = 8\n    pp = 8\n  }\n  # 512 GPUs',
+        )
+    )
     (cluster,) = loader.loads(text, "x.tf").clusters
     assert cluster.workload is not None
     assert cluster.workload.model_params == 405e9
@@ -89,8 +98,14 @@ def test_workload_block_builds_typed_workload() -> None:
 
 
 def test_interval_accepts_auto() -> None:
-    text = (EXAMPLES / "acme-pretrain.tf").read_text().replace(
-        "  # 512 GPUs", '  workload {\n    model_params = 7e9\n    checkpoint_interval_s = "auto"\n  }\n  # 512 GPUs')
+    text = (
+        (EXAMPLES / "acme-pretrain.tf")
+        .read_text()
+        .replace(
+            "  # 512 GPUs",
+            '  workload {\n    model_params = 7e9\n    checkpoint_interval_s = "auto"\n  }\n  # 512 GPUs',
+        )
+    )
     (cluster,) = loader.loads(text, "x.tf").clusters
     assert cluster.workload is not None and cluster.workload.checkpoint_interval_s == "auto"
 

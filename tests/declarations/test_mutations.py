@@ -10,8 +10,32 @@ from hypothesis import strategies as st
 from ..conftest import EXAMPLES
 
 SOURCES = [p.read_text() for p in sorted(EXAMPLES.glob("*.tf"))]
-SNIPPETS = ['"', "{", "}", "=", "[", "]", "${", "var.", "#", "\n", "-1", "1e400", "0", "true", "null", "\\",
-            "storage {", "<<EOF", "x", "0x1f", ",", ".", "/*", "%{"]
+SNIPPETS = [
+    '"',
+    "{",
+    "}",
+    "=",
+    "[",
+    "]",
+    "${",
+    "var.",
+    "#",
+    "\n",
+    "-1",
+    "1e400",
+    "0",
+    "true",
+    "null",
+    "\\",
+    "storage {",
+    "<<EOF",
+    "x",
+    "0x1f",
+    ",",
+    ".",
+    "/*",
+    "%{",
+]
 
 
 @st.composite
@@ -26,7 +50,7 @@ def mutated(draw: st.DrawFn) -> str:
         elif action == "insert":
             text = text[:pos] + draw(st.sampled_from(SNIPPETS) | st.text(max_size=4)) + text[pos:]
         elif action == "replace":
-            text = text[:pos] + draw(st.sampled_from(SNIPPETS)) + text[pos + 1:]
+            text = text[:pos] + draw(st.sampled_from(SNIPPETS)) + text[pos + 1 :]
         else:
             end = min(len(text), pos + draw(st.integers(1, 40)))
             text = text[:end] + text[pos:end] + text[end:]

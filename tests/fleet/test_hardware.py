@@ -14,11 +14,15 @@ def test_firmware_drift_lists_differing_and_missing_components_only() -> None:
 
 def test_node_hardware_drift_and_dict_round_trip() -> None:
     node = hardware.NodeHardware(
-        hostname="n1", node_type="hgx-h200-8g", serial="S1",
+        hostname="n1",
+        node_type="hgx-h200-8g",
+        serial="S1",
         gpus=(hardware.GPUInfo(0, "GPU-0", "G0", "H200", 141.0),),
         nics=(hardware.NICInfo("mlx5_0", "compute", 400, "aa", rail=0),),
-        bmc=hardware.BMCInfo("10.0.0.1", "bb", "1.2"), nvme=(hardware.NVMeInfo("nvme0n1", "N0", 3.84),),
+        bmc=hardware.BMCInfo("10.0.0.1", "bb", "1.2"),
+        nvme=(hardware.NVMeInfo("nvme0n1", "N0", 3.84),),
         firmware={"bmc": "1.1"},
-        position=hardware.Position("us-east-1", 0, "r1", 0, (hardware.LeafPort(0, "leaf-su00-r0", 1),)))
+        position=hardware.Position("us-east-1", 0, "r1", 0, (hardware.LeafPort(0, "leaf-su00-r0", 1),)),
+    )
     assert hardware.NodeHardware.from_dict(node.to_dict()) == node
     assert node.firmware_drift({"bmc": "1.2"}) == {"bmc": ("1.1", "1.2")}

@@ -50,8 +50,7 @@ def test_fail_next_makes_one_request_fail(driver: SimDriver) -> None:
 
 
 def test_networks_storage_and_sanitize(driver: SimDriver) -> None:
-    driver.attach_networks(NODE, base.NetworkAttachment(vlan=1001, vrf="t-acme", pkey=0x8001 & 0x7FFF),
-                           request_id="n1")
+    driver.attach_networks(NODE, base.NetworkAttachment(vlan=1001, vrf="t-acme", pkey=0x8001 & 0x7FFF), request_id="n1")
     assert driver.region.node(NODE).networks == {"vlan": 1001, "vrf": "t-acme", "pkey": 1}
     bad = driver.attach_networks(NODE, base.NetworkAttachment(vlan=1, vrf="v", pkey=0x7FFF), request_id="n2")
     assert bad.status == base.FAILED and "0x7fff" in (bad.error or "")
@@ -70,15 +69,18 @@ def test_healthy_node_passes_acceptance(driver: SimDriver) -> None:
     assert {r.test for r in results} == set(acceptance.NODE_TESTS)
 
 
-@pytest.mark.parametrize("fault,test", [
-    (Fault("slow_gpu", gpu=3), "gpu_burn_in"),
-    (Fault("xid", gpu=1, xid=79), "gpu_burn_in"),
-    (Fault("ecc_dbe", gpu=2), "gpu_burn_in"),
-    (Fault("nvlink", gpu=5), "nvlink"),
-    (Fault("ib_down", port=4), "ib_ports"),
-    (Fault("slow_disk", drive=0, factor=0.1), "local_nvme"),
-    (Fault("thermal", gpu=6), "gpu_burn_in"),
-])
+@pytest.mark.parametrize(
+    "fault,test",
+    [
+        (Fault("slow_gpu", gpu=3), "gpu_burn_in"),
+        (Fault("xid", gpu=1, xid=79), "gpu_burn_in"),
+        (Fault("ecc_dbe", gpu=2), "gpu_burn_in"),
+        (Fault("nvlink", gpu=5), "nvlink"),
+        (Fault("ib_down", port=4), "ib_ports"),
+        (Fault("slow_disk", drive=0, factor=0.1), "local_nvme"),
+        (Fault("thermal", gpu=6), "gpu_burn_in"),
+    ],
+)
 def test_bad_part_fails_its_acceptance_test(driver: SimDriver, fault: Fault, test: str) -> None:
     driver.region.inject(NODE, fault)
     results = acceptance.judge_node("hgx-h200-8g", driver.run_acceptance(NODE, request_id="a").result)
@@ -92,8 +94,9 @@ def test_cluster_tests_measure_all_reduce_and_storage(driver: SimDriver) -> None
     for n in nodes:
         driver.attach_storage(n, [vol], request_id=f"s/{n}")
     m = driver.run_cluster_tests(nodes, request_id="c1", volumes=[vol]).result
-    results = acceptance.judge_cluster("hgx-h200-8g", m, expected_write_gb_s=0.6 * 800 * 0.8,
-                                       expected_read_gb_s=min(1.5 * 800, 16 * 50) * 0.8)  # 16 clients x 50 GB/s cap
+    results = acceptance.judge_cluster(
+        "hgx-h200-8g", m, expected_write_gb_s=0.6 * 800 * 0.8, expected_read_gb_s=min(1.5 * 800, 16 * 50) * 0.8
+    )  # 16 clients x 50 GB/s cap
     assert acceptance.passed(results), acceptance.failures(results)
     driver.region.inject(nodes[3], Fault("ib_down", port=0))
     slow = driver.run_cluster_tests(nodes, request_id="c2").result

@@ -72,17 +72,23 @@ def test_accelerated_clock_runs_faster_than_wall_time() -> None:
     assert clock.now() - t0 >= 9.0
 
 
-@pytest.mark.parametrize("fault,check", [
-    (Fault("xid", gpu=2, xid=79), lambda n: not n.gpus[2].responsive and n.gpus[2].xid_events[-1][1] == 79),
-    (Fault("ecc_dbe", gpu=1), lambda n: n.gpus[1].ecc_dbe_volatile == 1 and n.gpus[1].remap_pending),
-    (Fault("ecc_sbe_storm"), lambda n: n.gpus[0].ecc_sbe_volatile >= 50_000),
-    (Fault("slow_gpu", gpu=4), lambda n: n.gpus[4].bf16_tflops_measured < 0.7 * n.gpus[3].bf16_tflops_measured),
-    (Fault("ib_down", port=5), lambda n: n.ib_ports[5].state == "DOWN" and n.ib_ports[5].counters["link_downed"] == 1),
-    (Fault("slow_disk", drive=3), lambda n: n.nvme[3].read_gb_s_measured < 0.5 * n.nvme[2].read_gb_s_measured),
-    (Fault("remap_failure", gpu=6), lambda n: n.gpus[6].remap_failure and n.gpus[6].xid_events[-1][1] == 64),
-    (Fault("nvlink", gpu=7), lambda n: n.gpus[7].nvlink_links_up == 17 and n.gpus[7].nvlink_crc_errors > 0),
-    (Fault("thermal"), lambda n: n.gpus[0].throttle_reasons & 0x40 and n.gpus[0].temperature_c > 80),
-])
+@pytest.mark.parametrize(
+    "fault,check",
+    [
+        (Fault("xid", gpu=2, xid=79), lambda n: not n.gpus[2].responsive and n.gpus[2].xid_events[-1][1] == 79),
+        (Fault("ecc_dbe", gpu=1), lambda n: n.gpus[1].ecc_dbe_volatile == 1 and n.gpus[1].remap_pending),
+        (Fault("ecc_sbe_storm"), lambda n: n.gpus[0].ecc_sbe_volatile >= 50_000),
+        (Fault("slow_gpu", gpu=4), lambda n: n.gpus[4].bf16_tflops_measured < 0.7 * n.gpus[3].bf16_tflops_measured),
+        (
+            Fault("ib_down", port=5),
+            lambda n: n.ib_ports[5].state == "DOWN" and n.ib_ports[5].counters["link_downed"] == 1,
+        ),
+        (Fault("slow_disk", drive=3), lambda n: n.nvme[3].read_gb_s_measured < 0.5 * n.nvme[2].read_gb_s_measured),
+        (Fault("remap_failure", gpu=6), lambda n: n.gpus[6].remap_failure and n.gpus[6].xid_events[-1][1] == 64),
+        (Fault("nvlink", gpu=7), lambda n: n.gpus[7].nvlink_links_up == 17 and n.gpus[7].nvlink_crc_errors > 0),
+        (Fault("thermal"), lambda n: n.gpus[0].throttle_reasons & 0x40 and n.gpus[0].temperature_c > 80),
+    ],
+)
 def test_each_fault_kind_shows_in_the_counters(region: SimRegion, fault: Fault, check) -> None:  # type: ignore[no-untyped-def]
     region.inject("use1-h200-su00-n03", fault)
     assert check(region.node("use1-h200-su00-n03"))
@@ -187,6 +193,10 @@ def test_state_survives_a_rebuild_from_the_same_seed(region: SimRegion) -> None:
     again = SimRegion.build("us-east-1", {"hgx-h200-8g": 64}, seed=7)
     again.restore(region.state())
     twin = again.node("use1-h200-su00-n09")
-    assert (twin.image, twin.networks, twin.mounts, twin.tenant_data) == ("img", {"vlan": 1001, "pkey": 3},
-                                                                        ["vol-1"], True)
+    assert (twin.image, twin.networks, twin.mounts, twin.tenant_data) == (
+        "img",
+        {"vlan": 1001, "pkey": 3},
+        ["vol-1"],
+        True,
+    )
     assert again.clock.now() == 500.0 and again.node("use1-h200-su00-n08").image is None

@@ -19,18 +19,32 @@ class Node:
 
 def test_transition_records_actor_time_reason_and_saves() -> None:
     node, store = Node(), transitions.MemoryStore()
-    rec = transitions.transition(node, states.INSPECTING, actor="reconciler/fleet", reason="enrolled", store=store,
-                                 now_s=12.5)
+    rec = transitions.transition(
+        node, states.INSPECTING, actor="reconciler/fleet", reason="enrolled", store=store, now_s=12.5
+    )
     assert node.provisioning_state == states.INSPECTING
     assert store.for_node("n0") == [rec]
-    assert rec.to_dict() == {"node": "n0", "field": "provisioning_state", "from": "enrolled", "to": "inspecting",
-                             "actor": "reconciler/fleet", "reason": "enrolled", "at_s": 12.5}
+    assert rec.to_dict() == {
+        "node": "n0",
+        "field": "provisioning_state",
+        "from": "enrolled",
+        "to": "inspecting",
+        "actor": "reconciler/fleet",
+        "reason": "enrolled",
+        "at_s": 12.5,
+    }
 
 
 def test_full_tenant_lifecycle_is_allowed() -> None:
     node, store = Node(provisioning_state=states.AVAILABLE, fleet_stage=states.PRODUCTION), transitions.MemoryStore()
-    path = [states.ALLOCATED, states.PROVISIONING, states.ACTIVE, states.DEPROVISIONING, states.SANITIZING,
-            states.AVAILABLE]
+    path = [
+        states.ALLOCATED,
+        states.PROVISIONING,
+        states.ACTIVE,
+        states.DEPROVISIONING,
+        states.SANITIZING,
+        states.AVAILABLE,
+    ]
     for to in path:
         transitions.transition(node, to, actor="t", reason="lifecycle", store=store)
     assert [r.to_state for r in store.history] == path
@@ -82,8 +96,10 @@ def test_actor_and_reason_are_required() -> None:
 def test_every_state_has_a_row_and_only_valid_targets() -> None:
     assert set(transitions.PROVISIONING_TABLE) == set(states.PROVISIONING_STATES)
     assert set(transitions.STAGE_TABLE) == set(states.FLEET_STAGES)
-    for table, valid in ((transitions.PROVISIONING_TABLE, states.PROVISIONING_STATES),
-                         (transitions.STAGE_TABLE, states.FLEET_STAGES)):
+    for table, valid in (
+        (transitions.PROVISIONING_TABLE, states.PROVISIONING_STATES),
+        (transitions.STAGE_TABLE, states.FLEET_STAGES),
+    ):
         for src, targets in table.items():
             assert targets <= set(valid) and src not in targets
 

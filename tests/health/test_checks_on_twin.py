@@ -27,8 +27,9 @@ def twin():
 
 
 def _ctx(region, node):
-    return CheckContext(SimCollector(node, region), SimProber(node), catalog.node_type(node.node_type),
-                        clock=region.clock.now)
+    return CheckContext(
+        SimCollector(node, region), SimProber(node), catalog.node_type(node.node_type), clock=region.clock.now
+    )
 
 
 def _by_name(results):
@@ -41,14 +42,17 @@ def test_quick_check_passes_on_a_healthy_node_well_under_60_s(twin):
     assert sum(r.duration_s for r in results) < 60.0
 
 
-@pytest.mark.parametrize(("fault", "failing", "action"), [
-    (Fault("xid", gpu=3, xid=79), "gpu_state", Action.REBOOT),
-    (Fault("ecc_dbe", gpu=1), "ecc", Action.RESET_GPU),
-    (Fault("remap_failure", gpu=2), "row_remap", Action.RESET_GPU),
-    (Fault("nvlink", gpu=0), "nvlink", Action.DRAIN_NOW),
-    (Fault("ib_down", port=4), "ib_ports", Action.DRAIN_NOW),
-    (Fault("slow_gpu", gpu=6, factor=0.6), "gemm_short", Action.DRAIN_AFTER_JOB),
-])
+@pytest.mark.parametrize(
+    ("fault", "failing", "action"),
+    [
+        (Fault("xid", gpu=3, xid=79), "gpu_state", Action.REBOOT),
+        (Fault("ecc_dbe", gpu=1), "ecc", Action.RESET_GPU),
+        (Fault("remap_failure", gpu=2), "row_remap", Action.RESET_GPU),
+        (Fault("nvlink", gpu=0), "nvlink", Action.DRAIN_NOW),
+        (Fault("ib_down", port=4), "ib_ports", Action.DRAIN_NOW),
+        (Fault("slow_gpu", gpu=6, factor=0.6), "gemm_short", Action.DRAIN_AFTER_JOB),
+    ],
+)
 def test_quick_check_finds_the_injected_fault(twin, fault, failing, action):
     region, node = twin
     region.inject(node.hostname, fault)
@@ -125,12 +129,17 @@ def test_monitor_runs_deep_check_only_when_idle_and_due_and_drains_on_failure(tw
 
     region, node = twin
     seam = InMemorySeam(clock=region.clock.now)
-    mon = HealthMonitor(node.hostname, SimCollector(node, region), seam, clock=region.clock.now,
-                        deep_schedule=suites.DeepCheckSchedule(interval_s=3600.0))
+    mon = HealthMonitor(
+        node.hostname,
+        SimCollector(node, region),
+        seam,
+        clock=region.clock.now,
+        deep_schedule=suites.DeepCheckSchedule(interval_s=3600.0),
+    )
     ctx = _ctx(region, node)
     assert mon.maybe_deep(ctx, idle=False) is None
     region.inject(node.hostname, Fault("slow_gpu", gpu=5, factor=0.5))
     verdict = mon.maybe_deep(ctx, idle=True)
     assert verdict is not None and verdict.action >= Action.DRAIN_AFTER_JOB
     assert seam.holders(node.hostname)["health"].startswith("velyrix:health: DRAIN_AFTER_JOB")
-    assert mon.maybe_deep(ctx, idle=True) is None          # not due again within the interval
+    assert mon.maybe_deep(ctx, idle=True) is None  # not due again within the interval

@@ -7,8 +7,21 @@ import json
 
 def test_evaluate_prints_json_per_policy_and_writes_a_chart(velyrix, tmp_path):
     chart = tmp_path / "h.png"
-    res = velyrix("health", "evaluate", "--days", "2", "--nodes", "16", "--seed", "3", "--workers", "1", "--json",
-                  "--chart", str(chart))
+    res = velyrix(
+        "health",
+        "evaluate",
+        "--days",
+        "2",
+        "--nodes",
+        "16",
+        "--seed",
+        "3",
+        "--workers",
+        "1",
+        "--json",
+        "--chart",
+        str(chart),
+    )
     assert res.exit_code == 0, res.stderr
     data = json.loads(res.stdout)
     assert set(data["policies"]) == {"none", "reactive", "proactive"}

@@ -19,12 +19,13 @@ def test_fatal_xid_drains_the_node_within_one_poll_interval_plus_2_s():
     node = next(iter(region.nodes.values()))
     node.load_pct = 90.0
     seam = InMemorySeam(clock=time.monotonic)
-    monitor = HealthMonitor(node.hostname, SimCollector(node, region), seam, poll_interval_s=POLL_S,
-                            clock=region.clock.now)
+    monitor = HealthMonitor(
+        node.hostname, SimCollector(node, region), seam, poll_interval_s=POLL_S, clock=region.clock.now
+    )
     worker = threading.Thread(target=monitor.run, daemon=True)
     worker.start()
     try:
-        time.sleep(1.5 * POLL_S)                  # a few healthy polls first
+        time.sleep(1.5 * POLL_S)  # a few healthy polls first
         assert not seam.is_drained(node.hostname)
         injected = time.monotonic()
         region.inject(node.hostname, Fault("xid", gpu=4, xid=79))

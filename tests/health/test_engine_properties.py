@@ -38,13 +38,25 @@ gpu_reading = st.builds(
     responsive=st.booleans(),
 )
 step = st.one_of(
-    st.tuples(st.just("xid"), st.sampled_from(CODES), st.sampled_from([0, 1, None]),
-              st.sampled_from([None, "NONE", "GPU_RESET", "NODE_REBOOT", "DRAIN_P2P", "DRAIN_AND_RESET", "bogus"])),
+    st.tuples(
+        st.just("xid"),
+        st.sampled_from(CODES),
+        st.sampled_from([0, 1, None]),
+        st.sampled_from([None, "NONE", "GPU_RESET", "NODE_REBOOT", "DRAIN_P2P", "DRAIN_AND_RESET", "bogus"]),
+    ),
     st.tuples(st.just("repair"), st.sampled_from(ev.REPAIR_KINDS), st.sampled_from([0, 1, None])),
-    st.tuples(st.just("sample"), st.lists(gpu_reading, max_size=3),
-              st.sampled_from(["ACTIVE", "DOWN", "INIT"]), st.integers(0, 50)),
-    st.tuples(st.just("check"), st.sampled_from(["quick", "gemm"]), st.sampled_from(ev.CHECK_STATUSES),
-              st.sampled_from(["DRAIN_AFTER_JOB", "DRAIN_NOW"])),
+    st.tuples(
+        st.just("sample"),
+        st.lists(gpu_reading, max_size=3),
+        st.sampled_from(["ACTIVE", "DOWN", "INIT"]),
+        st.integers(0, 50),
+    ),
+    st.tuples(
+        st.just("check"),
+        st.sampled_from(["quick", "gemm"]),
+        st.sampled_from(ev.CHECK_STATUSES),
+        st.sampled_from(["DRAIN_AFTER_JOB", "DRAIN_NOW"]),
+    ),
 )
 sequence = st.lists(st.tuples(st.floats(1.0, 20 * 86400.0, allow_nan=False), step), min_size=1, max_size=25)
 
@@ -67,7 +79,7 @@ def _apply(kind_step, t, acc):
 def test_random_evidence_never_crashes_and_never_skips_a_rung(seq):
     acc = {"xids": [], "repairs": [], "samples": [], "checks": []}
     t = 0.0
-    last_rung: dict[str, Action] = {}      # xid key -> its action at its latest occurrence
+    last_rung: dict[str, Action] = {}  # xid key -> its action at its latest occurrence
     prev_verdict_action = Action.IGNORE
     for dt, s in seq:
         t += dt
@@ -97,12 +109,15 @@ def test_random_evidence_never_crashes_and_never_skips_a_rung(seq):
 
 
 @settings(max_examples=60, deadline=None)
-@given(st.integers(2, 9), st.sampled_from([c for c in catalog_health.xid_codes()
-                                           if catalog_health.xid(c).escalates]))
+@given(st.integers(2, 9), st.sampled_from([c for c in catalog_health.xid_codes() if catalog_health.xid(c).escalates]))
 def test_each_fixed_recurrence_climbs_exactly_one_rung(n, code):
     base = Action.parse(catalog_health.xid(code).action)
     xids = [ev.XidEvent(1000.0 * i, code, 0) for i in range(n)]
     fixes = [ev.RepairEvent(1000.0 * i + 500.0, "reboot") for i in range(n - 1)]
-    rungs = [ENGINE.evaluate(ev.Evidence.build("n", 1000.0 * i + 1, xids=xids[: i + 1], repairs=fixes[:i]))
-             .reason(f"xid:{code}:gpu0").action for i in range(n)]
+    rungs = [
+        ENGINE.evaluate(ev.Evidence.build("n", 1000.0 * i + 1, xids=xids[: i + 1], repairs=fixes[:i]))
+        .reason(f"xid:{code}:gpu0")
+        .action
+        for i in range(n)
+    ]
     assert rungs == [base.up(i, cap=max(base, ESCALATION_CAP)) for i in range(n)]

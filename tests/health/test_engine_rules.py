@@ -27,21 +27,27 @@ def test_healthy_node_is_ok():
     assert (v.level, v.action, v.reasons) == (Level.OK, Action.IGNORE, ())
 
 
-@pytest.mark.parametrize(("fields", "key", "action"), [
-    ({"ecc_dbe_volatile": 1}, "ecc_dbe_volatile:gpu0", Action.RESET_GPU),
-    ({"remap_pending": 1}, "remap_pending:gpu0", Action.RESET_GPU),
-    ({"remap_failure": 1}, "remap_failure:gpu0", Action.QUARANTINE),
-    ({"remap_bank_max": 6}, "remap_bank_near_limit:gpu0", Action.DRAIN_AFTER_JOB),
-    ({"remap_bank_max": 8}, "remap_bank_full:gpu0", Action.DRAIN_NOW),
-    ({"remapped_rows_correctable": 300, "remapped_rows_uncorrectable": 212}, "remapped_rows_total:gpu0",
-     Action.QUARANTINE),
-    ({"sram_uncorrectable": 3}, "sram_uncorrectable_rma:gpu0", Action.QUARANTINE),
-    ({"retired_pages": 11}, "retired_pages:gpu0", Action.DRAIN_AFTER_JOB),
-    ({"temperature_c": 90.0}, "gpu_slowdown_temp:gpu0", Action.DRAIN_AFTER_JOB),
-    ({"throttle_reasons": 0x40}, "hw_slowdown:gpu0", Action.DRAIN_AFTER_JOB),
-    ({"nvlink_links_up": 17}, "nvlink_down:gpu0", Action.DRAIN_NOW),
-    ({"responsive": False}, "gpu_unresponsive:gpu0", Action.REBOOT),
-])
+@pytest.mark.parametrize(
+    ("fields", "key", "action"),
+    [
+        ({"ecc_dbe_volatile": 1}, "ecc_dbe_volatile:gpu0", Action.RESET_GPU),
+        ({"remap_pending": 1}, "remap_pending:gpu0", Action.RESET_GPU),
+        ({"remap_failure": 1}, "remap_failure:gpu0", Action.QUARANTINE),
+        ({"remap_bank_max": 6}, "remap_bank_near_limit:gpu0", Action.DRAIN_AFTER_JOB),
+        ({"remap_bank_max": 8}, "remap_bank_full:gpu0", Action.DRAIN_NOW),
+        (
+            {"remapped_rows_correctable": 300, "remapped_rows_uncorrectable": 212},
+            "remapped_rows_total:gpu0",
+            Action.QUARANTINE,
+        ),
+        ({"sram_uncorrectable": 3}, "sram_uncorrectable_rma:gpu0", Action.QUARANTINE),
+        ({"retired_pages": 11}, "retired_pages:gpu0", Action.DRAIN_AFTER_JOB),
+        ({"temperature_c": 90.0}, "gpu_slowdown_temp:gpu0", Action.DRAIN_AFTER_JOB),
+        ({"throttle_reasons": 0x40}, "hw_slowdown:gpu0", Action.DRAIN_AFTER_JOB),
+        ({"nvlink_links_up": 17}, "nvlink_down:gpu0", Action.DRAIN_NOW),
+        ({"responsive": False}, "gpu_unresponsive:gpu0", Action.REBOOT),
+    ],
+)
 def test_counter_threshold_gives_action(fields, key, action):
     v = _verdict([_sample(0.0, **fields)])
     assert v.reason(key) is not None and v.reason(key).action is action
@@ -60,8 +66,8 @@ def test_ib_port_down_drains_now():
 
 
 def test_rising_single_bit_rate_is_a_precursor_but_a_steady_rate_is_not():
-    rising = [_sample(i * H, ecc_sbe_aggregate=int(5 * i * i)) for i in range(25)]      # accelerating
-    steady = [_sample(i * H, ecc_sbe_aggregate=int(40 * i)) for i in range(25)]        # same total, flat rate
+    rising = [_sample(i * H, ecc_sbe_aggregate=int(5 * i * i)) for i in range(25)]  # accelerating
+    steady = [_sample(i * H, ecc_sbe_aggregate=int(40 * i)) for i in range(25)]  # same total, flat rate
     assert _verdict(rising).reason("sbe_rate_rising:gpu0").action is Action.DRAIN_AFTER_JOB
     assert _verdict(steady).reason("sbe_rate_rising:gpu0") is None
 
@@ -86,8 +92,10 @@ def test_trend_only_counts_inside_its_window():
 
 
 def test_ib_link_flaps_over_a_day_drain_after_job():
-    samples = [ev.CounterSample(i * H, ib_ports=(ev.IbPortReading("mlx5_3", 1, counters={"link_downed": i // 2}),))
-               for i in range(8)]
+    samples = [
+        ev.CounterSample(i * H, ib_ports=(ev.IbPortReading("mlx5_3", 1, counters={"link_downed": i // 2}),))
+        for i in range(8)
+    ]
     v = Engine().evaluate(ev.Evidence.build("n", samples[-1].t_s, samples=samples))
     assert v.reason("ib_link_flaps:mlx5_3/1").action is Action.DRAIN_AFTER_JOB
 
@@ -101,8 +109,9 @@ def test_gpu_slower_than_its_peers_fails():
 
 def test_peer_baseline_from_other_nodes_catches_a_uniformly_slow_node():
     gpus = tuple(ev.GpuReading(i, hbm_gb_s_measured=3000.0) for i in range(8))
-    e = ev.Evidence.build("n", 1.0, samples=[ev.CounterSample(1.0, gpus=gpus)],
-                          peers={"hbm_gb_s_measured": [4000.0] * 16})
+    e = ev.Evidence.build(
+        "n", 1.0, samples=[ev.CounterSample(1.0, gpus=gpus)], peers={"hbm_gb_s_measured": [4000.0] * 16}
+    )
     assert Engine().evaluate(e).action is Action.DRAIN_AFTER_JOB
 
 
@@ -127,12 +136,12 @@ def test_lemon_score_from_repair_history_quarantines():
 
 def test_policy_overrides_tune_severity():
     e = ev.Evidence.build("n", 10.0, xids=[ev.XidEvent(5.0, 13, 0)], samples=[_sample(1.0, retired_pages=20)])
-    policy = Policy.from_dict({"xid": {"13": {"action": "drain-now", "level": "fatal"}},
-                               "disabled": ["retired_pages"]})
+    policy = Policy.from_dict({"xid": {"13": {"action": "drain-now", "level": "fatal"}}, "disabled": ["retired_pages"]})
     v = Engine(policy=policy).evaluate(e)
     assert [(r.key, r.action) for r in v.reasons] == [("xid:13:gpu0", Action.DRAIN_NOW)]
     capped = Engine(policy=Policy.from_dict({"max_action": "DRAIN_AFTER_JOB"})).evaluate(
-        ev.Evidence.build("n", 1.0, samples=[_sample(0.0, remap_failure=1)]))
+        ev.Evidence.build("n", 1.0, samples=[_sample(0.0, remap_failure=1)])
+    )
     assert capped.action is Action.DRAIN_AFTER_JOB
 
 

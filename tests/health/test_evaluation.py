@@ -27,10 +27,16 @@ def test_reactive_beats_none_and_proactive_catches_precursor_faults_before_damag
     assert pol["none"]["failures_caught_before_job_damage"] == pol["reactive"]["failures_caught_before_job_damage"] == 0
     assert pol["proactive"]["failures_caught_before_job_damage"] >= 1
     assert pol["proactive"]["precursor_job_interruptions"] < pol["reactive"]["precursor_job_interruptions"]
-    assert 0 < pol["proactive"]["mean_lead_time_h"] <= 6.0          # the twin's precursor window is 6 h
+    assert 0 < pol["proactive"]["mean_lead_time_h"] <= 6.0  # the twin's precursor window is 6 h
     assert pol["proactive"]["false_quarantines_pct_nodes_per_month"] <= 1.0
-    for key in ("job_interruptions", "failures_caught_before_job_damage", "mean_lead_time_h", "false_quarantines",
-                "spares_used", "gpu_hours_lost"):
+    for key in (
+        "job_interruptions",
+        "failures_caught_before_job_damage",
+        "mean_lead_time_h",
+        "false_quarantines",
+        "spares_used",
+        "gpu_hours_lost",
+    ):
         assert all(key in p for p in pol.values())
     json.dumps(result)
 

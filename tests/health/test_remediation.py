@@ -14,8 +14,13 @@ from velyrix.ops.remediation import FleetNode, Remediator
 
 def _fleet(spares=1):
     nodes = {f"n{i}": FleetNode(f"n{i}", "hgx-h200-8g", cluster="acme" if i < 4 else None) for i in range(4 + spares)}
-    return Remediator(InMemorySeam(clock=lambda: 0.0), nodes, spares={"hgx-h200-8g": [f"n{i}" for i in
-                      range(4, 4 + spares)]}, clusters={"acme": ["n0", "n1", "n2", "n3"]}, clock=lambda: 5.0)
+    return Remediator(
+        InMemorySeam(clock=lambda: 0.0),
+        nodes,
+        spares={"hgx-h200-8g": [f"n{i}" for i in range(4, 4 + spares)]},
+        clusters={"acme": ["n0", "n1", "n2", "n3"]},
+        clock=lambda: 5.0,
+    )
 
 
 def _verdict(node, **gpu0):
@@ -27,7 +32,7 @@ def test_remap_failure_quarantines_replaces_from_spare_and_opens_rma():
     fleet = _fleet()
     done = fleet.handle(_verdict("n1", remap_failure=1))
     assert done == ["drain n1", "quarantine n1", "replace n1 with n4 in acme", "rma n1"]
-    assert fleet.clusters["acme"] == ["n0", "n4", "n2", "n3"]          # the cluster keeps its size
+    assert fleet.clusters["acme"] == ["n0", "n4", "n2", "n3"]  # the cluster keeps its size
     assert fleet.nodes["n1"].fleet_stage == states.RMA
     assert fleet.rma[0].reasons == ("remap_failure:gpu0",)
     assert [r.to_state for r in fleet.store.for_node("n1")] == [states.QUARANTINED, states.RMA]

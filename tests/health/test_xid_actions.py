@@ -15,7 +15,7 @@ EXPECTED = {
     13: (Action.RESTART_APP, Level.WARN),
     31: (Action.RESTART_APP, Level.WARN),
     43: (Action.IGNORE, Level.WARN),
-    45: (Action.RESTART_APP, Level.WARN),      # alone; next to another XID it follows that one
+    45: (Action.RESTART_APP, Level.WARN),  # alone; next to another XID it follows that one
     48: (Action.REBOOT, Level.FATAL),
     61: (Action.RESET_GPU, Level.FATAL),
     62: (Action.RESET_GPU, Level.FATAL),
@@ -31,7 +31,7 @@ EXPECTED = {
     120: (Action.RESET_GPU, Level.FATAL),
     140: (Action.RESET_GPU, Level.FATAL),
     143: (Action.RESET_GPU, Level.FATAL),
-    154: (Action.IGNORE, Level.WARN),          # without a recovery action reported
+    154: (Action.IGNORE, Level.WARN),  # without a recovery action reported
 }
 
 
@@ -51,10 +51,16 @@ def test_single_xid_event_gives_expected_action(code):
     assert str(code) in verdict.reasons[0].message
 
 
-@pytest.mark.parametrize(("recovery", "action"), [
-    ("NONE", Action.IGNORE), ("GPU_RESET", Action.RESET_GPU), ("NODE_REBOOT", Action.REBOOT),
-    ("DRAIN_P2P", Action.DRAIN_AFTER_JOB), ("DRAIN_AND_RESET", Action.DRAIN_NOW),
-])
+@pytest.mark.parametrize(
+    ("recovery", "action"),
+    [
+        ("NONE", Action.IGNORE),
+        ("GPU_RESET", Action.RESET_GPU),
+        ("NODE_REBOOT", Action.REBOOT),
+        ("DRAIN_P2P", Action.DRAIN_AFTER_JOB),
+        ("DRAIN_AND_RESET", Action.DRAIN_NOW),
+    ],
+)
 def test_xid_154_follows_nvml_recovery_action(recovery, action):
     e = ev.Evidence.build("n1", 10.0, xids=[ev.XidEvent(5.0, 154, gpu=0, recovery_action=recovery)])
     assert Engine().evaluate(e).action is action

@@ -81,13 +81,18 @@ def test_oversubscription_puts_more_nodes_under_a_leaf() -> None:
     assert c.su_nodes == 42 and c.scalable_units == 7
 
 
-@pytest.mark.parametrize(("kwargs", "code"), [
-    ({"node_type": "hgx-h100-8g", "node_count": 8, "fabric": "infiniband-xdr"}, "invalid_input"),
-    ({"node_type": "hgx-h200-8g", "node_count": 0, "fabric": "infiniband-ndr"}, "invalid_input"),
-    ({"node_type": "hgx-h200-8g", "node_count": 8, "fabric": "infiniband-ndx"}, "unknown_name"),
-    ({"node_type": "hgx-h200-8g", "node_count": 8, "fabric": "infiniband-ndr", "oversubscription": 0.5},
-     "invalid_input"),
-])
+@pytest.mark.parametrize(
+    ("kwargs", "code"),
+    [
+        ({"node_type": "hgx-h100-8g", "node_count": 8, "fabric": "infiniband-xdr"}, "invalid_input"),
+        ({"node_type": "hgx-h200-8g", "node_count": 0, "fabric": "infiniband-ndr"}, "invalid_input"),
+        ({"node_type": "hgx-h200-8g", "node_count": 8, "fabric": "infiniband-ndx"}, "unknown_name"),
+        (
+            {"node_type": "hgx-h200-8g", "node_count": 8, "fabric": "infiniband-ndr", "oversubscription": 0.5},
+            "invalid_input",
+        ),
+    ],
+)
 def test_bad_inputs_are_clear_errors(kwargs: dict, code: str) -> None:
     with pytest.raises(errors.VelyrixError) as info:
         fabric.plan_fabric(**kwargs)

@@ -34,15 +34,19 @@ def test_topology_json_records_a_miscabled_nic_as_built() -> None:
 
 def test_hostlist_compresses_runs() -> None:
     assert fabric_export.hostlist(["gpu001", "gpu002", "gpu003", "gpu007", "login", "gpu008"]) == (
-        "gpu[001-003],gpu007,login,gpu008")
+        "gpu[001-003],gpu007,login,gpu008"
+    )
 
 
 def test_slurm_topology_two_tiers_one_switch_per_su() -> None:
     plan = fabric.plan_fabric("hgx-h200-8g", 64, "infiniband-ndr")
     text = fabric.slurm_topology(plan, [f"gpu{i:03d}" for i in range(64)])
     lines = [line for line in text.splitlines() if not line.startswith("#")]
-    assert lines == ["SwitchName=su00 Nodes=gpu[000-031]", "SwitchName=su01 Nodes=gpu[032-063]",
-                     "SwitchName=spines Switches=su[00-01]"]
+    assert lines == [
+        "SwitchName=su00 Nodes=gpu[000-031]",
+        "SwitchName=su01 Nodes=gpu[032-063]",
+        "SwitchName=spines Switches=su[00-01]",
+    ]
 
 
 def test_slurm_topology_three_tiers_has_pods_under_cores() -> None:

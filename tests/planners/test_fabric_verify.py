@@ -65,7 +65,11 @@ def test_python_and_scipy_backends_agree(nodes: int, fab: str) -> None:
     py = fabric_verify.verify(plan, topo, backend="python")
     sp = fabric_verify.verify(plan, topo, backend="scipy")
     assert (py.bisection_gbps, py.ecmp_paths_min, py.ecmp_paths_max, py.failures) == (
-        sp.bisection_gbps, sp.ecmp_paths_min, sp.ecmp_paths_max, sp.failures)
+        sp.bisection_gbps,
+        sp.ecmp_paths_min,
+        sp.ecmp_paths_max,
+        sp.failures,
+    )
 
 
 @pytest.mark.parametrize("nodes", [40, 300])
@@ -130,8 +134,7 @@ def test_uneven_uplinks_fail_the_ecmp_balance() -> None:
     topo.links[leaf, a] -= 1
     topo.links[leaf, b] += 1
     failures = fabric_verify.verify(plan, topo).failures
-    assert any(f.startswith("leaf-su01-r6 uplinks are uneven over 8 switches") and "spine-00: 3" in f
-               for f in failures)
+    assert any(f.startswith("leaf-su01-r6 uplinks are uneven over 8 switches") and "spine-00: 3" in f for f in failures)
 
 
 def test_removed_core_uplink_fails_in_three_tiers() -> None:

@@ -109,13 +109,16 @@ def test_auto_interval_is_daly() -> None:
     assert plan.interval_is_auto and plan.interval_s == plan.interval_daly_s
 
 
-@pytest.mark.parametrize(("kwargs", "text"), [
-    ({"gpus": 0, "save_s": 10, "restart_s": 10}, "GPU count"),
-    ({"gpus": 8, "save_s": -1, "restart_s": 10}, "save seconds"),
-    ({"gpus": 8, "save_s": 10, "restart_s": -5}, "restart seconds"),
-    ({"gpus": 8, "save_s": 10, "restart_s": 5, "failure_rate": 0}, "node failure rate"),
-    ({"gpus": 8, "save_s": 10, "restart_s": 5, "interval_s": -60}, "checkpoint interval"),
-])
+@pytest.mark.parametrize(
+    ("kwargs", "text"),
+    [
+        ({"gpus": 0, "save_s": 10, "restart_s": 10}, "GPU count"),
+        ({"gpus": 8, "save_s": -1, "restart_s": 10}, "save seconds"),
+        ({"gpus": 8, "save_s": 10, "restart_s": -5}, "restart seconds"),
+        ({"gpus": 8, "save_s": 10, "restart_s": 5, "failure_rate": 0}, "node failure rate"),
+        ({"gpus": 8, "save_s": 10, "restart_s": 5, "interval_s": -60}, "checkpoint interval"),
+    ],
+)
 def test_bad_inputs_are_rejected(kwargs: dict, text: str) -> None:
     with pytest.raises(errors.InvalidInputError, match=text):
         gp.plan_goodput(replicas=10, **kwargs)

@@ -83,15 +83,18 @@ def test_dp_fills_in_from_the_gpu_count() -> None:
     assert ck.resolve_parallelism(512, tp=8, pp=16).dp == 4
 
 
-@pytest.mark.parametrize(("kwargs", "expected"), [
-    ({"gpus": 0}, "GPU count must be a whole number >= 1"),
-    ({"gpus": 512, "tp": 8, "pp": 16, "dp": 3}, "does not divide the 512 GPUs"),
-    ({"gpus": 512, "tp": 3}, "does not divide the 512 GPUs"),
-    ({"gpus": 8, "tp": 0}, "tp must be a whole number >= 1"),
-    ({"gpus": 8, "zero_stage": 4}, "ZeRO stage must be 0, 1, 2 or 3"),
-    ({"gpus": 16, "pp": 2, "zero_stage": 3}, "ZeRO stage 3 cannot be combined"),
-    ({"gpus": 64, "pp": 64, "layers": 32}, "exceeds the model's 32 layers"),
-])
+@pytest.mark.parametrize(
+    ("kwargs", "expected"),
+    [
+        ({"gpus": 0}, "GPU count must be a whole number >= 1"),
+        ({"gpus": 512, "tp": 8, "pp": 16, "dp": 3}, "does not divide the 512 GPUs"),
+        ({"gpus": 512, "tp": 3}, "does not divide the 512 GPUs"),
+        ({"gpus": 8, "tp": 0}, "tp must be a whole number >= 1"),
+        ({"gpus": 8, "zero_stage": 4}, "ZeRO stage must be 0, 1, 2 or 3"),
+        ({"gpus": 16, "pp": 2, "zero_stage": 3}, "ZeRO stage 3 cannot be combined"),
+        ({"gpus": 64, "pp": 64, "layers": 32}, "exceeds the model's 32 layers"),
+    ],
+)
 def test_impossible_parallelism_is_rejected_with_what_was_expected(kwargs: dict, expected: str) -> None:
     gpus = kwargs.pop("gpus")
     with pytest.raises(errors.InvalidInputError) as info:
@@ -131,10 +134,17 @@ def test_kv_heads_default_to_heads() -> None:
 
 
 @settings(max_examples=60, deadline=None)
-@given(tp=st.sampled_from([1, 2, 4, 8]), pp=st.sampled_from([1, 2, 4]), dp=st.sampled_from([1, 2, 3, 8]),
-       zero=st.integers(0, 3), params=st.floats(1e6, 2e12), bpp=st.floats(2.0, 18.0))
-def test_split_is_consistent_for_any_valid_parallelism(tp: int, pp: int, dp: int, zero: int, params: float,
-                                                       bpp: float) -> None:
+@given(
+    tp=st.sampled_from([1, 2, 4, 8]),
+    pp=st.sampled_from([1, 2, 4]),
+    dp=st.sampled_from([1, 2, 3, 8]),
+    zero=st.integers(0, 3),
+    params=st.floats(1e6, 2e12),
+    bpp=st.floats(2.0, 18.0),
+)
+def test_split_is_consistent_for_any_valid_parallelism(
+    tp: int, pp: int, dp: int, zero: int, params: float, bpp: float
+) -> None:
     if zero == 3 and pp > 1:
         return
     par = ck.resolve_parallelism(tp * pp * dp, tp=tp, pp=pp, dp=dp, zero_stage=zero)

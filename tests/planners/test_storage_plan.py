@@ -8,8 +8,8 @@ import dataclasses
 import pytest
 
 from velyrix import errors, units
-from velyrix.planners import checkpoints, plan, sizing, storage
 from velyrix.declarations import loader, models
+from velyrix.planners import checkpoints, plan, sizing, storage
 
 from ..conftest import EXAMPLES
 
@@ -17,8 +17,13 @@ from ..conftest import EXAMPLES
 def cluster(nodes: int = 64, perf_tb: float = 800, object_tb: float = 2000, **workload: object) -> models.ClusterSpec:
     w = {"model_params": 405e9, "tp": 8, "pp": 16, "zero_stage": 1, "checkpoint_interval_s": 1800.0, **workload}
     return models.ClusterSpec(
-        address="velyrix_cluster.t", name="t", region="us-east-1", node_type="hgx-h200-8g", node_count=nodes,
-        fabric="infiniband-ndr", scheduler="slurm",
+        address="velyrix_cluster.t",
+        name="t",
+        region="us-east-1",
+        node_type="hgx-h200-8g",
+        node_count=nodes,
+        fabric="infiniband-ndr",
+        scheduler="slurm",
         storage=models.StorageSpec(parallel_fs_tb=perf_tb, object_tb=object_tb),
         workload=models.WorkloadSpec(**w),  # type: ignore[arg-type]
     )
@@ -63,9 +68,20 @@ def test_a_tier_too_small_for_the_stall_target_gets_more_capacity() -> None:
 
 def test_sync_only_search_grows_capacity_to_meet_the_stall_target() -> None:
     p = storage.plan_storage(cluster(perf_tb=50, max_checkpoint_overhead=0.005))
-    ctx = sizing.Context(ckpt=p.checkpoint, node_type="hgx-h200-8g", nodes=64, gpus=512, mtti_s=2e5,
-                         step_time_s=None, max_overhead=0.005, goodput_target=None, keep=3, promote_every=10,
-                         archive_after_days=None, dataset_perf_tb=0)
+    ctx = sizing.Context(
+        ckpt=p.checkpoint,
+        node_type="hgx-h200-8g",
+        nodes=64,
+        gpus=512,
+        mtti_s=2e5,
+        step_time_s=None,
+        max_overhead=0.005,
+        goodput_target=None,
+        keep=3,
+        promote_every=10,
+        archive_after_days=None,
+        dataset_perf_tb=0,
+    )
     grid = sizing.capacity_grid("parallel_fs", 50)
     first = next(tb for tb in grid if sizing.evaluate(ctx, "parallel_fs", tb, "sync", 1800.0).meets)
     # blocking <= 0.005 x 1800 / 0.995 = 9.05 s -> >= 626.6 GB/s planned -> 1,305.5 TB -> 1,350 TB
@@ -82,9 +98,20 @@ def test_async_saves_block_for_the_staging_copy_and_need_host_ram() -> None:
 
 
 def test_async_drain_longer_than_the_interval_fails() -> None:
-    ctx = sizing.Context(ckpt=storage.plan_storage(cluster()).checkpoint, node_type="hgx-h200-8g", nodes=64,
-                         gpus=512, mtti_s=2e5, step_time_s=None, max_overhead=0.05, goodput_target=None, keep=3,
-                         promote_every=10, archive_after_days=None, dataset_perf_tb=0)
+    ctx = sizing.Context(
+        ckpt=storage.plan_storage(cluster()).checkpoint,
+        node_type="hgx-h200-8g",
+        nodes=64,
+        gpus=512,
+        mtti_s=2e5,
+        step_time_s=None,
+        max_overhead=0.05,
+        goodput_target=None,
+        keep=3,
+        promote_every=10,
+        archive_after_days=None,
+        dataset_perf_tb=0,
+    )
     opt = sizing.evaluate(ctx, "parallel_fs", 50, "async", 120.0)  # 236 s drain, 120 s interval
     assert not opt.drain_ok and not opt.meets and any("drain" in r for r in opt.reasons)
 
@@ -92,9 +119,20 @@ def test_async_drain_longer_than_the_interval_fails() -> None:
 def test_async_staging_that_does_not_fit_host_ram_fails() -> None:
     par = checkpoints.resolve_parallelism(8, tp=8)
     big = checkpoints.checkpoint_size(1e12, par)  # 14 TB on one node
-    ctx = sizing.Context(ckpt=big, node_type="hgx-h200-8g", nodes=1, gpus=8, mtti_s=1e7, step_time_s=None,
-                         max_overhead=0.05, goodput_target=None, keep=1, promote_every=10, archive_after_days=None,
-                         dataset_perf_tb=0)
+    ctx = sizing.Context(
+        ckpt=big,
+        node_type="hgx-h200-8g",
+        nodes=1,
+        gpus=8,
+        mtti_s=1e7,
+        step_time_s=None,
+        max_overhead=0.05,
+        goodput_target=None,
+        keep=1,
+        promote_every=10,
+        archive_after_days=None,
+        dataset_perf_tb=0,
+    )
     opt = sizing.evaluate(ctx, "parallel_fs", 100, "async", None)
     assert not opt.host_ram_ok and any("host RAM" in r for r in opt.reasons)
 
@@ -114,8 +152,9 @@ def test_retention_keeps_k_on_perf_and_promotes_every_nth() -> None:
 
 def test_unet3d_data_feed_needs_about_3_gb_s_per_gpu() -> None:
     # REFERENCE §2: 146.6 MB samples, batch 7, 0.323 s per step on H100 -> 3.18 GB/s per GPU at full speed.
-    p = storage.plan_storage(cluster(dataset_tb=500, sample_mb=146.6, batch_per_gpu=7, step_time_s=0.323,
-                                     read_pattern="random"))
+    p = storage.plan_storage(
+        cluster(dataset_tb=500, sample_mb=146.6, batch_per_gpu=7, step_time_s=0.323, read_pattern="random")
+    )
     feed = p.data_feed
     assert feed is not None
     assert feed.per_gpu_read_gb_s == pytest.approx(146.6e-3 * 7 / 0.323, rel=1e-9)
@@ -131,18 +170,21 @@ def test_a_small_dataset_is_cached_on_local_nvme() -> None:
     assert p.data_feed.meets_au_target
 
 
-@pytest.mark.parametrize(("workload", "text"), [
-    ({"model_params": -5.0}, "parameter count must be > 0"),
-    ({"tp": 8, "pp": 16, "dp": 3}, "does not divide the 512 GPUs"),
-    ({"bytes_per_param": 0.0}, "bytes per parameter"),
-    ({"max_checkpoint_overhead": 1.5}, "max_checkpoint_overhead"),
-    ({"checkpoint_mode": "lazy"}, "checkpoint_mode"),
-    ({"checkpoint_interval_s": -10.0}, "checkpoint_interval_s"),
-    ({"keep_checkpoints": 0}, "keep_checkpoints"),
-    ({"dataset_tb": -1.0}, "dataset size"),
-    ({"node_failure_rate": 0.0}, "node_failure_rate"),
-    ({"zero_stage": 3}, "ZeRO stage 3 cannot be combined"),
-])
+@pytest.mark.parametrize(
+    ("workload", "text"),
+    [
+        ({"model_params": -5.0}, "parameter count must be > 0"),
+        ({"tp": 8, "pp": 16, "dp": 3}, "does not divide the 512 GPUs"),
+        ({"bytes_per_param": 0.0}, "bytes per parameter"),
+        ({"max_checkpoint_overhead": 1.5}, "max_checkpoint_overhead"),
+        ({"checkpoint_mode": "lazy"}, "checkpoint_mode"),
+        ({"checkpoint_interval_s": -10.0}, "checkpoint_interval_s"),
+        ({"keep_checkpoints": 0}, "keep_checkpoints"),
+        ({"dataset_tb": -1.0}, "dataset size"),
+        ({"node_failure_rate": 0.0}, "node_failure_rate"),
+        ({"zero_stage": 3}, "ZeRO stage 3 cannot be combined"),
+    ],
+)
 def test_bad_workloads_are_rejected(workload: dict, text: str) -> None:
     with pytest.raises(errors.InvalidInputError, match=text):
         storage.plan_storage(cluster(**workload))
@@ -167,8 +209,9 @@ def test_no_performance_tier_still_plans_and_recommends_one() -> None:
 
 def test_a_dataset_on_the_performance_tier_keeps_its_read_bandwidth_in_the_recommendation() -> None:
     # unet3d-like feed at AU 90%: 1,464 GB/s; random reads get 0.8 of the p10 read (1.5 x 0.8 x 0.8 per TB)
-    p = storage.plan_storage(cluster(dataset_tb=500, sample_mb=146.6, batch_per_gpu=7, step_time_s=0.323,
-                                     read_pattern="random"))
+    p = storage.plan_storage(
+        cluster(dataset_tb=500, sample_mb=146.6, batch_per_gpu=7, step_time_s=0.323, read_pattern="random")
+    )
     assert any("data feed needs" in r for r in p.declared.reasons)
     best = p.cheapest
     assert best is not None and best.read_gb_s * 0.8 >= p.data_feed.required_read_gb_s  # type: ignore[union-attr]

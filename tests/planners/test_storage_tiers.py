@@ -80,10 +80,15 @@ def test_unknown_tier_suggests_the_closest() -> None:
 
 
 @settings(max_examples=60, deadline=None)
-@given(tier=st.sampled_from(["parallel_fs", "parallel_fs_capacity", "object", "block"]),
-       a=st.floats(0, 20000), b=st.floats(0, 20000), nodes=st.integers(1, 2048))
-def test_more_capacity_never_lowers_bandwidth_and_p10_never_exceeds_the_mean(tier: str, a: float, b: float,
-                                                                             nodes: int) -> None:
+@given(
+    tier=st.sampled_from(["parallel_fs", "parallel_fs_capacity", "object", "block"]),
+    a=st.floats(0, 20000),
+    b=st.floats(0, 20000),
+    nodes=st.integers(1, 2048),
+)
+def test_more_capacity_never_lowers_bandwidth_and_p10_never_exceeds_the_mean(
+    tier: str, a: float, b: float, nodes: int
+) -> None:
     small, large = sorted((a, b))
     lo = tiers.tier_performance(tier, small, nodes=nodes, node_type=H200)
     hi = tiers.tier_performance(tier, large, nodes=nodes, node_type=H200)

@@ -13,8 +13,12 @@ from velyrix.fleet.drivers.sim import SimRegion
 
 
 def fleet(sus: int, su_nodes: int = 32, taken: frozenset[tuple[int, int]] = frozenset()) -> list[Candidate]:
-    return [Candidate(f"n{su:02d}-{slot:02d}", su, slot, su_nodes) for su in range(sus) for slot in range(su_nodes)
-            if (su, slot) not in taken]
+    return [
+        Candidate(f"n{su:02d}-{slot:02d}", su, slot, su_nodes)
+        for su in range(sus)
+        for slot in range(su_nodes)
+        if (su, slot) not in taken
+    ]
 
 
 def sus_of(names: list[str]) -> set[str]:

@@ -19,8 +19,15 @@ def phase_path(world: World, cid: str) -> list[str]:
 def test_cluster_goes_pending_to_ready_on_whole_scalable_units(world: World) -> None:
     cid = world.declare("train", 64)
     world.settle()
-    assert phase_path(world, cid) == ["Pending", "Allocating", "Provisioning", "Networking", "Storage", "Validating",
-                                      "Ready"]
+    assert phase_path(world, cid) == [
+        "Pending",
+        "Allocating",
+        "Provisioning",
+        "Networking",
+        "Storage",
+        "Validating",
+        "Ready",
+    ]
     members = world.nodes(cluster_id=cid)
     assert len(members) == 64 and {n.provisioning_state for n in members} == {states.ACTIVE}
     assert {n.hardware["position"]["su"] for n in members} == {0, 1}  # two whole SUs, nothing elsewhere
@@ -176,8 +183,12 @@ def test_stuck_phase_times_out(tmp_path, monkeypatch) -> None:  # type: ignore[n
     from tests.reconcile.world import make_world
 
     monkeypatch.setenv("VELYRIX_HOME", str(tmp_path))
-    w = make_world(tmp_path, 40, delays=True,
-                   settings=phases.ReconcileSettings(poll_s=0.0, phase_timeout_s=0.3, retry_backoff_s=0.0))
+    w = make_world(
+        tmp_path,
+        40,
+        delays=True,
+        settings=phases.ReconcileSettings(poll_s=0.0, phase_timeout_s=0.3, retry_backoff_s=0.0),
+    )
     w.driver.delays = SimDelays(provision_s=10**9)
     cid = w.declare("slow", 8)
     import pytest

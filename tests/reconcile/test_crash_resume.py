@@ -46,16 +46,25 @@ class Server:
     resume) but not the Python imports."""
 
     def __init__(self, home: Path, port: int) -> None:
-        self.env = {**os.environ, "VELYRIX_HOME": str(home), "VELYRIX_RECONCILE_POLL_S": "0.01",
-                    "VELYRIX_RECONCILE_IDLE_S": "0.05"}
+        self.env = {
+            **os.environ,
+            "VELYRIX_HOME": str(home),
+            "VELYRIX_RECONCILE_POLL_S": "0.01",
+            "VELYRIX_RECONCILE_IDLE_S": "0.05",
+        }
         self.env.pop("VELYRIX_DATABASE_URL", None)
         self.args = ["up", "--no-delays", "--port", str(port), "--nodes", "hgx-h200-8g=96", "--seed", "1"]
         self.standby = self._spawn()
         self.proc = self.standby
 
     def _spawn(self) -> subprocess.Popen[bytes]:
-        return subprocess.Popen([sys.executable, "-c", _STANDBY, *self.args], env=self.env, stdin=subprocess.PIPE,
-                                stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        return subprocess.Popen(
+            [sys.executable, "-c", _STANDBY, *self.args],
+            env=self.env,
+            stdin=subprocess.PIPE,
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.DEVNULL,
+        )
 
     def start(self) -> subprocess.Popen[bytes]:
         self.proc = self.standby
@@ -115,8 +124,9 @@ def test_sigkill_at_random_points_then_resume(tmp_path: Path) -> None:
             t_round = time.monotonic()
             _wait_healthy(http, proc)
             with sm() as s:
-                live = s.execute(sa.select(models.Cluster.id, models.Cluster.phase).where(
-                    models.Cluster.phase != phases.DELETED)).all()
+                live = s.execute(
+                    sa.select(models.Cluster.id, models.Cluster.phase).where(models.Cluster.phase != phases.DELETED)
+                ).all()
             ready = [cid for cid, phase in live if phase == phases.READY and cid not in destroyed]
             if len(live) < 3:
                 r = http.post("/v1/clusters", json=body(f"c{i}", rng.choice([8, 16, 24])))  # 3 x 24 fit in 91
@@ -129,8 +139,11 @@ def test_sigkill_at_random_points_then_resume(tmp_path: Path) -> None:
             time.sleep(rng.uniform(0.0, 0.2))
             server.kill()
             with sm() as s:
-                busy = s.scalar(sa.select(sa.func.count()).select_from(models.Cluster).where(
-                    models.Cluster.phase.in_([*phases.ACTIVE_PHASES, phases.DELETING])))
+                busy = s.scalar(
+                    sa.select(sa.func.count())
+                    .select_from(models.Cluster)
+                    .where(models.Cluster.phase.in_([*phases.ACTIVE_PHASES, phases.DELETING]))
+                )
             in_flight_kills += bool(busy)
             if os.environ.get("VELYRIX_CRASH_DEBUG"):
                 print(i, len(live), len(ready), busy, round(time.monotonic() - t_round, 2), flush=True)
@@ -140,8 +153,11 @@ def test_sigkill_at_random_points_then_resume(tmp_path: Path) -> None:
         deadline = time.monotonic() + 60
         while time.monotonic() < deadline:
             with sm() as s:
-                pending = s.scalar(sa.select(sa.func.count()).select_from(models.Cluster).where(
-                    models.Cluster.phase.not_in([phases.READY, phases.DELETED])))
+                pending = s.scalar(
+                    sa.select(sa.func.count())
+                    .select_from(models.Cluster)
+                    .where(models.Cluster.phase.not_in([phases.READY, phases.DELETED]))
+                )
             if not pending:
                 break
             time.sleep(0.1)
@@ -156,8 +172,11 @@ def test_sigkill_at_random_points_then_resume(tmp_path: Path) -> None:
             assert c.phase == (phases.DELETED if cid in destroyed else phases.READY), (c.name, c.phase, c.events[-3:])
             assert phases.READY in [h["phase"] for h in c.phase_history]
         # no node was ever allocated while allocated: every ALLOCATED move starts from AVAILABLE
-        moves = s.execute(sa.select(models.NodeTransition.from_state).where(
-            models.NodeTransition.to_state == "allocated")).scalars().all()
+        moves = (
+            s.execute(sa.select(models.NodeTransition.from_state).where(models.NodeTransition.to_state == "allocated"))
+            .scalars()
+            .all()
+        )
         assert moves and set(moves) == {"available"}
     check_invariants(sm)
     _check_twin_matches_database(sm, tmp_path / "twin-us-east-1-1.json")

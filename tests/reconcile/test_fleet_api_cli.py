@@ -41,9 +41,14 @@ variable "nodes" { default = 16 }
 class Plane:
     def __init__(self, tmp: Path) -> None:
         self.app = create_app(f"sqlite:///{tmp / 'velyrix.db'}")
-        self.runtime = FleetRuntime.twin(self.app.state.sessionmaker, "us-east-1",
-                                         node_counts={"hgx-h200-8g": 64}, seed=2, delays=False,
-                                         settings=phases.ReconcileSettings(poll_s=0.01, idle_s=0.05))
+        self.runtime = FleetRuntime.twin(
+            self.app.state.sessionmaker,
+            "us-east-1",
+            node_counts={"hgx-h200-8g": 64},
+            seed=2,
+            delays=False,
+            settings=phases.ReconcileSettings(poll_s=0.01, idle_s=0.05),
+        )
         self.runtime.attach(self.app)
         self.runtime.enroll()
         with self.app.state.sessionmaker() as s:
@@ -69,13 +74,24 @@ def test_fault_injection_report_and_destroy_over_the_api(plane: Plane) -> None:
     op, tenant = plane.headers(plane.operator_key), plane.headers(plane.tenant_key)
     r = api.post("/v1/sim/faults", headers=op, json={"node": "use1-h200-su00-n03", "kind": "xid", "xid": 79, "gpu": 2})
     assert r.status_code == 202 and r.json()["fault"]["xid"] == 79
-    assert api.post("/v1/sim/faults", headers=tenant, json={"node": "use1-h200-su00-n03", "kind": "xid",
-                                                            "xid": 79}).status_code == 403
+    assert (
+        api.post(
+            "/v1/sim/faults", headers=tenant, json={"node": "use1-h200-su00-n03", "kind": "xid", "xid": 79}
+        ).status_code
+        == 403
+    )
     bad = api.post("/v1/sim/faults", headers=op, json={"node": "use1-h200-su00-n03", "kind": "ecc_dbee"})
     assert bad.status_code == 422 and "ecc_dbe" in bad.json()["hint"]
     assert api.post("/v1/sim/faults", headers=op, json={"node": "nope", "kind": "thermal"}).status_code == 422
-    body = {"name": "train", "region": "us-east-1", "node_type": "hgx-h200-8g", "node_count": 32,
-            "fabric": "infiniband-ndr", "scheduler": "slurm", "storage": {"parallel_fs_tb": 100}}
+    body = {
+        "name": "train",
+        "region": "us-east-1",
+        "node_type": "hgx-h200-8g",
+        "node_count": 32,
+        "fabric": "infiniband-ndr",
+        "scheduler": "slurm",
+        "storage": {"parallel_fs_tb": 100},
+    }
     cid = api.post("/v1/clusters", headers=tenant, json=body).json()["id"]
     assert api.get(f"/v1/clusters/{cid}/acceptance", headers=tenant).status_code == 404
     plane.runtime.reconciler.settle(30)
@@ -139,8 +155,9 @@ def test_cli_apply_status_report_verify_destroy(served: Plane, velyrix: Any, tmp
     assert back.exit_code == 0 and "will be created" in back.stdout, back.stdout + back.stderr
 
 
-def test_apply_without_confirmation_changes_nothing(served: Plane, velyrix: Any, tmp_path: Path,
-                                                     monkeypatch: pytest.MonkeyPatch) -> None:
+def test_apply_without_confirmation_changes_nothing(
+    served: Plane, velyrix: Any, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     tf = tmp_path / "small.tf"
     tf.write_text(TF)
     monkeypatch.setattr("typer.prompt", lambda *a, **k: "no")
@@ -150,8 +167,9 @@ def test_apply_without_confirmation_changes_nothing(served: Plane, velyrix: Any,
         assert s.query(models.Cluster).count() == 0
 
 
-def test_cli_sim_inject_with_a_tenant_key_says_a_provider_key_is_needed(served: Plane, velyrix: Any,
-                                                                        monkeypatch: pytest.MonkeyPatch) -> None:
+def test_cli_sim_inject_with_a_tenant_key_says_a_provider_key_is_needed(
+    served: Plane, velyrix: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
     refused = velyrix("sim", "inject", "use1-h200-su00-n03", "--xid", "79")  # the tenant's key (fixture)
     assert refused.exit_code == 2 and "lacks the scope 'fleet:operate'" in refused.stderr
     assert "velyrix admin create-provider-key" in refused.stderr and "Traceback" not in refused.stderr

@@ -30,8 +30,14 @@ from velyrix.health.drains import InMemorySeam
 from velyrix.ops.service import create_app
 from velyrix.testing.postgres import free_port
 
-CLUSTER = {"name": "train", "region": "us-east-1", "node_type": "hgx-h200-8g", "node_count": 8,
-           "fabric": "infiniband-ndr", "scheduler": "slurm"}
+CLUSTER = {
+    "name": "train",
+    "region": "us-east-1",
+    "node_type": "hgx-h200-8g",
+    "node_count": 8,
+    "fabric": "infiniband-ndr",
+    "scheduler": "slurm",
+}
 
 
 class Up:
@@ -40,9 +46,14 @@ class Up:
 
     def __init__(self, db_url: str, twin_nodes: int) -> None:
         self.app = create_app(db_url)
-        self.runtime = FleetRuntime.twin(self.app.state.sessionmaker, "us-east-1",
-                                         node_counts={"hgx-h200-8g": twin_nodes}, seed=3, delays=False,
-                                         settings=phases.ReconcileSettings(poll_s=0.01, idle_s=0.05))
+        self.runtime = FleetRuntime.twin(
+            self.app.state.sessionmaker,
+            "us-east-1",
+            node_counts={"hgx-h200-8g": twin_nodes},
+            seed=3,
+            delays=False,
+            settings=phases.ReconcileSettings(poll_s=0.01, idle_s=0.05),
+        )
         self.runtime.attach(self.app)
         with self.app.state.sessionmaker() as s:
             t = models.Tenant(name="acme", display_name="ACME")
@@ -97,13 +108,15 @@ class Up:
         collector = SimCollector(sim.nodes[hostname], sim)
         monitor = HealthMonitor(hostname, collector, InMemorySeam(), clock=sim.clock.now)
         monitor.poll()
-        r = self.http.post("/v1/sim/faults", headers=self.operator, json={"node": hostname, "kind": "xid", "xid": xid,
-                                                                          "gpu": 1})
+        r = self.http.post(
+            "/v1/sim/faults", headers=self.operator, json={"node": hostname, "kind": "xid", "xid": xid, "gpu": 1}
+        )
         assert r.status_code == 202, r.text
         sim.advance(1.0)
         monitor.poll()
-        source = service.MetricsSource([service.NodeSource(collector)],
-                                       after_collect=[service.stamp_health(lambda: monitor.last)])
+        source = service.MetricsSource(
+            [service.NodeSource(collector)], after_collect=[service.stamp_health(lambda: monitor.last)]
+        )
         reporter = Reporter(self.url, token, backoff_s=0.05, attempts=6)
         try:
             return reporter.report(source.samples()[0])
@@ -123,8 +136,7 @@ def up(request: pytest.FixtureRequest, tmp_path: Path, monkeypatch: pytest.Monke
     plane.stop()
 
 
-def test_fatal_xid_reported_by_the_agent_quarantines_replaces_and_opens_an_incident_when_spares_run_out(
-        up: Up) -> None:
+def test_fatal_xid_reported_by_the_agent_quarantines_replaces_and_opens_an_incident_when_spares_run_out(up: Up) -> None:
     cid = up.http.post("/v1/clusters", headers=up.tenant, json=CLUSTER).json()["id"]
     up.wait_phase(cid, "Ready")
     before = {n["name"] for n in up.members(cid)}
@@ -154,8 +166,13 @@ def test_fatal_xid_reported_by_the_agent_quarantines_replaces_and_opens_an_incid
     assert rma["node_name"] == first and rma["reasons"][0].startswith("xid:64:") and rma["serial"]
     assert up.http.get("/v1/rma-records", headers=up.tenant).status_code == 403
     with up.app.state.sessionmaker() as s:
-        moves = [(t.from_state, t.to_state) for t in s.query(models.NodeTransition).filter_by(node_id=first_id)
-                 .order_by(models.NodeTransition.at, models.NodeTransition.id) if t.field == "fleet_stage"]
+        moves = [
+            (t.from_state, t.to_state)
+            for t in s.query(models.NodeTransition)
+            .filter_by(node_id=first_id)
+            .order_by(models.NodeTransition.at, models.NodeTransition.id)
+            if t.field == "fleet_stage"
+        ]
     assert moves[-2:] == [("production", "quarantined"), ("quarantined", "rma")]
 
     # the spare is used up: the next fatal node cannot be replaced and the NOC hears of it
@@ -174,8 +191,9 @@ def test_fatal_xid_reported_by_the_agent_quarantines_replaces_and_opens_an_incid
     assert any(e["reason"] == "NoSpare" for e in events)
 
 
-def test_the_agent_process_reports_to_velyrix_up_with_its_node_token(up: Up, tmp_path: Path, velyrix: Any,
-                                                                     monkeypatch: pytest.MonkeyPatch) -> None:
+def test_the_agent_process_reports_to_velyrix_up_with_its_node_token(
+    up: Up, tmp_path: Path, velyrix: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
     hostname = "use1-h200-su00-n00"  # the agent's one-node twin and the control plane's twin share hostnames
     (node,) = up.http.get("/v1/nodes", params={"name": hostname}, headers=up.operator).json()["items"]
     node_id = node["id"]
@@ -187,9 +205,26 @@ def test_the_agent_process_reports_to_velyrix_up_with_its_node_token(up: Up, tmp
     assert token.startswith("vlxn_") and "shown once" in issued.stderr
     assert velyrix("node", "token", "use1-h200-su09-n99").exit_code == 2
     env = {**os.environ, "VELYRIX_NODE_TOKEN": token, "VELYRIX_HOME": str(tmp_path)}
-    agent = subprocess.Popen([sys.executable, "-m", "velyrix.cli.main", "agent", "--collector", "sim", "--port", "0",
-                              "--control-plane", up.url, "--report-interval", "0.2"], env=env,
-                             stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+    agent = subprocess.Popen(
+        [
+            sys.executable,
+            "-m",
+            "velyrix.cli.main",
+            "agent",
+            "--collector",
+            "sim",
+            "--port",
+            "0",
+            "--control-plane",
+            up.url,
+            "--report-interval",
+            "0.2",
+        ],
+        env=env,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
     try:
         deadline = time.monotonic() + 30
         while time.monotonic() < deadline:
@@ -207,6 +242,9 @@ def test_the_agent_process_reports_to_velyrix_up_with_its_node_token(up: Up, tmp
         agent.wait(10)
     # the rotated token replaces the agent's: the old one is refused on its next request
     up.node_token(node_id)
-    stale = up.http.post(f"/v1/nodes/{hostname}/reports", headers={"Authorization": f"Bearer {token}"},
-                         json={"hostname": hostname, "collected_at_s": 1.0})
+    stale = up.http.post(
+        f"/v1/nodes/{hostname}/reports",
+        headers={"Authorization": f"Bearer {token}"},
+        json={"hostname": hostname, "collected_at_s": 1.0},
+    )
     assert stale.status_code == 401

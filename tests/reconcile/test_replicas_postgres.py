@@ -29,11 +29,32 @@ pytestmark = pytest.mark.postgres
 
 
 def _replica(home: Path, url: str, port: int) -> subprocess.Popen[bytes]:
-    env = {**os.environ, "VELYRIX_HOME": str(home), "VELYRIX_DATABASE_URL": url, "VELYRIX_RECONCILE_POLL_S": "0.01",
-           "VELYRIX_RECONCILE_IDLE_S": "0.05", "VELYRIX_SIGNING_KEY_DIR": str(home / "keys")}
-    return subprocess.Popen([sys.executable, "-m", "velyrix.cli.main", "up", "--no-delays", "--port", str(port),
-                             "--nodes", "hgx-h200-8g=96", "--seed", "1"], env=env, stdout=subprocess.DEVNULL,
-                            stderr=subprocess.DEVNULL)
+    env = {
+        **os.environ,
+        "VELYRIX_HOME": str(home),
+        "VELYRIX_DATABASE_URL": url,
+        "VELYRIX_RECONCILE_POLL_S": "0.01",
+        "VELYRIX_RECONCILE_IDLE_S": "0.05",
+        "VELYRIX_SIGNING_KEY_DIR": str(home / "keys"),
+    }
+    return subprocess.Popen(
+        [
+            sys.executable,
+            "-m",
+            "velyrix.cli.main",
+            "up",
+            "--no-delays",
+            "--port",
+            str(port),
+            "--nodes",
+            "hgx-h200-8g=96",
+            "--seed",
+            "1",
+        ],
+        env=env,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
 
 
 def _healthy(base: str, proc: subprocess.Popen[bytes]) -> None:
@@ -73,8 +94,11 @@ def test_two_replicas_ten_clusters_scarce_capacity(tmp_path: Path) -> None:
 
             def submit(i: int) -> int:
                 # 10 x 16 nodes asked for, 91 sellable (96 minus 5 spares): 5 can be served
-                with httpx.Client(base_url=f"http://127.0.0.1:{ports[i % 2]}", timeout=30,
-                                  headers={"Authorization": f"Bearer {tenants[i % 2]}"}) as http:
+                with httpx.Client(
+                    base_url=f"http://127.0.0.1:{ports[i % 2]}",
+                    timeout=30,
+                    headers={"Authorization": f"Bearer {tenants[i % 2]}"},
+                ) as http:
                     return http.post("/v1/clusters", json=body(f"job{i}", 16)).status_code
 
             with ThreadPoolExecutor(10) as pool:
@@ -82,8 +106,11 @@ def test_two_replicas_ten_clusters_scarce_capacity(tmp_path: Path) -> None:
             deadline = time.monotonic() + 90
             while time.monotonic() < deadline:
                 with sm() as s:
-                    unsettled = s.scalar(sa.select(sa.func.count()).select_from(models.Cluster).where(
-                        models.Cluster.phase.not_in([phases.READY, phases.FAILED])))
+                    unsettled = s.scalar(
+                        sa.select(sa.func.count())
+                        .select_from(models.Cluster)
+                        .where(models.Cluster.phase.not_in([phases.READY, phases.FAILED]))
+                    )
                 if not unsettled:
                     break
                 time.sleep(0.2)
@@ -100,15 +127,23 @@ def test_two_replicas_ten_clusters_scarce_capacity(tmp_path: Path) -> None:
                 cond = next(x for x in c.conditions if x["type"] == "Ready")
                 assert cond["reason"] == "InsufficientCapacity"
                 assert "16 needed" in cond["message"] and "held back as spares" in cond["message"]
-                assert s.scalar(sa.select(sa.func.count()).select_from(models.Node)
-                                .where(models.Node.cluster_id == c.id)) == 0
-            allocations = Counter(s.scalars(sa.select(models.NodeTransition.node_id).where(
-                models.NodeTransition.to_state == "allocated")))
+                assert (
+                    s.scalar(sa.select(sa.func.count()).select_from(models.Node).where(models.Node.cluster_id == c.id))
+                    == 0
+                )
+            allocations = Counter(
+                s.scalars(sa.select(models.NodeTransition.node_id).where(models.NodeTransition.to_state == "allocated"))
+            )
             assert sum(allocations.values()) == 80 and max(allocations.values()) == 1  # no node allocated twice
             nets = s.execute(sa.select(tables.NetworkAllocation.kind, tables.NetworkAllocation.value)).all()
             assert Counter(k for k, _ in nets) == {"vlan": 5, "pkey": 5} and len(set(nets)) == 10
-            actors = set(s.scalars(sa.select(models.NodeTransition.actor).where(
-                models.NodeTransition.actor.like("reconciler/cluster@%"))))
+            actors = set(
+                s.scalars(
+                    sa.select(models.NodeTransition.actor).where(
+                        models.NodeTransition.actor.like("reconciler/cluster@%")
+                    )
+                )
+            )
             assert len({a.rsplit(":", 1)[1] for a in actors}) == 2, actors  # both replicas did work
         check_invariants(sm)
         engine.dispose()

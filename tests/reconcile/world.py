@@ -18,11 +18,17 @@ from velyrix.fleet import states
 
 def body(name: str, node_count: int, **storage: float) -> dict[str, Any]:
     """A cluster spec body as the API stores it."""
-    return {"name": name, "region": "us-east-1", "node_type": "hgx-h200-8g", "node_count": node_count,
-            "fabric": "infiniband-ndr", "scheduler": "slurm", "address": f"velyrix_cluster.{name.replace('-', '_')}",
-            "storage": {"parallel_fs_tb": 100.0, **storage},
-            "acceptance": {t: True for t in ("gpu_burn_in", "nvlink", "ib_ports", "local_nvme", "all_reduce",
-                                             "storage")}}
+    return {
+        "name": name,
+        "region": "us-east-1",
+        "node_type": "hgx-h200-8g",
+        "node_count": node_count,
+        "fabric": "infiniband-ndr",
+        "scheduler": "slurm",
+        "address": f"velyrix_cluster.{name.replace('-', '_')}",
+        "storage": {"parallel_fs_tb": 100.0, **storage},
+        "acceptance": {t: True for t in ("gpu_burn_in", "nvlink", "ib_ports", "local_nvme", "all_reduce", "storage")},
+    }
 
 
 @dataclass
@@ -43,9 +49,18 @@ class World:
     def declare(self, name: str, node_count: int, tenant_id: str | None = None, **storage: float) -> str:
         with self.sessionmaker() as s:
             spec = body(name, node_count, **storage)
-            c = models.Cluster(tenant_id=tenant_id or self.tenant_id, name=name, region="us-east-1",
-                               node_type="hgx-h200-8g", node_count=node_count, spec=spec, plan={}, conditions=[],
-                               phase_history=[], events=[])
+            c = models.Cluster(
+                tenant_id=tenant_id or self.tenant_id,
+                name=name,
+                region="us-east-1",
+                node_type="hgx-h200-8g",
+                node_count=node_count,
+                spec=spec,
+                plan={},
+                conditions=[],
+                phase_history=[],
+                events=[],
+            )
             status.set_phase(c, phases.PENDING, actor="test", reason="declared")
             s.add(c)
             s.commit()
@@ -91,8 +106,11 @@ class World:
 
     def report(self, cluster_id: str) -> dict[str, Any]:
         with self.sessionmaker() as s:
-            row = s.scalar(sa.select(tables.AcceptanceReport).where(tables.AcceptanceReport.cluster_id == cluster_id)
-                           .order_by(tables.AcceptanceReport.id.desc()))
+            row = s.scalar(
+                sa.select(tables.AcceptanceReport)
+                .where(tables.AcceptanceReport.cluster_id == cluster_id)
+                .order_by(tables.AcceptanceReport.id.desc())
+            )
             assert row is not None
             return row.report
 
@@ -113,12 +131,16 @@ def check_invariants(sessionmaker: orm.sessionmaker[orm.Session]) -> None:
                 assert c.phase != phases.DELETED, f"{node.name} still in deleted cluster {c.name}"
                 assert node.tenant_id == c.tenant_id, node.name
         for c in clusters.values():
-            members = s.scalar(sa.select(sa.func.count()).select_from(models.Node)
-                               .where(models.Node.cluster_id == c.id))
+            members = s.scalar(
+                sa.select(sa.func.count()).select_from(models.Node).where(models.Node.cluster_id == c.id)
+            )
             if c.phase == phases.READY:
                 assert members == c.node_count, (c.name, members, c.node_count)
-                active = s.scalar(sa.select(sa.func.count()).select_from(models.Node).where(
-                    models.Node.cluster_id == c.id, models.Node.provisioning_state == states.ACTIVE))
+                active = s.scalar(
+                    sa.select(sa.func.count())
+                    .select_from(models.Node)
+                    .where(models.Node.cluster_id == c.id, models.Node.provisioning_state == states.ACTIVE)
+                )
                 assert active == c.node_count, c.name
         for alloc in s.scalars(sa.select(tables.NetworkAllocation)):
             assert clusters[alloc.cluster_id].phase != phases.DELETED, "network of a deleted cluster"
@@ -128,14 +150,26 @@ def check_invariants(sessionmaker: orm.sessionmaker[orm.Session]) -> None:
             assert clusters[vol.cluster_id].phase != phases.DELETED
 
 
-def make_world(tmp: Path, node_count: int = 96, *, delays: bool = False, settings: phases.ReconcileSettings | None
-               = None, seed: int = 3) -> World:
+def make_world(
+    tmp: Path,
+    node_count: int = 96,
+    *,
+    delays: bool = False,
+    settings: phases.ReconcileSettings | None = None,
+    seed: int = 3,
+) -> World:
     url = f"sqlite:///{tmp / 'velyrix.db'}"
     engine = db.make_engine(url)
     db.upgrade(url=url, engine=engine)
     sm = orm.sessionmaker(engine, expire_on_commit=False)
-    runtime = FleetRuntime.twin(sm, "us-east-1", node_counts={"hgx-h200-8g": node_count}, seed=seed, delays=delays,
-                                settings=settings or phases.ReconcileSettings(poll_s=0.0, retry_backoff_s=0.0))
+    runtime = FleetRuntime.twin(
+        sm,
+        "us-east-1",
+        node_counts={"hgx-h200-8g": node_count},
+        seed=seed,
+        delays=delays,
+        settings=settings or phases.ReconcileSettings(poll_s=0.0, retry_backoff_s=0.0),
+    )
     if delays and runtime.sim is not None:
         runtime.sim.clock.speed = None
     runtime.enroll()

@@ -17,18 +17,33 @@ POLICY = Path(__file__).parent / "data" / "policy.hcl"
 
 
 def test_config_writes_every_file_for_a_declared_cluster(velyrix, tmp_path):
-    res = velyrix("scheduler", "config", str(ROOT / "examples" / "acme-pretrain.tf"), "--out", str(tmp_path),
-                  "--controller", "head-0")
+    res = velyrix(
+        "scheduler",
+        "config",
+        str(ROOT / "examples" / "acme-pretrain.tf"),
+        "--out",
+        str(tmp_path),
+        "--controller",
+        "head-0",
+    )
     assert res.exit_code == 0, res.stderr
     names = sorted(p.name for p in tmp_path.iterdir())
-    assert names == ["cgroup.conf", "epilog.sh", "gres.conf", "prolog.sh", "slurm.conf", "slurmdbd.conf",
-                     "topology.conf"]
+    assert names == [
+        "cgroup.conf",
+        "epilog.sh",
+        "gres.conf",
+        "prolog.sh",
+        "slurm.conf",
+        "slurmdbd.conf",
+        "topology.conf",
+    ]
     assert "SlurmctldHost=head-0" in (tmp_path / "slurm.conf").read_text()
 
 
 def test_config_names_the_closest_cluster_when_the_name_is_wrong(velyrix, tmp_path):
-    res = velyrix("scheduler", "config", str(ROOT / "examples" / "acme-pretrain.tf"), "--out", str(tmp_path),
-                  "--cluster", "nope")
+    res = velyrix(
+        "scheduler", "config", str(ROOT / "examples" / "acme-pretrain.tf"), "--out", str(tmp_path), "--cluster", "nope"
+    )
     assert res.exit_code == 2 and "unknown cluster 'nope'" in res.stderr and "Traceback" not in res.stderr
 
 
@@ -74,8 +89,10 @@ class _ScriptedSlurm(commands.Slurm):
 
 
 def test_reboot_keeps_the_holders_reason_and_asks_for_a_drained_return():
-    slurm = _ScriptedSlurm("NodeName=n1 Arch=x86_64\n   State=IDLE+DRAIN ThreadsPerCore=1\n"
-                           "   Reason=velyrix:health: xid 79 [root@2026-11-30T10:00:00]\n")
+    slurm = _ScriptedSlurm(
+        "NodeName=n1 Arch=x86_64\n   State=IDLE+DRAIN ThreadsPerCore=1\n"
+        "   Reason=velyrix:health: xid 79 [root@2026-11-30T10:00:00]\n"
+    )
     slurm_drains.SlurmSeam(slurm).reboot("n1", "xid 79 recovery")
     assert slurm.log[-1] == ["scontrol", "reboot", "ASAP", "nextstate=DOWN", "reason=velyrix:health: xid 79", "n1"]
 
@@ -98,8 +115,10 @@ def test_a_missing_slurm_conf_is_refused_at_once_with_exit_2(velyrix, tmp_path):
     assert "Traceback" not in res.stderr
 
 
-@pytest.mark.skipif(not shutil.which("sacct") or os.path.exists(commands.DEFAULT_CONF),
-                    reason="needs Slurm's client tools and no slurm.conf at the default path")
+@pytest.mark.skipif(
+    not shutil.which("sacct") or os.path.exists(commands.DEFAULT_CONF),
+    reason="needs Slurm's client tools and no slurm.conf at the default path",
+)
 def test_no_slurm_configuration_at_all_says_what_to_pass(velyrix, monkeypatch):
     monkeypatch.delenv("SLURM_CONF", raising=False)
     res = velyrix("scheduler", "report", "--from", "2026-11-01", "--to", "2026-12-01")

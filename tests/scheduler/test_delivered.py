@@ -18,12 +18,31 @@ def db(tmp_path, monkeypatch):
     with orm.Session(engine.make_engine(url)) as s:
         s.add(models.Tenant(id="t1", name="acme"))
         s.flush()
-        s.add(models.Cluster(id="c1", tenant_id="t1", name="train", region="us-east-1", node_type="hgx-h200-8g",
-                             node_count=3, spec={"fabric": "infiniband-ndr"}, plan={}, phase="Ready"))
+        s.add(
+            models.Cluster(
+                id="c1",
+                tenant_id="t1",
+                name="train",
+                region="us-east-1",
+                node_type="hgx-h200-8g",
+                node_count=3,
+                spec={"fabric": "infiniband-ndr"},
+                plan={},
+                phase="Ready",
+            )
+        )
         s.flush()
         for i in range(3):
-            s.add(models.Node(id=f"n{i}", name=f"use1-h200-{i:04d}", region="us-east-1", node_type="hgx-h200-8g",
-                              tenant_id="t1", cluster_id="c1"))
+            s.add(
+                models.Node(
+                    id=f"n{i}",
+                    name=f"use1-h200-{i:04d}",
+                    region="us-east-1",
+                    node_type="hgx-h200-8g",
+                    tenant_id="t1",
+                    cluster_id="c1",
+                )
+            )
         s.add(models.Node(id="free", name="use1-h200-9999", region="us-east-1", node_type="hgx-h200-8g"))
         s.commit()
         yield s

@@ -10,10 +10,13 @@ A = fairtree.Assoc
 
 
 def _tree() -> A:
-    root = A("root", children=[
-        A("a", shares=1, children=[A("a", "u1", shares=1, usage=10), A("a", "u2", shares=1, usage=30)]),
-        A("b", shares=1, children=[A("b", "u3", shares=1, usage=20)]),
-    ])
+    root = A(
+        "root",
+        children=[
+            A("a", shares=1, children=[A("a", "u1", shares=1, usage=10), A("a", "u2", shares=1, usage=30)]),
+            A("b", shares=1, children=[A("b", "u3", shares=1, usage=20)]),
+        ],
+    )
     fairtree.sum_usage(root)
     return root
 
@@ -28,24 +31,32 @@ def test_level_fairshare_is_shares_over_usage_among_siblings():
 
 
 def test_users_without_usage_rank_first_and_tied_users_share_a_rank():
-    root = A("root", children=[A("a", shares=1, children=[A("a", "x", usage=0), A("a", "y", usage=0),
-                                                          A("a", "z", usage=5)])])
+    root = A(
+        "root", children=[A("a", shares=1, children=[A("a", "x", usage=0), A("a", "y", usage=0), A("a", "z", usage=5)])]
+    )
     fairtree.sum_usage(root)
     f = fairtree.compute(root)
     assert f[("a", "x")] == f[("a", "y")] == 1.0 and f[("a", "z")] == 1 / 3
 
 
 def test_zero_shares_rank_last():
-    root = A("root", children=[A("a", shares=0, children=[A("a", "x", usage=1)]),
-                               A("b", shares=1, children=[A("b", "y", usage=100)])])
+    root = A(
+        "root",
+        children=[
+            A("a", shares=0, children=[A("a", "x", usage=1)]),
+            A("b", shares=1, children=[A("b", "y", usage=100)]),
+        ],
+    )
     fairtree.sum_usage(root)
     f = fairtree.compute(root)
     assert f[("b", "y")] == 1.0 and f[("a", "x")] == 0.5
 
 
 def test_policy_what_if_builds_the_declared_tree():
-    text = ('cost_center "r" {\n  shares = 1\n}\nteam "t1" {\n  cost_center = "r"\n  users = ["u"]\n}\n'
-            'team "t2" {\n  cost_center = "r"\n  shares = 3\n  users = ["v"]\n}\n')
+    text = (
+        'cost_center "r" {\n  shares = 1\n}\nteam "t1" {\n  cost_center = "r"\n  users = ["u"]\n}\n'
+        'team "t2" {\n  cost_center = "r"\n  shares = 3\n  users = ["v"]\n}\n'
+    )
     pol = policies.loads(text)
     f = fairtree.compute(fairtree.from_policy(pol, {("t1", "u"): 10.0, ("t2", "v"): 10.0}))
     # Same usage, t2 holds 3/4 of the shares: its user comes first.
@@ -53,14 +64,16 @@ def test_policy_what_if_builds_the_declared_tree():
 
 
 def test_sshare_rows_become_a_tree_by_indentation():
-    rows = [{"Account": "root", "User": "", "RawShares": "", "RawUsage": "60"},
-            {"Account": " root", "User": "root", "RawShares": "1", "RawUsage": "0"},
-            {"Account": " a", "User": "", "RawShares": "1", "RawUsage": "40"},
-            {"Account": "  a", "User": "u1", "RawShares": "1", "RawUsage": "10"},
-            {"Account": "  c", "User": "", "RawShares": "2", "RawUsage": "30"},
-            {"Account": "   c", "User": "u2", "RawShares": "1", "RawUsage": "30"},
-            {"Account": " b", "User": "", "RawShares": "1", "RawUsage": "20"},
-            {"Account": "  b", "User": "u3", "RawShares": "1", "RawUsage": "20"}]
+    rows = [
+        {"Account": "root", "User": "", "RawShares": "", "RawUsage": "60"},
+        {"Account": " root", "User": "root", "RawShares": "1", "RawUsage": "0"},
+        {"Account": " a", "User": "", "RawShares": "1", "RawUsage": "40"},
+        {"Account": "  a", "User": "u1", "RawShares": "1", "RawUsage": "10"},
+        {"Account": "  c", "User": "", "RawShares": "2", "RawUsage": "30"},
+        {"Account": "   c", "User": "u2", "RawShares": "1", "RawUsage": "30"},
+        {"Account": " b", "User": "", "RawShares": "1", "RawUsage": "20"},
+        {"Account": "  b", "User": "u3", "RawShares": "1", "RawUsage": "20"},
+    ]
     root = fairtree.from_sshare(rows)
     assert [(c.account, c.user) for c in root.children] == [("root", "root"), ("a", None), ("b", None)]
     a = root.children[1]
@@ -110,9 +123,15 @@ def test_within_an_account_a_higher_level_fairshare_never_ranks_lower(spec):
                     assert f[a.key] == f[b.key]
 
 
-@given(st.dictionaries(st.from_regex(r"[a-z][a-z0-9_-]{0,10}", fullmatch=True),
-                       st.text(st.characters(blacklist_characters=";\n\r", blacklist_categories=("Cs",)),
-                               min_size=1, max_size=40).map(str.strip).filter(bool), max_size=4))
+@given(
+    st.dictionaries(
+        st.from_regex(r"[a-z][a-z0-9_-]{0,10}", fullmatch=True),
+        st.text(st.characters(blacklist_characters=";\n\r", blacklist_categories=("Cs",)), min_size=1, max_size=40)
+        .map(str.strip)
+        .filter(bool),
+        max_size=4,
+    )
+)
 def test_drain_reasons_of_any_holders_round_trip(parts):
     from velyrix.health import drains
     from velyrix.ops.scheduler import slurm_drains

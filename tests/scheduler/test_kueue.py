@@ -41,8 +41,11 @@ def _validator(kind: str) -> jsonschema.Draft7Validator:
         schema = yaml.safe_load((SCHEMAS / f"kueue-v1beta1-{kind.lower()}.yaml").read_text())
     schema = _strict(schema)
     if "metadata" in schema.get("properties", {}) and kind != "Node":
-        schema["properties"]["metadata"] = {"type": "object", "required": ["name"],
-                                            "properties": {"name": {"type": "string"}}}
+        schema["properties"]["metadata"] = {
+            "type": "object",
+            "required": ["name"],
+            "properties": {"name": {"type": "string"}},
+        }
     return jsonschema.Draft7Validator(schema)
 
 

@@ -41,8 +41,14 @@ def _fresh() -> converging.State:
     """What a new slurmdbd holds: the root account with root in it, and the normal QOS."""
     st = converging.State()
     st.qos["normal"] = {"Priority": "0", "GrpTRES": "", "MaxTRESPerUser": "", "MaxTRESPerJob": "", "Preempt": ""}
-    st.accounts["root"] = {"Parent": "", "Fairshare": "1", "GrpTRES": "", "Priority": "", "QOS": "normal",
-                           "DefaultQOS": ""}
+    st.accounts["root"] = {
+        "Parent": "",
+        "Fairshare": "1",
+        "GrpTRES": "",
+        "Priority": "",
+        "QOS": "normal",
+        "DefaultQOS": "",
+    }
     st.assocs[("root", "root")] = {"Fairshare": "1"}
     st.default_account["root"] = "root"
     return st
@@ -70,9 +76,18 @@ def test_plan_is_empty_when_live_matches_and_shows_modifications_and_deletions()
     live.qos["normal"] = _fresh().qos["normal"]
     assert converging.plan(policy, live) == []
     live.accounts["llm"] = {**live.accounts["llm"], "GrpTRES": "gres/gpu=8", "Fairshare": "1"}
-    live.accounts["old"] = {"Parent": "product", "Fairshare": "1", "GrpTRES": "", "Priority": "", "QOS": "",
-                            "DefaultQOS": ""}
+    live.accounts["old"] = {
+        "Parent": "product",
+        "Fairshare": "1",
+        "GrpTRES": "",
+        "Priority": "",
+        "QOS": "",
+        "DefaultQOS": "",
+    }
     live.assocs[("bin", "old")] = {"Fairshare": "1"}
     described = [c.describe() for c in converging.plan(policy, live)]
-    assert described == ["~ account llm  fairshare: 1 -> 3, grptres: gres/gpu=8 -> gres/gpu=16",
-                         "- user bin in old", "- account old"]
+    assert described == [
+        "~ account llm  fairshare: 1 -> 3, grptres: gres/gpu=8 -> gres/gpu=16",
+        "- user bin in old",
+        "- account old",
+    ]

@@ -14,18 +14,29 @@ T0 = 1_800_000_000
 
 
 def _job(job_id: int, user: str, account: str, gpus: int, submit: int, start: int | None, end: int | None) -> dict:
-    return {"job_id": job_id, "user": user, "account": account,
-            "time": {"submission": T0 + submit, "start": T0 + start if start is not None else 0,
-                     "end": T0 + end if end is not None else 0},
-            "tres": {"allocated": [{"type": "cpu", "name": None, "count": 4},
-                                   {"type": "gres", "name": "gpu", "count": gpus},
-                                   {"type": "gres", "name": "gpu:h200", "count": gpus}]}}
+    return {
+        "job_id": job_id,
+        "user": user,
+        "account": account,
+        "time": {
+            "submission": T0 + submit,
+            "start": T0 + start if start is not None else 0,
+            "end": T0 + end if end is not None else 0,
+        },
+        "tres": {
+            "allocated": [
+                {"type": "cpu", "name": None, "count": 4},
+                {"type": "gres", "name": "gpu", "count": gpus},
+                {"type": "gres", "name": "gpu:h200", "count": gpus},
+            ]
+        },
+    }
 
 
 JOBS = [
-    _job(1, "alice", "llm", 8, 0, 100, 3700),       # 8 GPUs x 1 h, 3500 s of it in the period
-    _job(2, "bob", "llm", 4, 0, 200, 2000),         # 4 GPUs x 1800 s
-    _job(3, "carol", "vision", 2, 50, 50, 7250),    # 2 GPUs x 2 h, half of it after the period
+    _job(1, "alice", "llm", 8, 0, 100, 3700),  # 8 GPUs x 1 h, 3500 s of it in the period
+    _job(2, "bob", "llm", 4, 0, 200, 2000),  # 4 GPUs x 1800 s
+    _job(3, "carol", "vision", 2, 50, 50, 7250),  # 2 GPUs x 2 h, half of it after the period
     _job(4, "carol", "vision", 1, 3000, None, None),  # pending, never started
     _job(5, "dave", "search", 16, -500, -400, 3200),  # started before the period
 ]
@@ -83,8 +94,10 @@ def test_bad_time_is_a_clear_error():
 
 
 def test_a_preempted_job_counts_both_runs_once_and_shares_its_busy_seconds():
-    runs = [_job(9, "eve", "llm", 8, 0, 100, 400),      # preempted after 300 s
-            _job(9, "eve", "llm", 8, 0, 1000, 1900)]    # requeued run, 900 s
+    runs = [
+        _job(9, "eve", "llm", 8, 0, 100, 400),  # preempted after 300 s
+        _job(9, "eve", "llm", 8, 0, 1000, 1900),
+    ]  # requeued run, 900 s
     table = accounting.JobTable.from_records(runs)
     r = reports.build(table, T0, T0 + 3600, busy_gpu_s={9: 8 * 600.0}, now=T0 + 4000)
     llm = r["teams"][0]

@@ -9,13 +9,20 @@ from pathlib import Path
 
 import pytest
 
-from velyrix.ops.scheduler import clusters, scripts, slurm_config, topology
 from velyrix.declarations import models
+from velyrix.ops.scheduler import clusters, scripts, slurm_config, topology
 
 
 def _spec(nodes: int = 64) -> models.ClusterSpec:
-    return models.ClusterSpec(address="velyrix_cluster.t", name="train", region="eu-west-1",
-                              node_type="hgx-h200-8g", node_count=nodes, fabric="infiniband-ndr", scheduler="slurm")
+    return models.ClusterSpec(
+        address="velyrix_cluster.t",
+        name="train",
+        region="eu-west-1",
+        node_type="hgx-h200-8g",
+        node_count=nodes,
+        fabric="infiniband-ndr",
+        scheduler="slurm",
+    )
 
 
 def test_cluster_spec_becomes_named_nodes_with_typed_gpus():
@@ -37,9 +44,15 @@ def test_slurm_conf_declares_nodes_partition_accounting_and_fair_tree():
     conf = slurm_config.slurm_conf(c, slurm_config.SlurmOptions(controller_host="head-0"))
     assert "NodeName=train-001 CPUs=112" in conf and "Gres=gpu:h200:8" in conf
     assert "PartitionName=gpu Nodes=train-001,train-002,train-003,train-004 Default=YES" in conf
-    for line in ("SlurmctldHost=head-0", "PriorityType=priority/multifactor", "PreemptType=preempt/qos",
-                 "AccountingStorageTRES=gres/gpu,gres/gpu:h200", "ProctrackType=proctrack/cgroup",
-                 "Prolog=/etc/slurm/prolog.sh", "TopologyPlugin=topology/tree"):
+    for line in (
+        "SlurmctldHost=head-0",
+        "PriorityType=priority/multifactor",
+        "PreemptType=preempt/qos",
+        "AccountingStorageTRES=gres/gpu,gres/gpu:h200",
+        "ProctrackType=proctrack/cgroup",
+        "Prolog=/etc/slurm/prolog.sh",
+        "TopologyPlugin=topology/tree",
+    ):
         assert line in conf.splitlines()
 
 
@@ -52,7 +65,7 @@ def test_topology_comes_from_the_fabric_plan_and_covers_every_node():
     for ln in switches:
         for field in ln.split():
             if field.startswith("Nodes="):
-                named.update(_expand(field[len("Nodes="):]))
+                named.update(_expand(field[len("Nodes=") :]))
     assert set(c.node_names) <= named
 
 
@@ -90,8 +103,14 @@ def test_written_files_have_the_modes_slurm_requires(tmp_path: Path):
 def _run(script: str, tmp_path: Path, job: str, gpus: str) -> subprocess.CompletedProcess[str]:
     path = tmp_path / "s.sh"
     path.write_text(script)
-    env = {"PATH": os.environ["PATH"], "SLURM_JOB_ID": job, "SLURM_JOB_GPUS": gpus, "SLURMD_NODENAME": "n1",
-           "SLURM_JOB_USER": "alice", "SLURM_JOB_ACCOUNT": "llm"}
+    env = {
+        "PATH": os.environ["PATH"],
+        "SLURM_JOB_ID": job,
+        "SLURM_JOB_GPUS": gpus,
+        "SLURMD_NODENAME": "n1",
+        "SLURM_JOB_USER": "alice",
+        "SLURM_JOB_ACCOUNT": "llm",
+    }
     return subprocess.run(["sh", str(path)], env=env, capture_output=True, text=True)
 
 
@@ -101,7 +120,11 @@ def test_prolog_writes_one_mapping_file_per_gpu_and_epilog_removes_only_its_own(
     assert _run(scripts.prolog("", jm), tmp_path, "42", "2,5").returncode == 0
     d = tmp_path / "jm" / "n1"
     assert {p.name: p.read_text().strip() for p in d.iterdir() if p.is_file()} == {
-        "0": "41", "1": "41", "2": "42", "5": "42"}
+        "0": "41",
+        "1": "41",
+        "2": "42",
+        "5": "42",
+    }
     assert '"team": "llm"' in (d / "jobs" / "42.json").read_text()
     assert _run(scripts.epilog("", jm), tmp_path, "42", "").returncode == 0
     assert sorted(p.name for p in d.iterdir() if p.is_file()) == ["0", "1"]

@@ -52,8 +52,11 @@ def test_apply_shows_a_readable_diff_then_a_second_apply_changes_nothing(slurm_t
 def test_plan_shows_a_changed_share_and_apply_converges_it(slurm_twin, velyrix, monkeypatch, tmp_path):
     monkeypatch.setenv("SLURM_CONF", slurm_twin.slurm.conf)
     changed = tmp_path / "p.hcl"
-    changed.write_text(POLICY.read_text().replace("shares      = 2\n  users       = [\"bin\"]",
-                                                  "shares      = 5\n  users       = [\"bin\"]"))
+    changed.write_text(
+        POLICY.read_text().replace(
+            'shares      = 2\n  users       = ["bin"]', 'shares      = 5\n  users       = ["bin"]'
+        )
+    )
     plan = velyrix("scheduler", "plan", str(changed))
     assert "~ account search  fairshare: 2 -> 5" in plan.stdout
     assert velyrix("scheduler", "apply", str(changed)).exit_code == 0
@@ -70,8 +73,8 @@ def test_quota_holds_a_teams_job_at_its_gpu_limit(slurm_twin):
     twin.wait_jobs_done(twin.workload)
     running = twin.sbatch(account="llm", gpus=12, wrap="sleep 30")
     _wait(lambda: _reason(twin, running).startswith("RUNNING"))
-    over = twin.sbatch(account="llm", gpus=8, wrap="sleep 1")       # 12 + 8 > llm's 16
-    within = twin.sbatch(account="llm", gpus=4, wrap="sleep 1")     # 12 + 4 = 16: fits
+    over = twin.sbatch(account="llm", gpus=8, wrap="sleep 1")  # 12 + 8 > llm's 16
+    within = twin.sbatch(account="llm", gpus=4, wrap="sleep 1")  # 12 + 4 = 16: fits
     qos_a = twin.sbatch("--qos=high", account="vision", uid=2, gpus=16, wrap="sleep 1")
     qos_b = twin.sbatch("--qos=high", account="vision", uid=2, gpus=12, wrap="sleep 1")  # QOS high: 24 GPUs
     try:
@@ -90,8 +93,13 @@ def test_high_qos_preempts_low_qos_work(slurm_twin):
     try:
         _wait(lambda: _reason(twin, low).startswith("RUNNING"))
         high = twin.sbatch("--qos=high", account="vision", uid=2, gpus=8, wrap="sleep 1")
-        _wait(lambda: twin.slurm.run("squeue", "-h", "-j", str(high), check=False).stdout.strip() == ""
-              or _reason(twin, high).startswith("RUNNING"), 60)
+        _wait(
+            lambda: (
+                twin.slurm.run("squeue", "-h", "-j", str(high), check=False).stdout.strip() == ""
+                or _reason(twin, high).startswith("RUNNING")
+            ),
+            60,
+        )
         state = twin.slurm.out("sacct", "-X", "-n", "-P", "-j", str(low), "-o", "State").split()
         assert state and state[0] in ("PREEMPTED", "REQUEUED", "PENDING"), state
         assert not _reason(twin, low).startswith("RUNNING")
@@ -204,14 +212,19 @@ def test_busy_gpu_hours_come_from_the_agents_telemetry_through_prometheus(slurm_
     servers = []
     for sim_host, node in zip(region.nodes, twin.cluster.node_names, strict=True):
         region.nodes[sim_host].load_pct = 90.0
-        servers.append(service.serve(service.MetricsSource(
-            [service.NodeSource(SimCollector(region.nodes[sim_host], region), jobmap / node)])))
+        servers.append(
+            service.serve(
+                service.MetricsSource([service.NodeSource(SimCollector(region.nodes[sim_host], region), jobmap / node)])
+            )
+        )
     prom = PrometheusServer({"velyrix-agent": [f"127.0.0.1:{s.port}" for s in servers]}, interval_s=1.0)
     try:
         prom.start()
         t_from = time.time()
-        jobs = {twin.sbatch(account="vision", uid=1, gpus=4, wrap="sleep 6"): 4,
-                twin.sbatch(account="search", uid=2, gpus=2, wrap="sleep 6"): 2}
+        jobs = {
+            twin.sbatch(account="vision", uid=1, gpus=4, wrap="sleep 6"): 4,
+            twin.sbatch(account="search", uid=2, gpus=2, wrap="sleep 6"): 2,
+        }
         twin.wait_jobs_done(list(jobs))
         time.sleep(3)  # the epilog's removal is scraped
         t_to = time.time()
@@ -236,8 +249,11 @@ def _sacct_used(twin) -> dict[int, int]:
     ids = [j for j, _, _ in twin.submitted]
 
     def rows():
-        out = commands.parse_pipe(twin.slurm.out("sacct", "-X", "-P", "-a", "-D", "-j", ",".join(map(str, ids)),
-                                                 "-o", "JobID,ElapsedRaw,State"))
+        out = commands.parse_pipe(
+            twin.slurm.out(
+                "sacct", "-X", "-P", "-a", "-D", "-j", ",".join(map(str, ids)), "-o", "JobID,ElapsedRaw,State"
+            )
+        )
         if {int(r["JobID"]) for r in out} != set(ids):
             return None
         if any(r["State"].split()[0] in ("RUNNING", "PENDING") for r in out):
@@ -258,7 +274,8 @@ def test_report_gpu_hours_per_team_equal_what_the_jobs_used(slurm_twin, velyrix,
     for job, account, gpus in twin.submitted:
         expected[account] = expected.get(account, 0.0) + gpus * elapsed[job] / 3600.0
     for (account, _, gpus, seconds), job in zip(
-            __import__("tests.scheduler.conftest", fromlist=["WORKLOAD"]).WORKLOAD, twin.workload, strict=True):
+        __import__("tests.scheduler.conftest", fromlist=["WORKLOAD"]).WORKLOAD, twin.workload, strict=True
+    ):
         # Slurm counts whole seconds; a loaded 2-core machine starts jobs late but never early.
         assert seconds <= elapsed[job] <= seconds + 10, (account, gpus, elapsed[job])
 
@@ -268,8 +285,12 @@ def test_report_gpu_hours_per_team_equal_what_the_jobs_used(slurm_twin, velyrix,
 
     def settled():
         # slurmdbd records a job's allocation shortly after sacct -P first lists the job: wait for it.
-        data = reports.build(accounting.load_jobs(twin.slurm, t_from, t_to), t_from, t_to,
-                             cost_center_of=accounting.cost_centers(parents))
+        data = reports.build(
+            accounting.load_jobs(twin.slurm, t_from, t_to),
+            t_from,
+            t_to,
+            cost_center_of=accounting.cost_centers(parents),
+        )
         return data if {t["team"] for t in data["teams"]} == teams else None
 
     data = _wait(settled, 60)
@@ -281,8 +302,14 @@ def test_report_gpu_hours_per_team_equal_what_the_jobs_used(slurm_twin, velyrix,
 
     monkeypatch.setenv("SLURM_CONF", twin.slurm.conf)
     fmt = "%Y-%m-%dT%H:%M:%S"
-    args = ["scheduler", "report", "--from", time.strftime(fmt, time.gmtime(t_from)),
-            "--to", time.strftime(fmt, time.gmtime(t_to))]
+    args = [
+        "scheduler",
+        "report",
+        "--from",
+        time.strftime(fmt, time.gmtime(t_from)),
+        "--to",
+        time.strftime(fmt, time.gmtime(t_to)),
+    ]
     res = velyrix(*args, "--format", "json")
     assert res.exit_code == 0, res.stderr
     cli = json.loads(res.stdout)

@@ -41,60 +41,126 @@ GPU_METRICS: tuple[MetricDef, ...] = (
     MetricDef("DCGM_FI_DEV_MEMORY_TEMP", "gauge", "Memory temperature (in C).", "memory_temperature_c"),
     MetricDef("DCGM_FI_DEV_GPU_TEMP", "gauge", "GPU temperature (in C).", "temperature_c"),
     MetricDef("DCGM_FI_DEV_POWER_USAGE", "gauge", "Power draw (in W).", "power_w"),
-    MetricDef("DCGM_FI_DEV_TOTAL_ENERGY_CONSUMPTION", "counter",
-              "Total energy consumption since boot (in mJ).", "energy_mj"),
+    MetricDef(
+        "DCGM_FI_DEV_TOTAL_ENERGY_CONSUMPTION", "counter", "Total energy consumption since boot (in mJ).", "energy_mj"
+    ),
     MetricDef("DCGM_FI_DEV_PCIE_REPLAY_COUNTER", "counter", "Total number of PCIe retries.", "pcie_replay"),
     MetricDef("DCGM_FI_DEV_GPU_UTIL", "gauge", "GPU utilization (in %).", "utilization_pct"),
     MetricDef("DCGM_FI_DEV_MEM_COPY_UTIL", "gauge", "Memory utilization (in %).", "mem_copy_util_pct"),
     MetricDef("DCGM_FI_DEV_ENC_UTIL", "gauge", "Encoder utilization (in %).", "enc_util_pct"),
     MetricDef("DCGM_FI_DEV_DEC_UTIL", "gauge", "Decoder utilization (in %).", "dec_util_pct"),
-    MetricDef("DCGM_FI_DEV_XID_ERRORS", "gauge",
-              "Value of the last XID error encountered (see velyrix_gpu_xid_errors_total for counts).", "last_xid"),
+    MetricDef(
+        "DCGM_FI_DEV_XID_ERRORS",
+        "gauge",
+        "Value of the last XID error encountered (see velyrix_gpu_xid_errors_total for counts).",
+        "last_xid",
+    ),
     MetricDef("DCGM_FI_DEV_FB_FREE", "gauge", "Framebuffer memory free (in MiB).", "fb_free_mib"),
     MetricDef("DCGM_FI_DEV_FB_USED", "gauge", "Framebuffer memory used (in MiB).", "fb_used_mib"),
     MetricDef("DCGM_FI_DEV_FB_RESERVED", "gauge", "Framebuffer memory reserved (in MiB).", "fb_reserved_mib"),
-    MetricDef("DCGM_FI_DEV_ECC_SBE_VOL_TOTAL", "counter", "Total number of single-bit volatile ECC errors.",
-              "ecc_sbe_volatile"),
-    MetricDef("DCGM_FI_DEV_ECC_DBE_VOL_TOTAL", "counter", "Total number of double-bit volatile ECC errors.",
-              "ecc_dbe_volatile"),
-    MetricDef("DCGM_FI_DEV_ECC_SBE_AGG_TOTAL", "counter", "Total number of single-bit persistent ECC errors.",
-              "ecc_sbe_aggregate"),
-    MetricDef("DCGM_FI_DEV_ECC_DBE_AGG_TOTAL", "counter", "Total number of double-bit persistent ECC errors.",
-              "ecc_dbe_aggregate"),
-    MetricDef("DCGM_FI_DEV_UNCORRECTABLE_REMAPPED_ROWS", "counter",
-              "Number of remapped rows for uncorrectable errors.", "remapped_rows_uncorrectable"),
-    MetricDef("DCGM_FI_DEV_CORRECTABLE_REMAPPED_ROWS", "counter",
-              "Number of remapped rows for correctable errors.", "remapped_rows_correctable"),
+    MetricDef(
+        "DCGM_FI_DEV_ECC_SBE_VOL_TOTAL",
+        "counter",
+        "Total number of single-bit volatile ECC errors.",
+        "ecc_sbe_volatile",
+    ),
+    MetricDef(
+        "DCGM_FI_DEV_ECC_DBE_VOL_TOTAL",
+        "counter",
+        "Total number of double-bit volatile ECC errors.",
+        "ecc_dbe_volatile",
+    ),
+    MetricDef(
+        "DCGM_FI_DEV_ECC_SBE_AGG_TOTAL",
+        "counter",
+        "Total number of single-bit persistent ECC errors.",
+        "ecc_sbe_aggregate",
+    ),
+    MetricDef(
+        "DCGM_FI_DEV_ECC_DBE_AGG_TOTAL",
+        "counter",
+        "Total number of double-bit persistent ECC errors.",
+        "ecc_dbe_aggregate",
+    ),
+    MetricDef(
+        "DCGM_FI_DEV_UNCORRECTABLE_REMAPPED_ROWS",
+        "counter",
+        "Number of remapped rows for uncorrectable errors.",
+        "remapped_rows_uncorrectable",
+    ),
+    MetricDef(
+        "DCGM_FI_DEV_CORRECTABLE_REMAPPED_ROWS",
+        "counter",
+        "Number of remapped rows for correctable errors.",
+        "remapped_rows_correctable",
+    ),
     MetricDef("DCGM_FI_DEV_ROW_REMAP_FAILURE", "gauge", "Whether remapping of rows has failed.", "remap_failure"),
-    MetricDef("DCGM_FI_DEV_ROW_REMAP_PENDING", "gauge", "Whether remapping of rows is pending (reset to apply).",
-              "remap_pending"),
-    MetricDef("DCGM_FI_DEV_NVLINK_CRC_FLIT_ERROR_COUNT_TOTAL", "counter",
-              "Total number of NVLink flow-control CRC errors.", "nvlink_crc_errors"),
-    MetricDef("DCGM_FI_DEV_NVLINK_REPLAY_ERROR_COUNT_TOTAL", "counter", "Total number of NVLink retries.",
-              "nvlink_replay_errors"),
-    MetricDef("DCGM_FI_DEV_NVLINK_RECOVERY_ERROR_COUNT_TOTAL", "counter",
-              "Total number of NVLink recovery errors.", "nvlink_recovery_errors"),
-    MetricDef("DCGM_FI_DEV_CLOCK_THROTTLE_REASONS", "gauge",
-              "Current clock throttle reasons (NVML bitmask; see velyrix_gpu_throttle_active).", "throttle_reasons"),
+    MetricDef(
+        "DCGM_FI_DEV_ROW_REMAP_PENDING",
+        "gauge",
+        "Whether remapping of rows is pending (reset to apply).",
+        "remap_pending",
+    ),
+    MetricDef(
+        "DCGM_FI_DEV_NVLINK_CRC_FLIT_ERROR_COUNT_TOTAL",
+        "counter",
+        "Total number of NVLink flow-control CRC errors.",
+        "nvlink_crc_errors",
+    ),
+    MetricDef(
+        "DCGM_FI_DEV_NVLINK_REPLAY_ERROR_COUNT_TOTAL",
+        "counter",
+        "Total number of NVLink retries.",
+        "nvlink_replay_errors",
+    ),
+    MetricDef(
+        "DCGM_FI_DEV_NVLINK_RECOVERY_ERROR_COUNT_TOTAL",
+        "counter",
+        "Total number of NVLink recovery errors.",
+        "nvlink_recovery_errors",
+    ),
+    MetricDef(
+        "DCGM_FI_DEV_CLOCK_THROTTLE_REASONS",
+        "gauge",
+        "Current clock throttle reasons (NVML bitmask; see velyrix_gpu_throttle_active).",
+        "throttle_reasons",
+    ),
     MetricDef("velyrix_gpu_nvlink_links_up", "gauge", "NVLink links in the active state.", "nvlink_links_up"),
-    MetricDef("velyrix_gpu_row_remap_bank_max", "gauge",
-              "Most row remaps used in any one memory bank (8 per bank on Ampere/Hopper).", "remap_bank_max"),
-    MetricDef("velyrix_gpu_sram_uncorrectable_errors_total", "counter",
-              "Uncorrectable SRAM ECC errors (aggregate).", "sram_uncorrectable"),
+    MetricDef(
+        "velyrix_gpu_row_remap_bank_max",
+        "gauge",
+        "Most row remaps used in any one memory bank (8 per bank on Ampere/Hopper).",
+        "remap_bank_max",
+    ),
+    MetricDef(
+        "velyrix_gpu_sram_uncorrectable_errors_total",
+        "counter",
+        "Uncorrectable SRAM ECC errors (aggregate).",
+        "sram_uncorrectable",
+    ),
     MetricDef("velyrix_gpu_retired_pages", "gauge", "Pages retired for ECC errors (pre-Ampere).", "retired_pages"),
-    MetricDef("velyrix_gpu_responsive", "gauge", "1 when the GPU answers NVML, 0 when it fell off the bus.",
-              "responsive"),
+    MetricDef(
+        "velyrix_gpu_responsive", "gauge", "1 when the GPU answers NVML, 0 when it fell off the bus.", "responsive"
+    ),
 )
 
-XID_METRIC = MetricDef("velyrix_gpu_xid_errors_total", "counter",
-                       "XID errors reported by the driver, by XID code.", "xid_counts")
-THROTTLE_METRIC = MetricDef("velyrix_gpu_throttle_active", "gauge",
-                            "1 while the clocks are held back for this reason (NVML clock event reasons).",
-                            "throttle_reasons")
+XID_METRIC = MetricDef(
+    "velyrix_gpu_xid_errors_total", "counter", "XID errors reported by the driver, by XID code.", "xid_counts"
+)
+THROTTLE_METRIC = MetricDef(
+    "velyrix_gpu_throttle_active",
+    "gauge",
+    "1 while the clocks are held back for this reason (NVML clock event reasons).",
+    "throttle_reasons",
+)
 # NVML clock event reason bits (nvml.h nvmlClocksEventReason*); GPU idle and app clocks are not problems.
 THROTTLE_REASONS: dict[str, int] = {
-    "sw_power_cap": 0x4, "hw_slowdown": 0x8, "sync_boost": 0x10, "sw_thermal": 0x20,
-    "hw_thermal": 0x40, "hw_power_brake": 0x80,
+    "sw_power_cap": 0x4,
+    "hw_slowdown": 0x8,
+    "sync_boost": 0x10,
+    "sw_thermal": 0x20,
+    "hw_thermal": 0x40,
+    "hw_power_brake": 0x80,
 }
 
 # sysfs counter name -> (metric suffix, help, scale). port_*_data counts 4-byte words (IB PortCounters).
@@ -121,11 +187,16 @@ OTHER_METRICS: dict[str, tuple[str, str]] = {
     "velyrix_node_sample_timestamp_seconds": ("gauge", "Wall-clock time of the node's latest sample (Unix s)."),
     "velyrix_node_gpus": ("gauge", "GPUs the collector sees on the node."),
     "velyrix_job_info": ("gauge", "Attribution of a job present in the job mapping (always 1)."),
-    "velyrix_node_health_level": ("gauge", "Health verdict of the agent's passive checks: 0 ok, 1 warn, "
-                                           "2 degraded, 3 fatal."),
-    "velyrix_node_health_action": ("gauge", "Action the health verdict asks for, as a ladder rung: 0 ignore, "
-                                            "1 restart app, 2 reset GPU, 3 reboot, 4 drain after job, 5 drain now, "
-                                            "6 quarantine, 7 RMA."),
+    "velyrix_node_health_level": (
+        "gauge",
+        "Health verdict of the agent's passive checks: 0 ok, 1 warn, 2 degraded, 3 fatal.",
+    ),
+    "velyrix_node_health_action": (
+        "gauge",
+        "Action the health verdict asks for, as a ladder rung: 0 ignore, "
+        "1 restart app, 2 reset GPU, 3 reboot, 4 drain after job, 5 drain now, "
+        "6 quarantine, 7 RMA.",
+    ),
 }
 
 GPU_LABELS = ("gpu", "UUID", "device", "modelName", "Hostname", "hpc_job")
@@ -171,10 +242,13 @@ def families(snapshot: Snapshot) -> Iterator[tuple[str, str, str, list[tuple[str
         if not sample.up:
             continue
         for g in sample.gpus:
-            base = f'gpu="{g.index}",UUID="{_esc(g.uuid)}",device="nvidia{g.index}",' \
-                   f'modelName="{_esc(g.name)}",Hostname="{_esc(sample.hostname)}"'
-            gpu_rows.append((g, [f'{{{base},hpc_job="{_esc(j)}"}}' for j in jobs.jobs_of(g.index)]
-                             or [f'{{{base},hpc_job=""}}']))
+            base = (
+                f'gpu="{g.index}",UUID="{_esc(g.uuid)}",device="nvidia{g.index}",'
+                f'modelName="{_esc(g.name)}",Hostname="{_esc(sample.hostname)}"'
+            )
+            gpu_rows.append(
+                (g, [f'{{{base},hpc_job="{_esc(j)}"}}' for j in jobs.jobs_of(g.index)] or [f'{{{base},hpc_job=""}}'])
+            )
     for m in GPU_METRICS:
         rows = []
         for g, labels in gpu_rows:
@@ -208,16 +282,27 @@ def _ib_families(snapshot: Snapshot) -> Iterator[tuple[str, str, str, list[tuple
     ports: list[tuple[str, IBPortReading]] = []
     for sample, _ in snapshot:
         if sample.up:
-            ports.extend((_labelstr((("Hostname", sample.hostname), ("device", p.device), ("port", str(p.port)))), p)
-                         for p in sample.ib_ports)
+            ports.extend(
+                (_labelstr((("Hostname", sample.hostname), ("device", p.device), ("port", str(p.port)))), p)
+                for p in sample.ib_ports
+            )
     for counter, (suffix, help_text, scale) in IB_COUNTERS.items():
-        rows = [(lab, p.counters[counter] * scale if scale != 1 else p.counters[counter])
-                for lab, p in ports if counter in p.counters]
+        rows = [
+            (lab, p.counters[counter] * scale if scale != 1 else p.counters[counter])
+            for lab, p in ports
+            if counter in p.counters
+        ]
         yield f"velyrix_ib_port_{suffix}", "counter", help_text, [(lab, int(v)) for lab, v in rows]
-    yield ("velyrix_ib_port_state_active", *OTHER_METRICS["velyrix_ib_port_state_active"],
-           [(lab, p.state == "ACTIVE") for lab, p in ports])
-    yield ("velyrix_ib_port_rate_gbps", *OTHER_METRICS["velyrix_ib_port_rate_gbps"],
-           [(lab, p.rate_gbps) for lab, p in ports if p.rate_gbps is not None])
+    yield (
+        "velyrix_ib_port_state_active",
+        *OTHER_METRICS["velyrix_ib_port_state_active"],
+        [(lab, p.state == "ACTIVE") for lab, p in ports],
+    )
+    yield (
+        "velyrix_ib_port_rate_gbps",
+        *OTHER_METRICS["velyrix_ib_port_rate_gbps"],
+        [(lab, p.rate_gbps) for lab, p in ports if p.rate_gbps is not None],
+    )
 
 
 def _nvme_families(snapshot: Snapshot) -> Iterator[tuple[str, str, str, list[tuple[str, Any]]]]:
@@ -225,10 +310,12 @@ def _nvme_families(snapshot: Snapshot) -> Iterator[tuple[str, str, str, list[tup
     for sample, _ in snapshot:
         if sample.up:
             drives.extend((_labelstr((("Hostname", sample.hostname), ("device", d.name))), d) for d in sample.nvme)
-    for name, attr in (("velyrix_nvme_media_errors_total", "media_errors"),
-                       ("velyrix_nvme_percent_used", "percent_used"),
-                       ("velyrix_nvme_read_bytes_total", "read_bytes"),
-                       ("velyrix_nvme_written_bytes_total", "written_bytes")):
+    for name, attr in (
+        ("velyrix_nvme_media_errors_total", "media_errors"),
+        ("velyrix_nvme_percent_used", "percent_used"),
+        ("velyrix_nvme_read_bytes_total", "read_bytes"),
+        ("velyrix_nvme_written_bytes_total", "written_bytes"),
+    ):
         rows = [(lab, getattr(d, attr)) for lab, d in drives if getattr(d, attr) is not None]
         yield (name, *OTHER_METRICS[name], rows)
 
@@ -236,15 +323,23 @@ def _nvme_families(snapshot: Snapshot) -> Iterator[tuple[str, str, str, list[tup
 def _node_families(snapshot: Snapshot) -> Iterator[tuple[str, str, str, list[tuple[str, Any]]]]:
     nodes = [(_labelstr((("Hostname", s.hostname), ("node_type", s.node_type or ""))), s) for s, _ in snapshot]
     yield ("velyrix_node_up", *OTHER_METRICS["velyrix_node_up"], [(lab, s.up) for lab, s in nodes])
-    yield ("velyrix_node_sample_timestamp_seconds", *OTHER_METRICS["velyrix_node_sample_timestamp_seconds"],
-           [(_labelstr((("Hostname", s.hostname),)), round(s.collected_at_s, 3)) for _, s in nodes])
-    yield ("velyrix_node_gpus", *OTHER_METRICS["velyrix_node_gpus"],
-           [(lab, len(s.gpus)) for lab, s in nodes if s.up])
+    yield (
+        "velyrix_node_sample_timestamp_seconds",
+        *OTHER_METRICS["velyrix_node_sample_timestamp_seconds"],
+        [(_labelstr((("Hostname", s.hostname),)), round(s.collected_at_s, 3)) for _, s in nodes],
+    )
+    yield ("velyrix_node_gpus", *OTHER_METRICS["velyrix_node_gpus"], [(lab, len(s.gpus)) for lab, s in nodes if s.up])
     checked = [(_labelstr((("Hostname", s.hostname),)), s) for s, _ in snapshot if s.up and s.health_level is not None]
-    yield ("velyrix_node_health_level", *OTHER_METRICS["velyrix_node_health_level"],
-           [(lab, s.health_level) for lab, s in checked])
-    yield ("velyrix_node_health_action", *OTHER_METRICS["velyrix_node_health_action"],
-           [(lab, s.health_action) for lab, s in checked])
+    yield (
+        "velyrix_node_health_level",
+        *OTHER_METRICS["velyrix_node_health_level"],
+        [(lab, s.health_level) for lab, s in checked],
+    )
+    yield (
+        "velyrix_node_health_action",
+        *OTHER_METRICS["velyrix_node_health_action"],
+        [(lab, s.health_action) for lab, s in checked],
+    )
     seen: dict[str, str] = {}
     for _, jobs in snapshot:
         for job in jobs.job_ids():
@@ -283,7 +378,8 @@ class PrometheusCollector:
             else:
                 metric = Metric(name, help_text, "gauge" if typ == "gauge" else "unknown")
             for lab, value in rows:
-                labels = {k: v.replace('\\"', '"').replace("\\n", "\n").replace("\\\\", "\\")
-                          for k, v in _LABEL.findall(lab)}
+                labels = {
+                    k: v.replace('\\"', '"').replace("\\n", "\n").replace("\\\\", "\\") for k, v in _LABEL.findall(lab)
+                }
                 metric.add_sample(name, labels, float(value))
             yield metric

@@ -17,11 +17,17 @@ if TYPE_CHECKING:
     from velyrix.fleet.drivers.sim import SimRegion
 
 
-def fleet_source(region: SimRegion, *, job_map_root: Path | None = None, hostnames: Iterable[str] | None = None,
-                 min_interval_s: float = 0.0) -> service.MetricsSource:
+def fleet_source(
+    region: SimRegion,
+    *,
+    job_map_root: Path | None = None,
+    hostnames: Iterable[str] | None = None,
+    min_interval_s: float = 0.0,
+) -> service.MetricsSource:
     """A ``MetricsSource`` over ``region``'s nodes (all, or only ``hostnames``), caught up to the region's
     clock once per collection."""
     wanted = list(hostnames) if hostnames is not None else list(region.nodes)
-    nodes = [service.NodeSource(SimCollector(region.node(h)), job_map_root / h if job_map_root else None)
-             for h in wanted]
+    nodes = [
+        service.NodeSource(SimCollector(region.node(h)), job_map_root / h if job_map_root else None) for h in wanted
+    ]
     return service.MetricsSource(nodes, min_interval_s=min_interval_s, before_collect=[lambda: catch_up(region)])

@@ -42,8 +42,13 @@ class JobInfo:
 
     def labels(self) -> dict[str, str]:
         """The labels of ``velyrix_job_info``."""
-        return {"hpc_job": self.hpc_job, "user": self.user, "team": self.team,
-                "cost_center": self.cost_center, "account": self.account}
+        return {
+            "hpc_job": self.hpc_job,
+            "user": self.user,
+            "team": self.team,
+            "cost_center": self.cost_center,
+            "account": self.account,
+        }
 
 
 @dataclass

@@ -27,8 +27,12 @@ from velyrix.agent.collectors.base import NodeSample
 POD_RESOURCES_SOCKET = "/var/lib/kubelet/pod-resources/kubelet.sock"
 LIST_METHOD = "/v1.PodResourcesLister/List"
 SERVICE_ACCOUNT = "/var/run/secrets/kubernetes.io/serviceaccount"
-INFO_LABELS = {"user": "velyrix.io/user", "team": "velyrix.io/team", "cost_center": "velyrix.io/cost-center",
-               "account": "velyrix.io/account"}
+INFO_LABELS = {
+    "user": "velyrix.io/user",
+    "team": "velyrix.io/team",
+    "cost_center": "velyrix.io/cost-center",
+    "account": "velyrix.io/account",
+}
 _UNSAFE = re.compile(r"[^A-Za-z0-9_.:@-]")
 
 
@@ -63,7 +67,7 @@ def _fields(data: bytes) -> Iterator[tuple[int, bytes | int]]:
             yield number, value
         elif wire == 2:
             length, pos = _varint(data, pos)
-            yield number, data[pos:pos + length]
+            yield number, data[pos : pos + length]
             pos += length
         elif wire == 1:
             pos += 8
@@ -89,8 +93,9 @@ def parse_list_response(data: bytes, resource: str = "nvidia.com/gpu") -> list[P
                 for cnum, cval in _fields(pval):
                     if cnum != 2 or not isinstance(cval, bytes):
                         continue
-                    dev = dict(_fields(cval)) | {"ids": [v.decode() for n, v in _fields(cval)
-                                                         if n == 2 and isinstance(v, bytes)]}
+                    dev = dict(_fields(cval)) | {
+                        "ids": [v.decode() for n, v in _fields(cval) if n == 2 and isinstance(v, bytes)]
+                    }
                     name = dev.get(1)
                     if isinstance(name, bytes) and name.decode() == resource:
                         pod.device_ids.extend(dev["ids"])  # type: ignore[arg-type]
@@ -106,9 +111,16 @@ class PodLabelSource:
     bundle path (default: the pod's service account); ``job_label``: pod label holding the job id.
     """
 
-    def __init__(self, socket: str = POD_RESOURCES_SOCKET, api_url: str = "https://kubernetes.default.svc",
-                 token: str | None = None, ca: str | bool | None = None, resource: str = "nvidia.com/gpu",
-                 job_label: str = "velyrix.io/job", timeout_s: float = 2.0):
+    def __init__(
+        self,
+        socket: str = POD_RESOURCES_SOCKET,
+        api_url: str = "https://kubernetes.default.svc",
+        token: str | None = None,
+        ca: str | bool | None = None,
+        resource: str = "nvidia.com/gpu",
+        job_label: str = "velyrix.io/job",
+        timeout_s: float = 2.0,
+    ):
         self.socket = socket
         self.api_url = api_url.rstrip("/")
         if token is None:
@@ -130,12 +142,14 @@ class PodLabelSource:
         try:
             import grpc
         except ImportError as exc:
-            raise errors.ExternalToolError("Kubernetes attribution needs grpcio",
-                                           hint="pip install 'velyrix[k8s]'") from exc
+            raise errors.ExternalToolError(
+                "Kubernetes attribution needs grpcio", hint="pip install 'velyrix[k8s]'"
+            ) from exc
         if self._channel is None:
             self._channel = grpc.insecure_channel(f"unix://{self.socket}")
-        call = self._channel.unary_unary(LIST_METHOD, request_serializer=lambda _: b"",
-                                         response_deserializer=lambda raw: raw)
+        call = self._channel.unary_unary(
+            LIST_METHOD, request_serializer=lambda _: b"", response_deserializer=lambda raw: raw
+        )
         try:
             raw = call(None, timeout=self.timeout_s)
         except grpc.RpcError as exc:
@@ -146,9 +160,12 @@ class PodLabelSource:
         """The pod's labels from the API server (cached while the pod holds devices)."""
         key = (namespace, name)
         if key not in self._labels:
-            resp = httpx.get(f"{self.api_url}/api/v1/namespaces/{namespace}/pods/{name}",
-                             headers={"Authorization": f"Bearer {self.token}"}, verify=self.verify,
-                             timeout=self.timeout_s)
+            resp = httpx.get(
+                f"{self.api_url}/api/v1/namespaces/{namespace}/pods/{name}",
+                headers={"Authorization": f"Bearer {self.token}"},
+                verify=self.verify,
+                timeout=self.timeout_s,
+            )
             if resp.status_code != 200:
                 return {}  # not cached: try again on the next scrape
             self._labels[key] = dict(resp.json().get("metadata", {}).get("labels") or {})
@@ -177,6 +194,7 @@ class PodLabelSource:
                     gpu_jobs = out.gpu_jobs.setdefault(index_of[uuid], [])
                     if job not in gpu_jobs:
                         gpu_jobs.append(job)
-            out.info[job] = jobs.JobInfo(hpc_job=job, **{k: labels.get(v, "")[:jobs.MAX_VALUE_CHARS]
-                                                         for k, v in INFO_LABELS.items()})
+            out.info[job] = jobs.JobInfo(
+                hpc_job=job, **{k: labels.get(v, "")[: jobs.MAX_VALUE_CHARS] for k, v in INFO_LABELS.items()}
+            )
         return out

@@ -31,14 +31,26 @@ class Reporter:
     report (>= 1); ``backoff_s``: first retry delay, doubled each time, capped at ``max_backoff_s``.
     """
 
-    def __init__(self, url: str, node_token: str, *, attempts: int = 4, backoff_s: float = 0.5,
-                 max_backoff_s: float = 10.0, timeout_s: float = 5.0, client: httpx.Client | None = None):
+    def __init__(
+        self,
+        url: str,
+        node_token: str,
+        *,
+        attempts: int = 4,
+        backoff_s: float = 0.5,
+        max_backoff_s: float = 10.0,
+        timeout_s: float = 5.0,
+        client: httpx.Client | None = None,
+    ):
         if not url.startswith(("http://", "https://")):
-            raise errors.InvalidInputError(f"control plane URL {url!r} is not http(s)",
-                                           hint="e.g. --control-plane https://velyrix.example.com")
+            raise errors.InvalidInputError(
+                f"control plane URL {url!r} is not http(s)", hint="e.g. --control-plane https://velyrix.example.com"
+            )
         if not node_token:
-            raise errors.InvalidInputError("a node token is required to report to the control plane",
-                                           hint="pass --node-token (issued when the node was enrolled)")
+            raise errors.InvalidInputError(
+                "a node token is required to report to the control plane",
+                hint="pass --node-token (issued when the node was enrolled)",
+            )
         self.url = url.rstrip("/")
         self.attempts = max(1, attempts)
         self.backoff_s = backoff_s
@@ -48,8 +60,13 @@ class Reporter:
 
     def payload(self, sample: NodeSample) -> dict[str, Any]:
         """The JSON body for ``sample``."""
-        return {"hostname": sample.hostname, "collected_at_s": sample.collected_at_s, "up": sample.up,
-                "problems": sample.problems, "sample": sample.to_dict()}
+        return {
+            "hostname": sample.hostname,
+            "collected_at_s": sample.collected_at_s,
+            "up": sample.up,
+            "problems": sample.problems,
+            "sample": sample.to_dict(),
+        }
 
     def report(self, sample: NodeSample) -> dict[str, Any]:
         """Send one report; return the control plane's JSON answer ({} when it has no body).
@@ -76,7 +93,8 @@ class Reporter:
                 if resp.status_code in (401, 403):
                     raise errors.AuthenticationError(
                         f"the control plane refused this node's token (HTTP {resp.status_code})",
-                        hint="re-enroll the node or pass the current --node-token")
+                        hint="re-enroll the node or pass the current --node-token",
+                    )
                 if resp.status_code not in RETRY_STATUS:
                     raise errors.AgentReportError(url=target, reason=f"HTTP {resp.status_code}: {resp.text[:200]}")
                 reason = f"HTTP {resp.status_code}"
@@ -85,8 +103,9 @@ class Reporter:
                     delay = float(retry_after)
             if attempt < self.attempts:
                 wait = min(delay, self.max_backoff_s)
-                log.info("report to %s failed (%s); retry %d/%d in %.1fs", target, reason, attempt,
-                         self.attempts - 1, wait)
+                log.info(
+                    "report to %s failed (%s); retry %d/%d in %.1fs", target, reason, attempt, self.attempts - 1, wait
+                )
                 time.sleep(wait)
                 delay *= 2
         raise errors.AgentReportError(url=target, reason=f"{reason} after {self.attempts} attempts")

@@ -44,9 +44,15 @@ class NodeSource:
 class MetricsSource:
     """Snapshots of a set of nodes for the exporter. Thread-safe: scrapes may overlap."""
 
-    def __init__(self, nodes: list[NodeSource], *, min_interval_s: float = 0.0, max_jobs_per_gpu: int = 4,
-                 before_collect: list[Callable[[], None]] | None = None,
-                 after_collect: Sequence[Callable[[NodeSample], object]] | None = None):
+    def __init__(
+        self,
+        nodes: list[NodeSource],
+        *,
+        min_interval_s: float = 0.0,
+        max_jobs_per_gpu: int = 4,
+        before_collect: list[Callable[[], None]] | None = None,
+        after_collect: Sequence[Callable[[NodeSample], object]] | None = None,
+    ):
         """``before_collect`` hooks run once before each collection (e.g. advancing the twin);
         ``after_collect`` hooks see each fresh sample (e.g. ``stamp_health``)."""
         self.nodes = nodes
@@ -154,15 +160,21 @@ def serve(source: MetricsSource, host: str = "127.0.0.1", port: int = 0) -> Metr
     try:
         return MetricsServer(source, host, port)
     except OSError as exc:
-        raise errors.InvalidInputError(f"cannot listen on {host}:{port}: {exc.strerror}",
-                                       hint="choose another --port (0 picks a free one)") from exc
+        raise errors.InvalidInputError(
+            f"cannot listen on {host}:{port}: {exc.strerror}", hint="choose another --port (0 picks a free one)"
+        ) from exc
 
 
 class AgentService:
     """Serve metrics and, when a reporter is given, send each node's sample every ``report_interval_s``."""
 
-    def __init__(self, source: MetricsSource, server: MetricsServer, reporter: object | None = None,
-                 report_interval_s: float = 30.0):
+    def __init__(
+        self,
+        source: MetricsSource,
+        server: MetricsServer,
+        reporter: object | None = None,
+        report_interval_s: float = 30.0,
+    ):
         self.source = source
         self.server = server
         self.reporter = reporter

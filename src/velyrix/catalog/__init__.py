@@ -25,7 +25,21 @@ from velyrix.catalog.reader import (
 )
 
 __all__ = [
-    "failure_rates", "fabric", "fabric_names", "gpu_hour_price_usd", "gpu_model", "gpu_model_names", "load_toml",
-    "node_type", "node_type_names", "region", "region_names", "storage_hcl_keys", "storage_tier",
-    "storage_tier_by_hcl_key", "storage_tier_names", "switch", "switch_names",
+    "failure_rates",
+    "fabric",
+    "fabric_names",
+    "gpu_hour_price_usd",
+    "gpu_model",
+    "gpu_model_names",
+    "load_toml",
+    "node_type",
+    "node_type_names",
+    "region",
+    "region_names",
+    "storage_hcl_keys",
+    "storage_tier",
+    "storage_tier_by_hcl_key",
+    "storage_tier_names",
+    "switch",
+    "switch_names",
 ]

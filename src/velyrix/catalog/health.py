@@ -132,8 +132,17 @@ def health_thresholds() -> HealthThresholds:
     """The thresholds of ``health_thresholds.toml``, validated (unknown actions, levels, ops are errors)."""
     raw = load_toml("health_thresholds.toml")
     counters = tuple(CounterRule(**row) for row in raw.get("counter", []))
-    trends = tuple(TrendRule(**{**row, "window_h": float(row["window_h"]), "min_increase": float(row["min_increase"]),
-                                "rising_factor": float(row["rising_factor"])}) for row in raw.get("trend", []))
+    trends = tuple(
+        TrendRule(
+            **{
+                **row,
+                "window_h": float(row["window_h"]),
+                "min_increase": float(row["min_increase"]),
+                "rising_factor": float(row["rising_factor"]),
+            }
+        )
+        for row in raw.get("trend", [])
+    )
     for c in counters:
         _check(c.op, OPS, "op", f"health_thresholds.toml counter {c.name}")
     rules: tuple[CounterRule | TrendRule, ...] = (*counters, *trends)
@@ -143,6 +152,12 @@ def health_thresholds() -> HealthThresholds:
         _check(r.scope, SCOPES, "scope", f"health_thresholds.toml {r.name}")
     for section in ("peer", "lemon"):
         _check(raw[section]["action"], ACTIONS, "action", f"health_thresholds.toml [{section}]")
-    return HealthThresholds(counters=counters, trends=trends, peer=dict(raw["peer"]),
-                            recurrence=dict(raw["recurrence"]), lemon=dict(raw["lemon"]),
-                            checks=dict(raw["checks"]), gpu=dict(raw["gpu"]))
+    return HealthThresholds(
+        counters=counters,
+        trends=trends,
+        peer=dict(raw["peer"]),
+        recurrence=dict(raw["recurrence"]),
+        lemon=dict(raw["lemon"]),
+        checks=dict(raw["checks"]),
+        gpu=dict(raw["gpu"]),
+    )

@@ -145,8 +145,9 @@ def failure_rates() -> records.FailureRates:
     raw = _load("failure_rates.toml")
     total = sum(int(c["count"]) for c in raw["cause"])
     causes = tuple(
-        records.FailureCause(name=c["name"], count=int(c["count"]), share=int(c["count"]) / total,
-                             precursor=bool(c["precursor"]))
+        records.FailureCause(
+            name=c["name"], count=int(c["count"]), share=int(c["count"]) / total, precursor=bool(c["precursor"])
+        )
         for c in raw["cause"]
     )
     return records.FailureRates(

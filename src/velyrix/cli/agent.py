@@ -37,36 +37,47 @@ def agent(
     collector: str = typer.Option("nvml", "--collector", help="Where GPU readings come from: nvml or sim."),
     listen: str = typer.Option("0.0.0.0", "--listen", help="Address to serve /metrics on."),
     port: int = typer.Option(9402, "--port", help="Port to serve /metrics on (0 picks a free one)."),
-    job_map_dir: Path | None = typer.Option(None, "--job-map-dir",
-                                            help="Directory the scheduler prolog writes: one file per GPU index."),
+    job_map_dir: Path | None = typer.Option(
+        None, "--job-map-dir", help="Directory the scheduler prolog writes: one file per GPU index."
+    ),
     k8s_pod_resources: str | None = typer.Option(
-        None, "--k8s-pod-resources", metavar="SOCKET",
+        None,
+        "--k8s-pod-resources",
+        metavar="SOCKET",
         help="Attribute GPUs to pods via the kubelet pod-resources socket (e.g. "
-             "/var/lib/kubelet/pod-resources/kubelet.sock) and their labels, instead of --job-map-dir."),
+        "/var/lib/kubelet/pod-resources/kubelet.sock) and their labels, instead of --job-map-dir.",
+    ),
     k8s_api: str = typer.Option("https://kubernetes.default.svc", "--k8s-api", help="Kubernetes API server URL."),
     k8s_job_label: str = typer.Option("velyrix.io/job", "--k8s-job-label", help="Pod label holding the job id."),
     ib_root: Path = typer.Option(Path("/sys/class/infiniband"), "--ib-root", help="sysfs InfiniBand root."),
     nvme_root: Path = typer.Option(Path("/sys/class/nvme"), "--nvme-root", help="sysfs NVMe root."),
     hostname: str | None = typer.Option(None, "--hostname", help="Node name to report (default: this host's)."),
-    control_plane: str | None = typer.Option(None, "--control-plane", metavar="URL",
-                                             help="Control plane base URL to report node state to."),
-    node_token: str | None = typer.Option(None, "--node-token", metavar="T",
-                                          help="This node's credential (or env VELYRIX_NODE_TOKEN)."),
+    control_plane: str | None = typer.Option(
+        None, "--control-plane", metavar="URL", help="Control plane base URL to report node state to."
+    ),
+    node_token: str | None = typer.Option(
+        None, "--node-token", metavar="T", help="This node's credential (or env VELYRIX_NODE_TOKEN)."
+    ),
     report_interval_s: float = typer.Option(30.0, "--report-interval", help="Seconds between reports."),
     sim_region: str = typer.Option("us-east-1", "--sim-region", help="With --collector sim: catalog region."),
     sim_node_type: str = typer.Option("hgx-h200-8g", "--sim-node-type", help="With --collector sim: node type."),
     sim_load_pct: float = typer.Option(0.0, "--sim-load", help="With --collector sim: GPU load (%)."),
     sim_speed: float = typer.Option(1.0, "--sim-speed", help="With --collector sim: simulated s per wall s."),
-    min_interval_s: float = typer.Option(1.0, "--min-interval",
-                                         help="Scrapes closer than this (s) reuse the last collection."),
-    health: bool = typer.Option(True, "--health/--no-health",
-                                help="Run the passive health checks (verdict exported and reported)."),
+    min_interval_s: float = typer.Option(
+        1.0, "--min-interval", help="Scrapes closer than this (s) reuse the last collection."
+    ),
+    health: bool = typer.Option(
+        True, "--health/--no-health", help="Run the passive health checks (verdict exported and reported)."
+    ),
     health_interval_s: float = typer.Option(60.0, "--health-interval", help="Seconds between health polls."),
     prober: str | None = typer.Option(
-        None, "--prober", metavar="dcgm|sim|none",
+        None,
+        "--prober",
+        metavar="dcgm|sim|none",
         help="Active GEMM/memory tests of the between-job checks: dcgm (dcgmi diag; default on a real node), "
-             "sim (default with --collector sim) or none: the verdict then records them as skipped by "
-             "configuration (level warn, exported as velyrix_node_health_level 1, never a drain)."),
+        "sim (default with --collector sim) or none: the verdict then records them as skipped by "
+        "configuration (level warn, exported as velyrix_node_health_level 1, never a drain).",
+    ),
     once: bool = typer.Option(False, "--once", help="Print one scrape to stdout and exit."),
 ) -> None:
     if ctx.invoked_subcommand is not None:
@@ -89,8 +100,11 @@ def agent(
         import shutil
 
         if shutil.which("dcgmi") is None:
-            typer.echo("velyrix agent: dcgmi not found: install DCGM or choose --prober none "
-                       "(between-job checks will fail their GEMM/memory tests)", err=True)
+            typer.echo(
+                "velyrix agent: dcgmi not found: install DCGM or choose --prober none "
+                "(between-job checks will fail their GEMM/memory tests)",
+                err=True,
+            )
     if collector == "sim":
         from velyrix.agent.collectors.sim import SimCollector
         from velyrix.fleet.drivers.sim import SimClock, SimRegion
@@ -104,16 +118,21 @@ def agent(
     else:
         clock = time.time
         name = hostname or os.uname().nodename
-        gpu_collector = base.HostCollector([
-            base.create("nvml", hostname=name),
-            base.create("infiniband", root=ib_root, hostname=name),
-            base.create("nvme", root=nvme_root, hostname=name),
-        ], hostname=name)
+        gpu_collector = base.HostCollector(
+            [
+                base.create("nvml", hostname=name),
+                base.create("infiniband", root=ib_root, hostname=name),
+                base.create("nvme", root=nvme_root, hostname=name),
+            ],
+            hostname=name,
+        )
     job_source = None
     if k8s_pod_resources:
         if job_map_dir is not None:
-            raise errors.InvalidInputError("--job-map-dir and --k8s-pod-resources exclude each other",
-                                           hint="Slurm nodes use --job-map-dir; Kubernetes nodes --k8s-pod-resources")
+            raise errors.InvalidInputError(
+                "--job-map-dir and --k8s-pod-resources exclude each other",
+                hint="Slurm nodes use --job-map-dir; Kubernetes nodes --k8s-pod-resources",
+            )
         from velyrix.agent.k8s import PodLabelSource
 
         job_source = PodLabelSource(k8s_pod_resources, api_url=k8s_api, job_label=k8s_job_label)
@@ -126,16 +145,18 @@ def agent(
         # On the node the verdict is exported and reported; drains go through the control plane and the
         # scheduler (ops), so the monitor's seam here only records what it would do.
         node_name = getattr(gpu_collector, "hostname", None) or gpu_collector.collect().hostname
-        monitor = HealthMonitor(node_name, gpu_collector, InMemorySeam(), poll_interval_s=health_interval_s,
-                                clock=clock)
+        monitor = HealthMonitor(
+            node_name, gpu_collector, InMemorySeam(), poll_interval_s=health_interval_s, clock=clock
+        )
         if prober_name == "none":
             from velyrix.agent.checks import suites
 
             monitor.add_checks(suites.skipped_active("quick", clock()))
         monitor.poll()
         after.append(service.stamp_health(lambda: monitor.last))
-    source = service.MetricsSource([service.NodeSource(gpu_collector, job_map_dir, job_source)],
-                                   min_interval_s=min_interval_s, after_collect=after)
+    source = service.MetricsSource(
+        [service.NodeSource(gpu_collector, job_map_dir, job_source)], min_interval_s=min_interval_s, after_collect=after
+    )
     if once:
         typer.echo(source.render().decode(), nl=False)
         gpu_collector.close()
@@ -148,8 +169,9 @@ def agent(
     if monitor is not None:
         threading.Thread(target=monitor.run, name="health", daemon=True).start()
     server = service.serve(source, listen, port)
-    typer.echo(f"velyrix agent: serving {server.url}" + (f", reporting to {control_plane}" if reporter else ""),
-               err=True)
+    typer.echo(
+        f"velyrix agent: serving {server.url}" + (f", reporting to {control_plane}" if reporter else ""), err=True
+    )
     svc = service.AgentService(source, server, reporter, report_interval_s)
     try:
         svc.run_forever()

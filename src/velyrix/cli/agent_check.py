@@ -35,11 +35,19 @@ def check(
     acceptance: bool = typer.Option(False, "--acceptance", help="Acceptance suite."),
     collector: str = typer.Option("nvml", "--collector", help="nvml (this node) or sim (a twin node)."),
     node_type: str = typer.Option("hgx-h200-8g", "--node-type", help="Catalog node type of this node."),
-    sim_fault: str | None = typer.Option(None, "--sim-fault", metavar="KIND[:GPU]",
-                                         help="With --collector sim: inject a fault first (e.g. xid79:2, ecc_dbe:1)."),
-    prober: str | None = typer.Option(None, "--prober", metavar="dcgm|sim|none",
-                                      help="Active tests: dcgm (dcgmi diag), sim (twin) or none (skipped by "
-                                           "configuration). Default: dcgm with --collector nvml, sim with sim."),
+    sim_fault: str | None = typer.Option(
+        None,
+        "--sim-fault",
+        metavar="KIND[:GPU]",
+        help="With --collector sim: inject a fault first (e.g. xid79:2, ecc_dbe:1).",
+    ),
+    prober: str | None = typer.Option(
+        None,
+        "--prober",
+        metavar="dcgm|sim|none",
+        help="Active tests: dcgm (dcgmi diag), sim (twin) or none (skipped by "
+        "configuration). Default: dcgm with --collector nvml, sim with sim.",
+    ),
     as_json: bool = typer.Option(False, "--json", help="Print JSON."),
 ) -> None:
     from velyrix import catalog, errors
@@ -77,20 +85,33 @@ def check(
         from velyrix.agent.collectors import base
 
         hostname = os.uname().nodename
-        host = base.HostCollector([base.create("nvml", hostname=hostname), base.create("infiniband", hostname=hostname),
-                                   base.create("nvme", hostname=hostname)], hostname=hostname)
+        host = base.HostCollector(
+            [
+                base.create("nvml", hostname=hostname),
+                base.create("infiniband", hostname=hostname),
+                base.create("nvme", hostname=hostname),
+            ],
+            hostname=hostname,
+        )
         if prober_name == "sim":
-            raise errors.InvalidInputError("--prober sim needs --collector sim",
-                                           hint="on a real node use --prober dcgm (or none)")
+            raise errors.InvalidInputError(
+                "--prober sim needs --collector sim", hint="on a real node use --prober dcgm (or none)"
+            )
         ctx = CheckContext(host, dcgm.create(prober_name), nt)
     else:
         raise errors.UnknownNameError("collector", collector, ["nvml", "sim"])
     results = suites.run_tier(tier, ctx)
     verdict = Engine().evaluate(Evidence.build(hostname, ctx.clock(), checks=results))
     if as_json:
-        common.print_json({"node": hostname, "tier": tier, "prober": prober_name,
-                           "checks": [r.__dict__ for r in results],
-                           "verdict": verdict.to_dict()})
+        common.print_json(
+            {
+                "node": hostname,
+                "tier": tier,
+                "prober": prober_name,
+                "checks": [r.__dict__ for r in results],
+                "verdict": verdict.to_dict(),
+            }
+        )
     else:
         out = common.console()
         for r in results:

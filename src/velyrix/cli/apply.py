@@ -26,13 +26,13 @@ Examples:
 """
 
 
-
 def event_line(ev: dict) -> str:
     """One cluster event for people: a phase change reads ``-> Networking: why it was entered``."""
     reason, message = str(ev.get("reason", "")), str(ev.get("message", ""))
     if reason.startswith("Phase") and len(reason) > 5:
         return f"-> {reason[5:]}: {message}" if message else f"-> {reason[5:]}"
     return f"{reason}: {message}"
+
 
 def register(app: typer.Typer) -> None:
     app.command(name="apply", help=APPLY_HELP)(apply)
@@ -49,8 +49,11 @@ def _load(file: Path, var: list[str] | None, var_file: list[Path] | None) -> Any
 def diff(body: dict[str, Any], live: dict[str, Any] | None) -> tuple[str, list[tuple[str, Any, Any]]]:
     """``("create"|"update"|"noop", [(field, live, desired)])`` for one cluster body against its live object."""
     if live is None or live.get("desired_state") == "absent" or live["status"]["phase"] == "Deleted":
-        return "create", [(f, None, _norm(body.get(f))) for f in ("name", "region", "node_type", *DIFF_FIELDS)
-                          if body.get(f) is not None]
+        return "create", [
+            (f, None, _norm(body.get(f)))
+            for f in ("name", "region", "node_type", *DIFF_FIELDS)
+            if body.get(f) is not None
+        ]
     spec = live.get("spec") or {}
     changes = [(f, spec.get(f), body.get(f)) for f in DIFF_FIELDS if _norm(spec.get(f)) != _norm(body.get(f))]
     return ("update" if changes else "noop"), changes
@@ -65,8 +68,12 @@ def _norm(value: Any) -> Any:
 
 def render_diff(con: Any, address: str, action: str, changes: list[tuple[str, Any, Any]]) -> None:
     sign = {"create": "[green]+[/]", "update": "[yellow]~[/]", "destroy": "[red]-[/]", "noop": " "}[action]
-    verb = {"create": "will be created", "update": "will be updated in-place", "destroy": "will be destroyed",
-            "noop": "is up to date"}[action]
+    verb = {
+        "create": "will be created",
+        "update": "will be updated in-place",
+        "destroy": "will be destroyed",
+        "noop": "is up to date",
+    }[action]
     con.print(f"  {sign} [bold]{address}[/] {verb}")
     for field, old, new in changes:
         if action == "create":
@@ -86,8 +93,9 @@ def confirm(con: Any, auto_approve: bool, what: str) -> None:
         raise typer.Exit(1)
 
 
-def follow(client: Any, cluster_id: str, *, since_phases: int, want: tuple[str, ...], timeout_s: float,
-           con: Any) -> dict[str, Any]:
+def follow(
+    client: Any, cluster_id: str, *, since_phases: int, want: tuple[str, ...], timeout_s: float, con: Any
+) -> dict[str, Any]:
     """Poll the cluster until it settles after ``since_phases`` recorded phases; show a progress bar and the
     cluster's events. Returns the last cluster object."""
     from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn
@@ -96,9 +104,14 @@ def follow(client: Any, cluster_id: str, *, since_phases: int, want: tuple[str, 
     deadline = time.monotonic() + timeout_s
     grace = time.monotonic() + 10.0
     cluster: dict[str, Any] = {}
-    with Progress(TextColumn("[bold]{task.description:<13}"), BarColumn(bar_width=36),
-                  TextColumn("{task.completed}/{task.total} phases"), TimeElapsedColumn(),
-                  console=con, transient=False) as bar:
+    with Progress(
+        TextColumn("[bold]{task.description:<13}"),
+        BarColumn(bar_width=36),
+        TextColumn("{task.completed}/{task.total} phases"),
+        TimeElapsedColumn(),
+        console=con,
+        transient=False,
+    ) as bar:
         task = bar.add_task("Pending", total=len(PHASE_ORDER) - 1)
         while time.monotonic() < deadline:
             cluster = client.get(f"/v1/clusters/{cluster_id}")
@@ -124,14 +137,18 @@ def _timeout(cluster: dict[str, Any], timeout_s: float) -> Exception:
     from velyrix import errors
 
     phase = cluster.get("status", {}).get("phase", "?")
-    return errors.VelyrixError(f"cluster still in phase {phase} after {timeout_s:g} s",
-                               hint="check it later with: velyrix status NAME")
+    return errors.VelyrixError(
+        f"cluster still in phase {phase} after {timeout_s:g} s", hint="check it later with: velyrix status NAME"
+    )
 
 
 def reasons(cluster: dict[str, Any]) -> list[str]:
     """The messages of the cluster's failing conditions."""
-    return [f"{c['type']}: {c['reason']} - {c['message']}" for c in cluster["status"].get("conditions", [])
-            if c["status"] == "False"]
+    return [
+        f"{c['type']}: {c['reason']} - {c['message']}"
+        for c in cluster["status"].get("conditions", [])
+        if c["status"] == "False"
+    ]
 
 
 def apply(
@@ -165,8 +182,14 @@ def apply(
         cluster: dict[str, Any] | None = client.apply_cluster(body) if action != "noop" else live
         assert cluster is not None
         con.print(f"\n[bold]{body['address']}[/] ({cluster['id']}):")
-        cluster = follow(client, cluster["id"], since_phases=before if action != "noop" else 0,
-                         want=("Ready", "Degraded", "Failed"), timeout_s=timeout_s, con=con)
+        cluster = follow(
+            client,
+            cluster["id"],
+            since_phases=before if action != "noop" else 0,
+            want=("Ready", "Degraded", "Failed"),
+            timeout_s=timeout_s,
+            con=con,
+        )
         phase = cluster["status"]["phase"]
         if phase == "Ready":
             con.print(f"[green]{body['name']}: Ready[/] - acceptance report: velyrix report acceptance {body['name']}")
@@ -233,8 +256,14 @@ def status_cmd(
         for col in ("name", "region", "node type", "nodes", "phase", "updated"):
             table.add_column(col)
         for c in items:
-            table.add_row(c["name"], c["region"], c["node_type"], str(c["node_count"]), c["status"]["phase"],
-                          str(c["updated_at"])[:19])
+            table.add_row(
+                c["name"],
+                c["region"],
+                c["node_type"],
+                str(c["node_count"]),
+                c["status"]["phase"],
+                str(c["updated_at"])[:19],
+            )
         con.print(table)
         return
     cluster = client.find_cluster(name)
@@ -253,8 +282,10 @@ def render_cluster(con: Any, cluster: dict[str, Any], nodes: list[dict[str, Any]
     from rich.table import Table
 
     st = cluster["status"]
-    con.print(f"[bold]{cluster['name']}[/] ({cluster['id']}) in {cluster['region']}: "
-              f"[bold]{st['phase']}[/], {cluster['node_count']} x {cluster['node_type']}")
+    con.print(
+        f"[bold]{cluster['name']}[/] ({cluster['id']}) in {cluster['region']}: "
+        f"[bold]{st['phase']}[/], {cluster['node_count']} x {cluster['node_type']}"
+    )
     cond = Table(title="Conditions", show_lines=False)
     for col in ("type", "status", "reason", "message"):
         cond.add_column(col)
@@ -264,8 +295,11 @@ def render_cluster(con: Any, cluster: dict[str, Any], nodes: list[dict[str, Any]
     if nodes:
         per_su = Counter(((n.get("hardware") or {}).get("position") or {}).get("su") for n in nodes)
         states = Counter(n["provisioning_state"] for n in nodes)
-        con.print("Nodes: " + ", ".join(f"{v} {k}" for k, v in sorted(states.items()))
-                  + "; per scalable unit: " + ", ".join(f"SU{su}: {v}" for su, v in sorted(per_su.items(),
-                                                                                             key=lambda x: str(x[0]))))
+        con.print(
+            "Nodes: "
+            + ", ".join(f"{v} {k}" for k, v in sorted(states.items()))
+            + "; per scalable unit: "
+            + ", ".join(f"SU{su}: {v}" for su, v in sorted(per_su.items(), key=lambda x: str(x[0])))
+        )
     for ev in (st.get("events") or [])[-5:]:
         con.print(f"  [dim]{ev['at'][:19]} {event_line(ev)}[/]")

@@ -44,8 +44,10 @@ def parse_interval(text: str) -> float | None:
     try:
         value = float(text)
     except ValueError:
-        raise errors.InvalidInputError(f"interval '{text}' is neither a number of seconds nor 'auto'",
-                                       hint="e.g. --interval 1800 or --interval auto") from None
+        raise errors.InvalidInputError(
+            f"interval '{text}' is neither a number of seconds nor 'auto'",
+            hint="e.g. --interval 1800 or --interval auto",
+        ) from None
     if not value > 0:
         raise errors.InvalidInputError(f"interval must be > 0 seconds, got {text}", hint="e.g. 1800, or auto")
     return value
@@ -71,8 +73,9 @@ def checkpoint(
     gpus: int = typer.Option(..., "--gpus", help="GPUs of the job."),
     node_type: str = typer.Option("hgx-h200-8g", "--node-type", help="Catalog node type."),
     tier: str = typer.Option("parallel_fs", "--tier", help="Storage tier the checkpoints go to."),
-    tier_tb: float = typer.Option(None, "--tier-tb", help="Tier capacity, decimal TB (default: the smallest "
-                                                          "that meets --max-overhead)."),
+    tier_tb: float = typer.Option(
+        None, "--tier-tb", help="Tier capacity, decimal TB (default: the smallest that meets --max-overhead)."
+    ),
     mode: str = typer.Option("sync", "--mode", help="sync or async saves."),
     interval: str = typer.Option("auto", "--interval", help="Seconds between saves, or auto (Daly)."),
     failure_rate: float = typer.Option(None, "--node-failure-rate", help="Failures per 1,000 node-days."),
@@ -81,21 +84,51 @@ def checkpoint(
     goodput_target: float = typer.Option(None, "--goodput-target", help="Minimum ETTR, e.g. 0.95."),
     json_out: bool = typer.Option(False, "--json", help="Print JSON."),
 ) -> None:
-    result = compute(params=params, arch={"hidden": hidden, "ffn": ffn, "layers": layers, "heads": heads,
-                                          "kv_heads": kv_heads, "vocab": vocab},
-                     tp=tp, pp=pp, dp=dp, zero=zero, bytes_per_param=bytes_per_param, gpus=gpus, node_type=node_type,
-                     tier=tier, tier_tb=tier_tb, mode=mode, interval=interval, failure_rate=failure_rate,
-                     step_time=step_time, max_overhead=max_overhead, goodput_target=goodput_target)
+    result = compute(
+        params=params,
+        arch={"hidden": hidden, "ffn": ffn, "layers": layers, "heads": heads, "kv_heads": kv_heads, "vocab": vocab},
+        tp=tp,
+        pp=pp,
+        dp=dp,
+        zero=zero,
+        bytes_per_param=bytes_per_param,
+        gpus=gpus,
+        node_type=node_type,
+        tier=tier,
+        tier_tb=tier_tb,
+        mode=mode,
+        interval=interval,
+        failure_rate=failure_rate,
+        step_time=step_time,
+        max_overhead=max_overhead,
+        goodput_target=goodput_target,
+    )
     if json_out:
         common.print_json(result)
         return
     render(result)
 
 
-def compute(*, params: str | None, arch: dict[str, int | None], tp: int, pp: int, dp: int | None, zero: int,
-            bytes_per_param: float, gpus: int, node_type: str, tier: str, tier_tb: float | None, mode: str,
-            interval: str, failure_rate: float | None, step_time: float | None, max_overhead: float,
-            goodput_target: float | None) -> dict[str, Any]:
+def compute(
+    *,
+    params: str | None,
+    arch: dict[str, int | None],
+    tp: int,
+    pp: int,
+    dp: int | None,
+    zero: int,
+    bytes_per_param: float,
+    gpus: int,
+    node_type: str,
+    tier: str,
+    tier_tb: float | None,
+    mode: str,
+    interval: str,
+    failure_rate: float | None,
+    step_time: float | None,
+    max_overhead: float,
+    goodput_target: float | None,
+) -> dict[str, Any]:
     """Validate the flags and compute the JSON result (see ``HELP``)."""
     from velyrix import catalog, units
     from velyrix.planners import checkpoints, goodput, sizing
@@ -113,22 +146,34 @@ def compute(*, params: str | None, arch: dict[str, int | None], tp: int, pp: int
     interval_s = parse_interval(interval)
     architecture = checkpoints.architecture_from(arch)
     n_params = checkpoints.params_from(parse_count(params), architecture)
-    par = checkpoints.resolve_parallelism(gpus, tp=tp, pp=pp, dp=dp, zero_stage=zero,
-                                          layers=architecture.layers if architecture else None)
-    ckpt = checkpoints.checkpoint_size(n_params, par, bytes_per_param=bytes_per_param,
-                                       gpus_per_node=node.gpus_per_node)
+    par = checkpoints.resolve_parallelism(
+        gpus, tp=tp, pp=pp, dp=dp, zero_stage=zero, layers=architecture.layers if architecture else None
+    )
+    ckpt = checkpoints.checkpoint_size(n_params, par, bytes_per_param=bytes_per_param, gpus_per_node=node.gpus_per_node)
     rate = goodput.default_failure_rate() if failure_rate is None else failure_rate
     mtti = goodput.job_mtti_s(ckpt.job_nodes, rate)
-    ctx = sizing.Context(ckpt=ckpt, node_type=node_type, nodes=ckpt.job_nodes, gpus=par.ranks, mtti_s=mtti,
-                         step_time_s=step_time, max_overhead=max_overhead, goodput_target=goodput_target,
-                         keep=3, promote_every=10, archive_after_days=None, dataset_perf_tb=0.0)
+    ctx = sizing.Context(
+        ckpt=ckpt,
+        node_type=node_type,
+        nodes=ckpt.job_nodes,
+        gpus=par.ranks,
+        mtti_s=mtti,
+        step_time_s=step_time,
+        max_overhead=max_overhead,
+        goodput_target=goodput_target,
+        keep=3,
+        promote_every=10,
+        archive_after_days=None,
+        dataset_perf_tb=0.0,
+    )
     scalable = tier_rec.model == "per_capacity"
     chosen_by = "declared"
     if tier_tb is None:
         if not scalable:
             if tier_rec.model != "per_node":
-                raise errors.InvalidInputError(f"give --tier-tb for tier '{tier}'",
-                                               hint="its bandwidth does not follow from a stall target")
+                raise errors.InvalidInputError(
+                    f"give --tier-tb for tier '{tier}'", hint="its bandwidth does not follow from a stall target"
+                )
             tier_tb = 0.0
         else:
             grid = sizing.capacity_grid(tier, 0.0)
@@ -145,26 +190,48 @@ def compute(*, params: str | None, arch: dict[str, int | None], tp: int, pp: int
     if opt.blocking_s < float("inf") and opt.interval_s < float("inf"):
         save_mean = opt.blocking_s * derate if mode == "sync" else opt.blocking_s
         restart_mean = fixed + (opt.restart_s - fixed) * derate
-        rows = [asdict(goodput.sensitivity_row("mean bandwidth", opt.interval_s, save_mean, restart_mean, mtti)),
-                asdict(goodput.sensitivity_row("bandwidth at low percentile (planned)", opt.interval_s,
-                                               opt.blocking_s, opt.restart_s, mtti)),
-                asdict(goodput.sensitivity_row("failure rate x2", opt.interval_s, opt.blocking_s, opt.restart_s,
-                                               mtti / 2.0))]
+        rows = [
+            asdict(goodput.sensitivity_row("mean bandwidth", opt.interval_s, save_mean, restart_mean, mtti)),
+            asdict(
+                goodput.sensitivity_row(
+                    "bandwidth at low percentile (planned)", opt.interval_s, opt.blocking_s, opt.restart_s, mtti
+                )
+            ),
+            asdict(
+                goodput.sensitivity_row("failure rate x2", opt.interval_s, opt.blocking_s, opt.restart_s, mtti / 2.0)
+            ),
+        ]
     out: dict[str, Any] = ckpt.to_dict()
-    out.update({
-        "architecture": asdict(architecture) if architecture else None,
-        "node_type": node_type, "tier": tier, "tier_tb": tier_tb, "tier_tb_chosen_by": chosen_by, "mode": mode,
-        "write_gb_s": opt.write_gb_s, "write_gbps": units.gb_s_to_gbps(opt.write_gb_s),
-        "expected_write_gb_s": opt.expected_write_gb_s, "read_gb_s": opt.read_gb_s,
-        "blocking_s": opt.to_dict()["blocking_s"], "write_s": opt.to_dict()["write_s"],
-        "interval_s": opt.to_dict()["interval_s"], "interval_auto": interval_s is None,
-        "share_of_interval": opt.to_dict()["share_of_interval"], "blocking_steps": opt.blocking_steps,
-        "restart_s": opt.to_dict()["restart_s"], "ettr": opt.ettr, "meets": opt.meets, "reasons": list(opt.reasons),
-        "mttf_h": mtti / units.SECONDS_PER_HOUR, "failure_rate_per_1000_node_days": rate,
-        "option": opt.to_dict(), "cheapest": best.to_dict() if best else None,
-        "change": sizing.describe_change(opt, best) if scalable else [],
-        "sensitivity": rows,
-    })
+    out.update(
+        {
+            "architecture": asdict(architecture) if architecture else None,
+            "node_type": node_type,
+            "tier": tier,
+            "tier_tb": tier_tb,
+            "tier_tb_chosen_by": chosen_by,
+            "mode": mode,
+            "write_gb_s": opt.write_gb_s,
+            "write_gbps": units.gb_s_to_gbps(opt.write_gb_s),
+            "expected_write_gb_s": opt.expected_write_gb_s,
+            "read_gb_s": opt.read_gb_s,
+            "blocking_s": opt.to_dict()["blocking_s"],
+            "write_s": opt.to_dict()["write_s"],
+            "interval_s": opt.to_dict()["interval_s"],
+            "interval_auto": interval_s is None,
+            "share_of_interval": opt.to_dict()["share_of_interval"],
+            "blocking_steps": opt.blocking_steps,
+            "restart_s": opt.to_dict()["restart_s"],
+            "ettr": opt.ettr,
+            "meets": opt.meets,
+            "reasons": list(opt.reasons),
+            "mttf_h": mtti / units.SECONDS_PER_HOUR,
+            "failure_rate_per_1000_node_days": rate,
+            "option": opt.to_dict(),
+            "cheapest": best.to_dict() if best else None,
+            "change": sizing.describe_change(opt, best) if scalable else [],
+            "sensitivity": rows,
+        }
+    )
     return out
 
 
@@ -185,9 +252,12 @@ def render(r: dict[str, Any]) -> None:
         for line in r["change"]:
             c.add_row("change", line)
         b = r["cheapest"]
-        c.add_row("result", f"blocks {views._s(b['blocking_s'])}, ETTR {b['ettr']:.2%}, storage "
-                            f"{views._usd(b['storage_usd_per_month'])}/month, total "
-                            f"{views._usd(b['total_usd_per_month'])}/month")
+        c.add_row(
+            "result",
+            f"blocks {views._s(b['blocking_s'])}, ETTR {b['ettr']:.2%}, storage "
+            f"{views._usd(b['storage_usd_per_month'])}/month, total "
+            f"{views._usd(b['total_usd_per_month'])}/month",
+        )
         con.print(c)
     if r["sensitivity"]:
         con.print(views.sensitivity_table(r["sensitivity"], with_daly=False))

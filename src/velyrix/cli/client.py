@@ -64,12 +64,22 @@ class Client:
     def _http(self) -> httpx.Client:
         import httpx
 
-        return httpx.Client(base_url=self.endpoint, timeout=self.timeout_s, transport=self.transport,
-                            headers={"Authorization": f"Bearer {self.api_key}",
-                                     "User-Agent": "velyrix-cli"})
+        return httpx.Client(
+            base_url=self.endpoint,
+            timeout=self.timeout_s,
+            transport=self.transport,
+            headers={"Authorization": f"Bearer {self.api_key}", "User-Agent": "velyrix-cli"},
+        )
 
-    def request(self, method: str, path: str, *, json_body: Any = None, params: dict[str, Any] | None = None,
-                if_match: str | None = None) -> tuple[Any, dict[str, str]]:
+    def request(
+        self,
+        method: str,
+        path: str,
+        *,
+        json_body: Any = None,
+        params: dict[str, Any] | None = None,
+        if_match: str | None = None,
+    ) -> tuple[Any, dict[str, str]]:
         """Send one request; returns ``(json or None, headers)``; raises ``RemoteError`` on 4xx/5xx."""
         import httpx
 
@@ -87,8 +97,12 @@ class Client:
                 except httpx.TransportError as exc:
                     last = exc
             else:
-                raise errors.RemoteError(f"cannot reach {self.endpoint}: {last}", code="unreachable", status=503,
-                                         hint="is `velyrix server` running? check the endpoint of `velyrix login`")
+                raise errors.RemoteError(
+                    f"cannot reach {self.endpoint}: {last}",
+                    code="unreachable",
+                    status=503,
+                    hint="is `velyrix server` running? check the endpoint of `velyrix login`",
+                )
         if resp.status_code >= 400:
             raise _remote_error(resp)
         body = resp.json() if resp.content else None
@@ -140,5 +154,10 @@ def _remote_error(resp: httpx.Response) -> errors.RemoteError:
     if not isinstance(problem, dict):
         problem = {}
     message = problem.get("detail") or f"HTTP {resp.status_code} from the control plane"
-    return errors.RemoteError(str(message), code=str(problem.get("code", "http_error")), status=resp.status_code,
-                              hint=problem.get("hint"), request_id=problem.get("request_id"))
+    return errors.RemoteError(
+        str(message),
+        code=str(problem.get("code", "http_error")),
+        status=resp.status_code,
+        hint=problem.get("hint"),
+        request_id=problem.get("request_id"),
+    )

@@ -15,8 +15,9 @@ def parse_vars(pairs: list[str] | None) -> dict[str, str]:
     for pair in pairs or []:
         name, sep, value = pair.partition("=")
         if not sep or not name.strip():
-            raise errors.InvalidInputError(f"-var '{pair}' is not of the form name=value",
-                                           hint="example: -var node_count=32")
+            raise errors.InvalidInputError(
+                f"-var '{pair}' is not of the form name=value", hint="example: -var node_count=32"
+            )
         out[name.strip()] = value
     return out
 

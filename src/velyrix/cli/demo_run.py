@@ -52,10 +52,10 @@ def run(file: Path, *, speed: float, faults: bool, seed: int) -> None:
     from velyrix.controlplane.db import models
     from velyrix.controlplane.reconcile import signing
     from velyrix.controlplane.reconcile.runtime import FleetRuntime
+    from velyrix.declarations import loader
     from velyrix.fleet.drivers.sim import Fault
     from velyrix.ops.service import create_app
     from velyrix.planners import plan as planner
-    from velyrix.declarations import loader
 
     con = common.console()
     spec_file = loader.load(file)
@@ -64,8 +64,9 @@ def run(file: Path, *, speed: float, faults: bool, seed: int) -> None:
 
     app = create_app(f"sqlite:///{home}/velyrix.db")
     counts = twin_counts(spec_file)
-    runtime = FleetRuntime.twin(app.state.sessionmaker, spec_file.region, node_counts=counts, seed=seed, delays=True,
-                                speed=speed)
+    runtime = FleetRuntime.twin(
+        app.state.sessionmaker, spec_file.region, node_counts=counts, seed=seed, delays=True, speed=speed
+    )
     runtime.attach(app)
     runtime.start()
     port = _free_port()
@@ -84,8 +85,10 @@ def run(file: Path, *, speed: float, faults: bool, seed: int) -> None:
     os.environ["VELYRIX_API_KEY"] = key
     nodes = sum(counts.values())
     con.rule("[bold]2. Apply[/]")
-    con.print(f"Embedded control plane on http://127.0.0.1:{port} (SQLite in {home}); twin of {spec_file.region}: "
-              f"{nodes} nodes, clock x{speed:g} (1 wall second = {speed / 60:g} simulated minutes).")
+    con.print(
+        f"Embedded control plane on http://127.0.0.1:{port} (SQLite in {home}); twin of {spec_file.region}: "
+        f"{nodes} nodes, clock x{speed:g} (1 wall second = {speed / 60:g} simulated minutes)."
+    )
     if faults and runtime.sim is not None:
         victim = sorted(runtime.sim.nodes)[7]
         runtime.sim.inject(victim, Fault("slow_gpu", gpu=3, factor=0.55))
@@ -108,8 +111,10 @@ def run(file: Path, *, speed: float, faults: bool, seed: int) -> None:
                 continue
             fleet_cmd.render_report(con, signed)
             check = signing.verify(signed, signing.public_key_b64(spec_file.region))
-            con.print(f"Signature check against the {spec_file.region} key: "
-                      + ("[green]valid[/]" if check.valid else f"[red]{check.reason}[/]"))
+            con.print(
+                f"Signature check against the {spec_file.region} key: "
+                + ("[green]valid[/]" if check.valid else f"[red]{check.reason}[/]")
+            )
         server.should_exit = True
         thread.join(5)
         runtime.stop()

@@ -30,19 +30,26 @@ def register(app: typer.Typer) -> None:
 def fabric(
     node_type: str = typer.Option(..., "--node-type", help="Node type from the catalog, e.g. hgx-h200-8g."),
     nodes: int = typer.Option(None, "--nodes", help="Number of nodes (or give --gpus).", show_default=False),
-    gpus: int = typer.Option(None, "--gpus", help="Number of GPUs, a multiple of the GPUs per node.",
-                             show_default=False),
+    gpus: int = typer.Option(
+        None, "--gpus", help="Number of GPUs, a multiple of the GPUs per node.", show_default=False
+    ),
     fabric_name: str = typer.Option(..., "--fabric", help="infiniband-ndr, infiniband-xdr or spectrum-x."),
     oversubscription: float = typer.Option(1.0, "--oversubscription", help="Leaf down:up ratio; 1 = non-blocking."),
     no_sharp: bool = typer.Option(False, "--no-sharp", help="Plan without SHARP in-network reduction."),
-    storage_gb_s: float = typer.Option(None, "--storage-gb-s", show_default=False,
-                                       help="Storage read target in GB/s (default: SuperPOD 'better' guidance)."),
+    storage_gb_s: float = typer.Option(
+        None,
+        "--storage-gb-s",
+        show_default=False,
+        help="Storage read target in GB/s (default: SuperPOD 'better' guidance).",
+    ),
     json_out: bool = typer.Option(False, "--json", help="Print the plan and its verification as JSON."),
     picture: Path = typer.Option(None, "--picture", help="Write an SVG picture of the pod.", show_default=False),
-    topology_out: Path = typer.Option(None, "--topology-out", show_default=False,
-                                      help="Write every switch and cable as JSON."),
-    slurm_topology: Path = typer.Option(None, "--slurm-topology", show_default=False,
-                                        help="Write a Slurm topology.conf (tree plugin)."),
+    topology_out: Path = typer.Option(
+        None, "--topology-out", show_default=False, help="Write every switch and cable as JSON."
+    ),
+    slurm_topology: Path = typer.Option(
+        None, "--slurm-topology", show_default=False, help="Write a Slurm topology.conf (tree plugin)."
+    ),
     node_prefix: str = typer.Option("node-", "--node-prefix", help="Host name prefix for the Slurm file."),
 ) -> None:
     from velyrix import catalog
@@ -52,10 +59,17 @@ def fabric(
     nt = catalog.node_type(node_type)
     node_count = _node_count(nodes, gpus, nt.gpus_per_node)
     if picture is not None and picture.suffix.lower() != ".svg":
-        raise errors.InvalidInputError(f"--picture {picture}: only SVG pictures are written",
-                                       hint=f"use {picture.with_suffix('.svg')}")
-    plan = planner.plan_fabric(node_type, node_count, fabric_name, oversubscription=oversubscription,
-                               sharp=not no_sharp, storage_target_gb_s=storage_gb_s)
+        raise errors.InvalidInputError(
+            f"--picture {picture}: only SVG pictures are written", hint=f"use {picture.with_suffix('.svg')}"
+        )
+    plan = planner.plan_fabric(
+        node_type,
+        node_count,
+        fabric_name,
+        oversubscription=oversubscription,
+        sharp=not no_sharp,
+        storage_target_gb_s=storage_gb_s,
+    )
     verification = fabric_verify.verify(plan)
     section = plan.to_dict()
     section["compute"]["verification"] = verification.to_dict()
@@ -85,8 +99,9 @@ def fabric(
 
 def _node_count(nodes: int | None, gpus: int | None, gpus_per_node: int) -> int:
     if (nodes is None) == (gpus is None):
-        raise errors.InvalidInputError("give exactly one of --nodes or --gpus",
-                                       hint="example: --nodes 64, or --gpus 512")
+        raise errors.InvalidInputError(
+            "give exactly one of --nodes or --gpus", hint="example: --nodes 64, or --gpus 512"
+        )
     if nodes is not None:
         if nodes < 1:
             raise errors.InvalidInputError(f"--nodes must be >= 1, got {nodes}")
@@ -94,6 +109,8 @@ def _node_count(nodes: int | None, gpus: int | None, gpus_per_node: int) -> int:
     assert gpus is not None
     if gpus < 1 or gpus % gpus_per_node:
         up = max(1, -(-gpus // gpus_per_node))
-        raise errors.InvalidInputError(f"--gpus {gpus} is not a whole number of {gpus_per_node}-GPU nodes",
-                                       hint=f"closest valid: --gpus {up * gpus_per_node} (--nodes {up})")
+        raise errors.InvalidInputError(
+            f"--gpus {gpus} is not a whole number of {gpus_per_node}-GPU nodes",
+            hint=f"closest valid: --gpus {up * gpus_per_node} (--nodes {up})",
+        )
     return gpus // gpus_per_node

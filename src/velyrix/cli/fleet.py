@@ -44,21 +44,27 @@ def node_token(
         raise errors.NotFoundError(kind="node", name=hostname)
     issued = client.post(f"/v1/nodes/{found[0]['id']}/credentials", {})
     typer.echo(issued["node_token"])
-    common.console(stderr=True).print(f"token for {hostname} (shown once): run its agent with "
-                                      f"--control-plane {client.endpoint} --node-token <token>")
+    common.console(stderr=True).print(
+        f"token for {hostname} (shown once): run its agent with --control-plane {client.endpoint} --node-token <token>"
+    )
 
 
 def up(
     host: str = typer.Option("127.0.0.1", help="Address to listen on."),
     port: int = typer.Option(8600, help="TCP port."),
     region: str = typer.Option("us-east-1", help="Catalog region the twin simulates."),
-    nodes: list[str] = typer.Option(None, "--nodes", metavar="NODE_TYPE=COUNT",
-                                    help="Twin nodes per type (repeatable; default: the region's capacity)."),
+    nodes: list[str] = typer.Option(
+        None,
+        "--nodes",
+        metavar="NODE_TYPE=COUNT",
+        help="Twin nodes per type (repeatable; default: the region's capacity).",
+    ),
     seed: int = typer.Option(0, help="Seed of the twin (same seed, same serials, same faults)."),
     speed: float = typer.Option(60.0, help="Simulated seconds per wall second."),
     no_delays: bool = typer.Option(False, "--no-delays", help="Driver requests finish at once (tests, benchmarks)."),
-    spontaneous: bool = typer.Option(False, "--spontaneous-faults",
-                                     help="Let faults happen at the catalog's failure rates (with precursors)."),
+    spontaneous: bool = typer.Option(
+        False, "--spontaneous-faults", help="Let faults happen at the catalog's failure rates (with precursors)."
+    ),
 ) -> None:
     """Run the control plane with a digital-twin region as its fleet (API, reconcilers, twin; long-running)."""
     import logging
@@ -74,15 +80,23 @@ def up(
 
     home = settings.load().paths.home
     home.mkdir(parents=True, exist_ok=True)
-    runtime = FleetRuntime.twin(app.state.sessionmaker, region, node_counts=common.parse_node_counts(nodes),
-                                seed=seed, delays=not no_delays, speed=speed,
-                                state_file=home / f"twin-{region}-{seed}.json")
+    runtime = FleetRuntime.twin(
+        app.state.sessionmaker,
+        region,
+        node_counts=common.parse_node_counts(nodes),
+        seed=seed,
+        delays=not no_delays,
+        speed=speed,
+        state_file=home / f"twin-{region}-{seed}.json",
+    )
     runtime.attach(app)
     if spontaneous and runtime.sim is not None:
         runtime.sim.enable_spontaneous()
     runtime.start()
-    common.console(stderr=True).print(f"velyrix up: {region} twin with {len(runtime.sim.nodes) if runtime.sim else 0} "
-                                      f"nodes, API on http://{host}:{port}")
+    common.console(stderr=True).print(
+        f"velyrix up: {region} twin with {len(runtime.sim.nodes) if runtime.sim else 0} "
+        f"nodes, API on http://{host}:{port}"
+    )
     try:
         uvicorn.run(app, host=host, port=port, log_level="warning")
     finally:
@@ -92,8 +106,12 @@ def up(
 def inject(
     node: str = typer.Argument(..., help="Twin hostname, e.g. use1-h200-su00-n07.", show_default=False),
     xid: int = typer.Option(None, "--xid", help="Raise this XID (e.g. 79: fallen off the bus)."),
-    kind: str = typer.Option(None, "--kind", help="ecc_dbe, ecc_sbe_storm, slow_gpu, ib_down, slow_disk, "
-                                                  "remap_failure, nvlink, thermal (default: xid with --xid)."),
+    kind: str = typer.Option(
+        None,
+        "--kind",
+        help="ecc_dbe, ecc_sbe_storm, slow_gpu, ib_down, slow_disk, "
+        "remap_failure, nvlink, thermal (default: xid with --xid).",
+    ),
     gpu: int = typer.Option(None, "--gpu", help="GPU index (default 0)."),
     port: int = typer.Option(None, "--port", help="IB port index for ib_down."),
     drive: int = typer.Option(None, "--drive", help="NVMe index for slow_disk."),
@@ -106,18 +124,31 @@ def inject(
 
     if kind is None and xid is None:
         raise errors.InvalidInputError("say which fault: --xid N or --kind KIND", hint="e.g. --xid 79")
-    body = {"node": node, "kind": kind or "xid", "gpu": gpu, "xid": xid, "port": port, "drive": drive,
-            "factor": factor, "precursor_s": precursor_s}
+    body = {
+        "node": node,
+        "kind": kind or "xid",
+        "gpu": gpu,
+        "xid": xid,
+        "port": port,
+        "drive": drive,
+        "factor": factor,
+        "precursor_s": precursor_s,
+    }
     try:
         event = client_mod.Client.from_login().post("/v1/sim/faults", {k: v for k, v in body.items() if v is not None})
     except errors.RemoteError as exc:
         if exc.code != "forbidden":
             raise
-        raise errors.RemoteError(str(exc), code=exc.code, status=exc.http_status,
-                                 hint="faults are injected with a provider key, not a tenant's: `velyrix admin "
-                                      "create-provider-key NAME` prints one; pass it as VELYRIX_API_KEY") from exc
-    common.console().print(f"{event['kind']} injected at t={event['at_s']:.0f} s on {event['hostname']}: "
-                           f"{event['fault']}")
+        raise errors.RemoteError(
+            str(exc),
+            code=exc.code,
+            status=exc.http_status,
+            hint="faults are injected with a provider key, not a tenant's: `velyrix admin "
+            "create-provider-key NAME` prints one; pass it as VELYRIX_API_KEY",
+        ) from exc
+    common.console().print(
+        f"{event['kind']} injected at t={event['at_s']:.0f} s on {event['hostname']}: {event['fault']}"
+    )
 
 
 def report_acceptance(
@@ -146,8 +177,10 @@ def render_report(con: Any, signed: dict[str, Any], max_nodes: int = 12) -> None
     rep = signed["report"]
     c = rep["cluster"]
     verdict = "[green]PASSED[/]" if rep["passed"] else "[red]NOT PASSED[/]"
-    con.print(f"[bold]Acceptance report[/] {c['name']} ({c['id']}): {len(rep['nodes'])} x {c['node_type']} in "
-              f"{c['region']}, delivered {rep['delivered_at'][:19]} - {verdict}")
+    con.print(
+        f"[bold]Acceptance report[/] {c['name']} ({c['id']}): {len(rep['nodes'])} x {c['node_type']} in "
+        f"{c['region']}, delivered {rep['delivered_at'][:19]} - {verdict}"
+    )
     summary = Table(title="Per-node tests (worst node per test)")
     for col in ("test", "nodes passed", "worst node", "subject", "measured", "expected", "unit"):
         summary.add_column(col)
@@ -157,8 +190,15 @@ def render_report(con: Any, signed: dict[str, Any], max_nodes: int = 12) -> None
             tests.setdefault(t["test"], []).append((node["name"], t))
     for test, rows in tests.items():
         name, worst = min(rows, key=lambda r: (r[1]["passed"], r[1]["measured"] / (r[1]["expected"] or 1)))
-        summary.add_row(test, f"{sum(r[1]['passed'] for r in rows)}/{len(rows)}", name, worst["subject"],
-                        f"{worst['measured']:g}", f"{worst['expected']:g}", worst["unit"])
+        summary.add_row(
+            test,
+            f"{sum(r[1]['passed'] for r in rows)}/{len(rows)}",
+            name,
+            worst["subject"],
+            f"{worst['measured']:g}",
+            f"{worst['expected']:g}",
+            worst["unit"],
+        )
     con.print(summary)
     nodes = Table(title=f"Nodes (first {min(max_nodes, len(rep['nodes']))} of {len(rep['nodes'])})")
     for col in ("node", "SU", "serial", "GPUs", "closest to its limit", "passed"):
@@ -167,36 +207,56 @@ def render_report(con: Any, signed: dict[str, Any], max_nodes: int = 12) -> None
         closest = "-"
         if node["tests"]:
             worst = min(node["tests"], key=lambda t: (t["passed"], t["measured"] / (t["expected"] or 1)))
-            closest = (f"{worst['test']} {worst['subject']}: {worst['measured']:g} / {worst['expected']:g} "
-                       f"{worst['unit']}")
-        nodes.add_row(node["name"], str(node["su"]), str(node["serial"]), str(len(node["gpu_uuids"])), closest,
-                      "yes" if node["passed"] else "[red]no[/]")
+            closest = (
+                f"{worst['test']} {worst['subject']}: {worst['measured']:g} / {worst['expected']:g} {worst['unit']}"
+            )
+        nodes.add_row(
+            node["name"],
+            str(node["su"]),
+            str(node["serial"]),
+            str(len(node["gpu_uuids"])),
+            closest,
+            "yes" if node["passed"] else "[red]no[/]",
+        )
     con.print(nodes)
     if rep["cluster_tests"]:
         ct = Table(title="Cluster tests")
         for col in ("test", "subject", "measured", "expected", "unit", "passed"):
             ct.add_column(col)
         for r in rep["cluster_tests"]:
-            ct.add_row(r["test"], r["subject"], f"{r['measured']:g}", f"{r['expected']:g}", r["unit"],
-                       "yes" if r["passed"] else "[red]no[/]")
+            ct.add_row(
+                r["test"],
+                r["subject"],
+                f"{r['measured']:g}",
+                f"{r['expected']:g}",
+                r["unit"],
+                "yes" if r["passed"] else "[red]no[/]",
+            )
         con.print(ct)
     if rep["replacements"]:
         rt = Table(title="Replacements")
         for col in ("failed node", "replaced by", "phase", "reason", "sanitized"):
             rt.add_column(col)
         for r in rep["replacements"]:
-            rt.add_row(r["failed"], str(r["replacement"]), r["phase"], r["reason"].split(";")[0][:100],
-                       r.get("sanitize_certificate", "after delivery"))
+            rt.add_row(
+                r["failed"],
+                str(r["replacement"]),
+                r["phase"],
+                r["reason"].split(";")[0][:100],
+                r.get("sanitize_certificate", "after delivery"),
+            )
         con.print(rt)
     sig = signed["signature"]
     con.print(f"Signed {sig['algorithm']} by {sig['key_id']} - check with: velyrix verify acceptance FILE")
 
 
 def verify_acceptance(
-    file: Path = typer.Argument(..., help="A report saved with `velyrix report acceptance NAME --json`.",
-                                show_default=False),
-    public_key: str = typer.Option(None, "--public-key", help="Pin the region's key (base64, from "
-                                                              "GET /v1/acceptance/keys/REGION)."),
+    file: Path = typer.Argument(
+        ..., help="A report saved with `velyrix report acceptance NAME --json`.", show_default=False
+    ),
+    public_key: str = typer.Option(
+        None, "--public-key", help="Pin the region's key (base64, from GET /v1/acceptance/keys/REGION)."
+    ),
 ) -> None:
     """Verify the Ed25519 signature of an acceptance report; exit 0 when valid, 1 when not."""
     from velyrix import errors
@@ -212,9 +272,11 @@ def verify_acceptance(
     con = common.console()
     if result.valid:
         rep = signed["report"]
-        con.print(f"[green]valid[/]: {result.reason} ({result.key_id}); cluster {rep['cluster']['name']}, "
-                  f"{len(rep['nodes'])} nodes, passed={rep['passed']}"
-                  + ("" if public_key else " [yellow](key not pinned: use --public-key to check who signed)[/]"))
+        con.print(
+            f"[green]valid[/]: {result.reason} ({result.key_id}); cluster {rep['cluster']['name']}, "
+            f"{len(rep['nodes'])} nodes, passed={rep['passed']}"
+            + ("" if public_key else " [yellow](key not pinned: use --public-key to check who signed)[/]")
+        )
         return
     con.print(f"[red]INVALID[/]: {result.reason}")
     raise typer.Exit(1)
@@ -223,8 +285,11 @@ def verify_acceptance(
 def demo(
     file: Path = typer.Option(Path("examples/acme-pretrain.tf"), "--file", help="Declaration to apply."),
     speed: float = typer.Option(240.0, help="Simulated seconds per wall second of the twin's clock."),
-    faults: bool = typer.Option(True, "--faults/--no-faults", help="Inject a slow GPU into a node the cluster "
-                                                                   "will get, to show its replacement."),
+    faults: bool = typer.Option(
+        True,
+        "--faults/--no-faults",
+        help="Inject a slow GPU into a node the cluster will get, to show its replacement.",
+    ),
     seed: int = typer.Option(7, help="Seed of the twin."),
 ) -> None:
     """Plan, apply and validate the declared cluster on an embedded control plane (SQLite in a temporary

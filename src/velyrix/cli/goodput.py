@@ -30,15 +30,23 @@ def register(app: typer.Typer) -> None:
 def goodput(
     gpus: int = typer.Option(..., "--gpus", help="GPUs of the job."),
     node_type: str = typer.Option("hgx-h200-8g", "--node-type", help="Catalog node type (GPUs per node, price)."),
-    failure_rate: float = typer.Option(None, "--node-failure-rate", metavar="PER_1000_NODE_DAYS",
-                                       help="Node failures per 1,000 node-days (default: catalog, 6.5)."),
+    failure_rate: float = typer.Option(
+        None,
+        "--node-failure-rate",
+        metavar="PER_1000_NODE_DAYS",
+        help="Node failures per 1,000 node-days (default: catalog, 6.5).",
+    ),
     save_s: float = typer.Option(60.0, "--save-seconds", help="Seconds each checkpoint save blocks training."),
-    restart_s: float = typer.Option(None, "--restart-seconds",
-                                    help="Seconds to detect, reschedule and reload (default: catalog detect + "
-                                         "reschedule, 420 s, plus nothing for the reload)."),
+    restart_s: float = typer.Option(
+        None,
+        "--restart-seconds",
+        help="Seconds to detect, reschedule and reload (default: catalog detect + "
+        "reschedule, 420 s, plus nothing for the reload).",
+    ),
     interval: str = typer.Option("auto", "--interval", help="Seconds between saves, or auto (Daly's optimum)."),
-    derate: float = typer.Option(0.8, "--low-percentile-derate",
-                                 help="Bandwidth at its low percentile as a share of the mean (sensitivity row)."),
+    derate: float = typer.Option(
+        0.8, "--low-percentile-derate", help="Bandwidth at its low percentile as a share of the mean (sensitivity row)."
+    ),
     days: float = typer.Option(30.0, "--days", help="Length of each simulated run, days."),
     replicas: int = typer.Option(2000, "--replicas", help="Simulated runs."),
     seed: int = typer.Option(0, "--seed", help="Random seed of the simulation."),
@@ -54,9 +62,18 @@ def goodput(
         restart_s = float(cfg["detect_s"]) + float(cfg["reschedule_s"])
     if replicas > 1_000_000:
         raise errors.InvalidInputError(f"--replicas {replicas} is too many", hint="at most 1,000,000")
-    plan = planner.plan_goodput(gpus=gpus, node_type=node_type, failure_rate=failure_rate, save_s=save_s,
-                                restart_s=restart_s, interval_s=parse_interval(interval),
-                                low_percentile_derate=derate, horizon_days=days, replicas=replicas, seed=seed)
+    plan = planner.plan_goodput(
+        gpus=gpus,
+        node_type=node_type,
+        failure_rate=failure_rate,
+        save_s=save_s,
+        restart_s=restart_s,
+        interval_s=parse_interval(interval),
+        low_percentile_derate=derate,
+        horizon_days=days,
+        replicas=replicas,
+        seed=seed,
+    )
     result = plan.to_dict()
     if chart is not None:
         result["chart"] = str(write_chart(plan, chart))
@@ -91,31 +108,51 @@ def write_chart(plan: Any, path: Path, points: int = 7) -> Path:
     ax.plot(xs / 60.0, np.array(ys) * 100.0, label="first-order ETTR")
     sim_x = np.geomspace(lo, max(hi, lo * 2.0), points)
     for i, x in enumerate(sim_x):
-        sim = planner.simulate_ettr(float(x), plan.save_s, plan.restart_s, mtti, horizon_s=plan.simulation.horizon_s,
-                                    replicas=max(200, plan.simulation.replicas // 4), seed=plan.simulation.seed + i)
+        sim = planner.simulate_ettr(
+            float(x),
+            plan.save_s,
+            plan.restart_s,
+            mtti,
+            horizon_s=plan.simulation.horizon_s,
+            replicas=max(200, plan.simulation.replicas // 4),
+            seed=plan.simulation.seed + i,
+        )
         err = (sim.ettr_ci[1] - sim.ettr_ci[0]) * 50.0
-        ax.errorbar(x / 60.0, sim.ettr_mean * 100.0, yerr=err, fmt="o", color="tab:orange", capsize=3,
-                    label="simulated (95% CI)" if i == 0 else None)
-    ax.axvline(plan.interval_daly_s / 60.0, color="tab:green", linestyle="--",
-               label=f"Daly optimum {plan.interval_daly_s / 60.0:,.1f} min")
-    ax.plot([plan.interval_daly_s / 60.0], [plan.ettr_at_daly * 100.0], marker="*", markersize=14,
-            color="tab:green")
+        ax.errorbar(
+            x / 60.0,
+            sim.ettr_mean * 100.0,
+            yerr=err,
+            fmt="o",
+            color="tab:orange",
+            capsize=3,
+            label="simulated (95% CI)" if i == 0 else None,
+        )
+    ax.axvline(
+        plan.interval_daly_s / 60.0,
+        color="tab:green",
+        linestyle="--",
+        label=f"Daly optimum {plan.interval_daly_s / 60.0:,.1f} min",
+    )
+    ax.plot([plan.interval_daly_s / 60.0], [plan.ettr_at_daly * 100.0], marker="*", markersize=14, color="tab:green")
     if not plan.interval_is_auto:
-        ax.axvline(plan.interval_s / 60.0, color="tab:red", linestyle=":",
-                   label=f"chosen {plan.interval_s / 60.0:,.1f} min")
+        ax.axvline(
+            plan.interval_s / 60.0, color="tab:red", linestyle=":", label=f"chosen {plan.interval_s / 60.0:,.1f} min"
+        )
     ax.set_xscale("log")
     ax.set_xlabel("checkpoint interval (minutes)")
     ax.set_ylabel("ETTR (%)")
-    ax.set_title(f"{plan.gpus:,} GPUs, MTTI {plan.mttf_h:,.1f} h, save {plan.save_s:,.1f} s, "
-                 f"restart {plan.restart_s:,.0f} s")
+    ax.set_title(
+        f"{plan.gpus:,} GPUs, MTTI {plan.mttf_h:,.1f} h, save {plan.save_s:,.1f} s, restart {plan.restart_s:,.0f} s"
+    )
     ax.grid(True, which="both", alpha=0.3)
     ax.legend(loc="lower center")
     fig.tight_layout()
     try:
         fig.savefig(path, format="png")
     except OSError as exc:
-        raise errors.InvalidInputError(f"cannot write the chart to {path}: {exc.strerror}",
-                                       hint="give a writable path, e.g. --chart ettr.png") from None
+        raise errors.InvalidInputError(
+            f"cannot write the chart to {path}: {exc.strerror}", hint="give a writable path, e.g. --chart ettr.png"
+        ) from None
     finally:
         plt.close(fig)
     return path

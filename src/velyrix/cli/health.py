@@ -6,8 +6,9 @@ from pathlib import Path
 
 import typer
 
-health_app = typer.Typer(name="health", help="Node health: evaluate policies on the twin, look up XIDs.",
-                         no_args_is_help=True)
+health_app = typer.Typer(
+    name="health", help="Node health: evaluate policies on the twin, look up XIDs.", no_args_is_help=True
+)
 
 EVALUATE_HELP = """Run the digital twin for a simulated period with failures at the published rates (some with
 precursors) under three policies: none, reactive (act after a failure) and Velyrix's proactive engine.
@@ -36,8 +37,9 @@ def evaluate(
     nodes: int = typer.Option(1024, "--nodes", help="Nodes in the simulated fleet (hgx-h200-8g)."),
     seed: int = typer.Option(0, "--seed", help="Seed of the twin, the jobs and the noise."),
     poll_s: float = typer.Option(3600.0, "--poll", help="Simulated seconds between verdicts."),
-    precursor_h: float | None = typer.Option(None, "--precursor-h",
-                                             help="Hours precursors run before their fault (default: the twin's 6)."),
+    precursor_h: float | None = typer.Option(
+        None, "--precursor-h", help="Hours precursors run before their fault (default: the twin's 6)."
+    ),
     workers: int = typer.Option(2, "--workers", help="Processes (one policy each, at most 3)."),
     as_json: bool = typer.Option(False, "--json", help="Print JSON instead of a table."),
     chart: Path | None = typer.Option(None, "--chart", metavar="FILE", help="Write a bar chart (PNG/SVG)."),
@@ -64,8 +66,10 @@ def evaluate(
     out = common.console()
     out.print(table)
     cmp = result["proactive_vs_reactive"]
-    out.print(f"proactive vs reactive: {cmp['precursor_interruption_reduction_pct']}% fewer interruptions on faults "
-              f"with precursors, {cmp['all_interruption_reduction_pct']}% fewer overall")
+    out.print(
+        f"proactive vs reactive: {cmp['precursor_interruption_reduction_pct']}% fewer interruptions on faults "
+        f"with precursors, {cmp['all_interruption_reduction_pct']}% fewer overall"
+    )
 
 
 def _cell(value: object) -> str:
@@ -82,13 +86,21 @@ def _chart(result: dict, path: Path) -> None:
     import matplotlib.pyplot as plt
 
     policies = list(result["policies"])
-    keys = ["job_interruptions", "precursor_job_interruptions", "failures_caught_before_job_damage",
-            "false_quarantines"]
+    keys = [
+        "job_interruptions",
+        "precursor_job_interruptions",
+        "failures_caught_before_job_damage",
+        "false_quarantines",
+    ]
     fig, (ax1, ax2) = plt.subplots(1, 2, figsize=(11, 4))
     width = 0.8 / len(keys)
     for k, key in enumerate(keys):
-        ax1.bar([i + k * width for i in range(len(policies))], [result["policies"][p][key] for p in policies],
-                width, label=key.replace("_", " "))
+        ax1.bar(
+            [i + k * width for i in range(len(policies))],
+            [result["policies"][p][key] for p in policies],
+            width,
+            label=key.replace("_", " "),
+        )
     ax1.set_xticks([i + 0.4 - width / 2 for i in range(len(policies))], policies)
     ax1.set_ylabel("count")
     ax1.legend(fontsize=7)
@@ -102,8 +114,10 @@ def _chart(result: dict, path: Path) -> None:
 
 
 @health_app.command("xid", help="Explain an XID: NVIDIA's meaning and buckets, and what Velyrix does.")
-def xid(code: int = typer.Argument(..., help="XID number, e.g. 79."),
-        as_json: bool = typer.Option(False, "--json", help="Print JSON.")) -> None:
+def xid(
+    code: int = typer.Argument(..., help="XID number, e.g. 79."),
+    as_json: bool = typer.Option(False, "--json", help="Print JSON."),
+) -> None:
     import dataclasses
 
     from velyrix.catalog import health as catalog_health

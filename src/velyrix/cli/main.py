@@ -100,8 +100,9 @@ def run() -> None:
     except Exception as exc:
         if debug:
             raise
-        print(f"Error: internal error: {type(exc).__name__}: {exc} (run with --debug for the traceback)",
-              file=sys.stderr)
+        print(
+            f"Error: internal error: {type(exc).__name__}: {exc} (run with --debug for the traceback)", file=sys.stderr
+        )
         sys.exit(1)
 
 

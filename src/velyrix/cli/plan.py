@@ -32,16 +32,19 @@ Examples:
 
 
 def plan(
-    file: Path = typer.Argument(..., help="HCL file with velyrix_cluster resources (Terraform syntax).",
-                                show_default=False),
+    file: Path = typer.Argument(
+        ..., help="HCL file with velyrix_cluster resources (Terraform syntax).", show_default=False
+    ),
     json_out: bool = typer.Option(False, "--json", help="Print the plan as JSON (schema: docs/plan-schema.md)."),
-    var: list[str] = typer.Option(None, "-var", "--var", metavar="NAME=VALUE",
-                                  help="Set a variable declared in FILE (repeatable)."),
-    var_file: list[Path] = typer.Option(None, "-var-file", "--var-file", metavar="FILE",
-                                        help="Read variable values from a .tfvars file (repeatable)."),
+    var: list[str] = typer.Option(
+        None, "-var", "--var", metavar="NAME=VALUE", help="Set a variable declared in FILE (repeatable)."
+    ),
+    var_file: list[Path] = typer.Option(
+        None, "-var-file", "--var-file", metavar="FILE", help="Read variable values from a .tfvars file (repeatable)."
+    ),
 ) -> None:
-    from velyrix.planners import plan as planner
     from velyrix.declarations import loader
+    from velyrix.planners import plan as planner
 
     spec_file = loader.load(file, variables=common.parse_vars(var), var_files=var_file or [])
     result = planner.plan_file(spec_file)
@@ -57,8 +60,12 @@ def render(result: dict[str, Any]) -> None:
 
     con = common.console()
     for res in result["resources"]:
-        summary = Table(title=f"{res['address']}  ({res['name']}, {res['region']})", show_header=False,
-                        title_justify="left", title_style="bold")
+        summary = Table(
+            title=f"{res['address']}  ({res['name']}, {res['region']})",
+            show_header=False,
+            title_justify="left",
+            title_style="bold",
+        )
         summary.add_column("key", style="cyan")
         summary.add_column("value")
         summary.add_row("GPUs", f"{res['gpus']:,} x {res['gpu_model']}")
@@ -73,12 +80,22 @@ def render(result: dict[str, Any]) -> None:
             if res.get(key):
                 renderer(con, res[key])
         costs = Table(title="Monthly list price (USD)", title_justify="left", title_style="bold")
-        for col, justify in (("Item", "left"), ("Quantity", "right"), ("Unit", "left"),
-                             ("Unit price", "right"), ("Monthly", "right")):
+        for col, justify in (
+            ("Item", "left"),
+            ("Quantity", "right"),
+            ("Unit", "left"),
+            ("Unit price", "right"),
+            ("Monthly", "right"),
+        ):
             costs.add_column(col, justify=justify)  # type: ignore[arg-type]
         for line in res["cost"]["lines"]:
-            costs.add_row(line["item"], f"{line['quantity']:,.2f}".rstrip("0").rstrip("."), line["unit"],
-                          f"${line['unit_price_usd']:,.2f}", f"${line['monthly_usd']:,.2f}")
+            costs.add_row(
+                line["item"],
+                f"{line['quantity']:,.2f}".rstrip("0").rstrip("."),
+                line["unit"],
+                f"${line['unit_price_usd']:,.2f}",
+                f"${line['monthly_usd']:,.2f}",
+            )
         costs.add_row("[bold]Total[/]", "", "", "", f"[bold]${res['cost']['monthly_usd']:,.2f}[/]")
         con.print(costs)
     if len(result["resources"]) > 1:

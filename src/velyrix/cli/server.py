@@ -14,9 +14,11 @@ def register(app: typer.Typer) -> None:
     app.add_typer(admin_app, name="admin")
 
 
-def server(host: str = typer.Option("127.0.0.1", help="address to listen on"),
-           port: int = typer.Option(8600, help="TCP port"),
-           workers: int = typer.Option(1, help="uvicorn worker processes (PostgreSQL for more than one)")) -> None:
+def server(
+    host: str = typer.Option("127.0.0.1", help="address to listen on"),
+    port: int = typer.Option(8600, help="TCP port"),
+    workers: int = typer.Option(1, help="uvicorn worker processes (PostgreSQL for more than one)"),
+) -> None:
     """Run the control-plane API (migrates the database first). OpenAPI at /openapi.json, docs at /docs."""
     import logging
 
@@ -28,8 +30,9 @@ def server(host: str = typer.Option("127.0.0.1", help="address to listen on"),
     logging.getLogger("alembic").setLevel(logging.WARNING)
     if workers > 1:
         create_app()  # migrate once, before the workers start
-        uvicorn.run("velyrix.ops.service:create_app", factory=True, host=host, port=port,
-                    workers=workers, log_level="warning")
+        uvicorn.run(
+            "velyrix.ops.service:create_app", factory=True, host=host, port=port, workers=workers, log_level="warning"
+        )
     else:
         uvicorn.run(create_app(), host=host, port=port, log_level="warning")
 
@@ -54,16 +57,26 @@ def _bootstrap_audit(session: object, action: str, target: str, tenant_id: str |
 
     from velyrix.controlplane import audit
 
-    info = audit.RequestInfo(request_id="cli_" + secrets.token_hex(10), source_address="local", method="CLI",
-                             path=f"velyrix admin {action}")
-    event = audit.record(session, info, None, action=action, target=target, status_code=201,  # type: ignore[arg-type]
-                         tenant_id=tenant_id)
+    info = audit.RequestInfo(
+        request_id="cli_" + secrets.token_hex(10), source_address="local", method="CLI", path=f"velyrix admin {action}"
+    )
+    event = audit.record(
+        session,
+        info,
+        None,
+        action=action,
+        target=target,
+        status_code=201,  # type: ignore[arg-type]
+        tenant_id=tenant_id,
+    )
     event.actor = "cli:velyrix-admin"
 
 
 @admin_app.command("create-tenant")
-def create_tenant(name: str = typer.Argument(..., help="short unique name, e.g. acme"),
-                  display_name: str = typer.Option("", help="human name")) -> None:
+def create_tenant(
+    name: str = typer.Argument(..., help="short unique name, e.g. acme"),
+    display_name: str = typer.Option("", help="human name"),
+) -> None:
     """Create a tenant and print its first owner key (shown once: store it now)."""
     import re
 
@@ -72,8 +85,9 @@ def create_tenant(name: str = typer.Argument(..., help="short unique name, e.g. 
     from velyrix.controlplane.auth import principals
 
     if not re.fullmatch(r"[a-z][a-z0-9-]{1,62}", name):
-        raise errors.InvalidInputError(f"invalid tenant name '{name}'",
-                                       hint="lowercase letters, digits and '-', starting with a letter")
+        raise errors.InvalidInputError(
+            f"invalid tenant name '{name}'", hint="lowercase letters, digits and '-', starting with a letter"
+        )
     db.upgrade()
     with db.session() as s:
         if s.query(db.models.Tenant).filter_by(name=name).first() is not None:
@@ -89,8 +103,10 @@ def create_tenant(name: str = typer.Argument(..., help="short unique name, e.g. 
 
 
 @admin_app.command("create-provider-key")
-def create_provider_key(name: str = typer.Argument(..., help="who holds it, e.g. noc-alice"),
-                        role: str = typer.Option("operator", help="operator or auditor")) -> None:
+def create_provider_key(
+    name: str = typer.Argument(..., help="who holds it, e.g. noc-alice"),
+    role: str = typer.Option("operator", help="operator or auditor"),
+) -> None:
     """Create a provider key (NOC operator or auditor) and print it once."""
     from velyrix.controlplane import db
     from velyrix.controlplane.auth import principals

@@ -39,18 +39,21 @@ def register(app: typer.Typer) -> None:
 
 def exporter(
     region: str = typer.Option("us-east-1", "--region", help="Catalog region to simulate."),
-    nodes: list[str] = typer.Option(None, "--nodes", metavar="NODE_TYPE=COUNT",
-                                    help="Nodes per type (repeatable; default: the region's capacity)."),
+    nodes: list[str] = typer.Option(
+        None, "--nodes", metavar="NODE_TYPE=COUNT", help="Nodes per type (repeatable; default: the region's capacity)."
+    ),
     listen: str = typer.Option("127.0.0.1", "--listen", help="Address to serve /metrics on."),
     port: int = typer.Option(9500, "--port", help="Port (0 picks a free one)."),
     speed: float = typer.Option(1.0, "--speed", help="Simulated seconds per wall second."),
     load_pct: float = typer.Option(0.0, "--load", help="GPU load of every node (%)."),
     seed: int = typer.Option(0, "--seed", help="Seed of the twin (serials, noise, faults)."),
-    job_map_root: Path | None = typer.Option(None, "--job-map-root",
-                                             help="Per-node job mappings in ROOT/<hostname>/<gpu index>."),
+    job_map_root: Path | None = typer.Option(
+        None, "--job-map-root", help="Per-node job mappings in ROOT/<hostname>/<gpu index>."
+    ),
     faults: bool = typer.Option(False, "--faults", help="Inject faults at the catalog's failure rates."),
-    min_interval_s: float = typer.Option(1.0, "--min-interval",
-                                         help="Scrapes closer than this (s) reuse the last collection."),
+    min_interval_s: float = typer.Option(
+        1.0, "--min-interval", help="Scrapes closer than this (s) reuse the last collection."
+    ),
 ) -> None:
     from velyrix.agent import fleet_exporter, service
     from velyrix.fleet.drivers.sim import SimClock, SimRegion

@@ -26,9 +26,19 @@ class RequestInfo:
     path: str
 
 
-def record(session: orm.Session, info: RequestInfo, principal: Principal | None, *, action: str, target: str,
-           outcome: str = "success", status_code: int = 200, error_code: str | None = None,
-           detail: dict[str, Any] | None = None, tenant_id: str | None = None) -> models.AuditEvent:
+def record(
+    session: orm.Session,
+    info: RequestInfo,
+    principal: Principal | None,
+    *,
+    action: str,
+    target: str,
+    outcome: str = "success",
+    status_code: int = 200,
+    error_code: str | None = None,
+    detail: dict[str, Any] | None = None,
+    tenant_id: str | None = None,
+) -> models.AuditEvent:
     """Add one audit event to ``session`` (the caller commits, with the change it describes).
 
     ``outcome`` is ``success``, ``replayed``, ``denied`` or ``error``. ``tenant_id`` defaults to the
@@ -38,8 +48,13 @@ def record(session: orm.Session, info: RequestInfo, principal: Principal | None,
         actor=principal.actor if principal else "anonymous",
         key_id=principal.key_id if principal else None,
         tenant_id=tenant_id if tenant_id is not None else (principal.tenant_id if principal else None),
-        action=action, target=target[:200], request_id=info.request_id, source_address=info.source_address,
-        outcome=outcome, status_code=status_code, error_code=error_code,
+        action=action,
+        target=target[:200],
+        request_id=info.request_id,
+        source_address=info.source_address,
+        outcome=outcome,
+        status_code=status_code,
+        error_code=error_code,
         detail={"method": info.method, "path": info.path, **(detail or {})},
     )
     session.add(event)

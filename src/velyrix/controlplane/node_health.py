@@ -33,16 +33,24 @@ ACT_FROM = Action.DRAIN_NOW
 its scheduler seam)."""
 
 
-def issue_token(session: orm.Session, node: models.Node, *, created_by: str) -> tuple[health_tables.NodeCredential,
-                                                                                       str]:
+def issue_token(
+    session: orm.Session, node: models.Node, *, created_by: str
+) -> tuple[health_tables.NodeCredential, str]:
     """A new token for ``node``'s agent: ``(row, token)``; every earlier token of the node is revoked."""
     now = models.utcnow()
-    for old in session.scalars(sa.select(health_tables.NodeCredential).where(
-            health_tables.NodeCredential.node_id == node.id, health_tables.NodeCredential.revoked_at.is_(None))):
+    for old in session.scalars(
+        sa.select(health_tables.NodeCredential).where(
+            health_tables.NodeCredential.node_id == node.id, health_tables.NodeCredential.revoked_at.is_(None)
+        )
+    ):
         old.revoked_at = now
     token = keys.generate(keys.NODE_PREFIX)
-    row = health_tables.NodeCredential(node_id=node.id, prefix=keys.display_prefix(token),
-                                       secret_sha256=keys.digest(token), created_by=created_by[:200])
+    row = health_tables.NodeCredential(
+        node_id=node.id,
+        prefix=keys.display_prefix(token),
+        secret_sha256=keys.digest(token),
+        created_by=created_by[:200],
+    )
     session.add(row)
     session.flush()
     return row, token
@@ -56,22 +64,35 @@ def verdict_of(node: str, sample: Mapping[str, Any]) -> Verdict | None:
         return None
     valid_levels, valid_actions = [int(v) for v in Level], [int(a) for a in Action]
     if not isinstance(level, int) or isinstance(level, bool) or level not in valid_levels:
-        raise errors.InvalidInputError(f"sample.health_level {level!r} is not a verdict level",
-                                       hint=f"expected one of {valid_levels} (0 ok .. 3 fatal)")
+        raise errors.InvalidInputError(
+            f"sample.health_level {level!r} is not a verdict level",
+            hint=f"expected one of {valid_levels} (0 ok .. 3 fatal)",
+        )
     if not isinstance(action, int) or isinstance(action, bool) or action not in valid_actions:
-        raise errors.InvalidInputError(f"sample.health_action {action!r} is not a ladder rung",
-                                       hint=f"expected one of {valid_actions} (0 IGNORE .. 7 RMA)")
+        raise errors.InvalidInputError(
+            f"sample.health_action {action!r} is not a ladder rung",
+            hint=f"expected one of {valid_actions} (0 IGNORE .. 7 RMA)",
+        )
     summary = str(sample.get("health_summary") or "")
     reasons: tuple[Reason, ...] = ()
     if action > Action.IGNORE or level > 0:
         key, _, message = summary.partition(": ")
-        reasons = (Reason(key=key or f"agent:{Action(action).name}", source="agent", message=message or summary,
-                          level=Level(level), action=Action(action), hardware=action >= Action.QUARANTINE),)
+        reasons = (
+            Reason(
+                key=key or f"agent:{Action(action).name}",
+                source="agent",
+                message=message or summary,
+                level=Level(level),
+                action=Action(action),
+                hardware=action >= Action.QUARANTINE,
+            ),
+        )
     return Verdict(node=node, level=Level(level), action=Action(action), reasons=reasons)
 
 
-def record_report(session: orm.Session, node: models.Node, report: Mapping[str, Any],
-                  handler: ReportHandler | None = None) -> tuple[health_tables.NodeReport, list[str]]:
+def record_report(
+    session: orm.Session, node: models.Node, report: Mapping[str, Any], handler: ReportHandler | None = None
+) -> tuple[health_tables.NodeReport, list[str]]:
     """Keep ``report`` as ``node``'s last one and act on its verdict (see the module docstring).
     Returns the stored row (its ``actions``: what the last report that changed anything did) and what this
     report did."""
@@ -106,15 +127,23 @@ def record_report(session: orm.Session, node: models.Node, report: Mapping[str, 
         # the reconciler (or another replica) changed the node or its cluster meanwhile: nothing of this
         # report is kept, and the agent sends it again (503 is retried)
         session.rollback()
-        raise errors.BusyError(what=f"node '{name}' or its cluster",
-                               hint="the node agent retries by itself") from exc
+        raise errors.BusyError(what=f"node '{name}' or its cluster", hint="the node agent retries by itself") from exc
     return row, done
 
 
 def report_out(row: Any, node_name: str) -> dict[str, Any]:
     """The API view of a stored report."""
-    return {"node_id": row.node_id, "hostname": node_name, "received_at": row.received_at,
-            "collected_at_s": row.collected_at_s, "up": row.up, "problems": row.problems,
-            "health_level": row.health_level, "health_action": row.health_action,
-            "health_summary": row.health_summary, "actions": row.actions, "reports": row.reports,
-            "sample": row.sample}
+    return {
+        "node_id": row.node_id,
+        "hostname": node_name,
+        "received_at": row.received_at,
+        "collected_at_s": row.collected_at_s,
+        "up": row.up,
+        "problems": row.problems,
+        "health_level": row.health_level,
+        "health_action": row.health_action,
+        "health_summary": row.health_summary,
+        "actions": row.actions,
+        "reports": row.reports,
+        "sample": row.sample,
+    }

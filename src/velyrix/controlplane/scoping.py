@@ -43,8 +43,9 @@ def decode_cursor(cursor: str) -> str:
             raise ValueError(after)
         return after
     except (binascii.Error, ValueError, KeyError, TypeError, UnicodeDecodeError) as exc:
-        raise errors.InvalidInputError("invalid pagination cursor",
-                                       hint="pass the next_cursor of the previous page unchanged") from exc
+        raise errors.InvalidInputError(
+            "invalid pagination cursor", hint="pass the next_cursor of the previous page unchanged"
+        ) from exc
 
 
 @functools.cache
@@ -73,9 +74,15 @@ class Scope:
     of ``engine``).
     """
 
-    def __init__(self, session: orm.Session | None, principal: Principal, *,
-                 factory: Callable[[], orm.Session] | None = None, engine: sa.Engine | None = None,
-                 connection: sa.Connection | None = None) -> None:
+    def __init__(
+        self,
+        session: orm.Session | None,
+        principal: Principal,
+        *,
+        factory: Callable[[], orm.Session] | None = None,
+        engine: sa.Engine | None = None,
+        connection: sa.Connection | None = None,
+    ) -> None:
         self._session = session
         self._connection = connection
         self._factory = factory
@@ -108,8 +115,7 @@ class Scope:
 
     def get(self, model: type[M], obj_id: str, kind: str) -> M:
         """The row ``obj_id`` if this principal may see it, else ``NotFoundError`` (404)."""
-        row: M | None = self.session.execute(
-            self.select(model).where(model.id == obj_id)).scalar_one_or_none()  # type: ignore[attr-defined]
+        row: M | None = self.session.execute(self.select(model).where(model.id == obj_id)).scalar_one_or_none()  # type: ignore[attr-defined]
         if row is None:
             raise errors.NotFoundError(kind=kind, name=obj_id)
         return row
@@ -130,8 +136,15 @@ class Scope:
             raise errors.NotFoundError(kind=kind, name=obj_id)
         return row
 
-    def page(self, model: type[M], *, filters: Mapping[str, Any] | None = None, cursor: str | None = None,
-             limit: int = 50, extra: Sequence[sa.ColumnElement[bool]] = ()) -> tuple[list[M], str | None]:
+    def page(
+        self,
+        model: type[M],
+        *,
+        filters: Mapping[str, Any] | None = None,
+        cursor: str | None = None,
+        limit: int = 50,
+        extra: Sequence[sa.ColumnElement[bool]] = (),
+    ) -> tuple[list[M], str | None]:
         """One page of rows in id (= creation) order and the cursor of the next page (None at the end).
 
         ``filters`` maps column names to required values (None values are ignored).
@@ -143,8 +156,7 @@ class Scope:
                 stmt = stmt.where(getattr(model, column) == value)
         if cursor:
             stmt = stmt.where(model.id > decode_cursor(cursor))  # type: ignore[attr-defined]
-        rows: list[M] = list(self.session.execute(
-            stmt.order_by(model.id).limit(limit + 1)).scalars())  # type: ignore[attr-defined]
+        rows: list[M] = list(self.session.execute(stmt.order_by(model.id).limit(limit + 1)).scalars())  # type: ignore[attr-defined]
         if len(rows) > limit:
             return rows[:limit], encode_cursor(rows[limit - 1].id)  # type: ignore[attr-defined]
         return rows, None
@@ -164,8 +176,7 @@ class Scope:
         stmt = self.select(model)
         for column, value in equal.items():
             stmt = stmt.where(getattr(model, column) == value)
-        row: M | None = self.session.execute(
-            stmt.order_by(model.id.desc()).limit(1)).scalar_one_or_none()  # type: ignore[attr-defined]
+        row: M | None = self.session.execute(stmt.order_by(model.id.desc()).limit(1)).scalar_one_or_none()  # type: ignore[attr-defined]
         return row
 
     def cluster_work(self, cluster: models.Cluster) -> Any:
@@ -212,9 +223,11 @@ class Scope:
 
         Deliberately unscoped: region capacity is public, and counts reveal no tenant's objects.
         """
-        stmt = (sa.select(models.Cluster.node_type, sa.func.sum(models.Cluster.node_count))
-                .where(models.Cluster.region == region, models.Cluster.desired_state == "present")
-                .group_by(models.Cluster.node_type))
+        stmt = (
+            sa.select(models.Cluster.node_type, sa.func.sum(models.Cluster.node_count))
+            .where(models.Cluster.region == region, models.Cluster.desired_state == "present")
+            .group_by(models.Cluster.node_type)
+        )
         return {nt: int(n or 0) for nt, n in self.session.execute(stmt)}
 
     def flush(self) -> None:
@@ -230,8 +243,7 @@ class Scope:
         """A new API key in this principal's tenancy, within its rights (``principals.issue_key``)."""
         from velyrix.controlplane.auth import principals
 
-        return principals.issue_key(self.session, tenant_id=self.principal.tenant_id, creator=self.principal,
-                                    **kwargs)
+        return principals.issue_key(self.session, tenant_id=self.principal.tenant_id, creator=self.principal, **kwargs)
 
     def commit(self) -> None:
         self.session.commit()

@@ -93,19 +93,24 @@ def validate(body: ClusterSpecBody) -> models.ClusterSpec:
     try:
         spec_file = loader.loads(text, "request body")
     except errors.SpecError as exc:
-        raise errors.SpecError([
-            dataclasses.replace(d, message=f"{where.get(d.line, '(body)')}: {d.message}")
-            for d in exc.diagnostics
-        ]) from None
+        raise errors.SpecError(
+            [dataclasses.replace(d, message=f"{where.get(d.line, '(body)')}: {d.message}") for d in exc.diagnostics]
+        ) from None
     return spec_file.clusters[0]
 
 
 def to_body(spec: models.ClusterSpec) -> dict[str, Any]:
     """The JSON body of a loaded ``ClusterSpec`` (for the CLI's ``apply``)."""
     out: dict[str, Any] = {
-        "name": spec.name, "region": spec.region, "node_type": spec.node_type, "node_count": spec.node_count,
-        "fabric": spec.fabric, "scheduler": spec.scheduler, "address": spec.address,
-        "storage": dataclasses.asdict(spec.storage), "acceptance": dataclasses.asdict(spec.acceptance),
+        "name": spec.name,
+        "region": spec.region,
+        "node_type": spec.node_type,
+        "node_count": spec.node_count,
+        "fabric": spec.fabric,
+        "scheduler": spec.scheduler,
+        "address": spec.address,
+        "storage": dataclasses.asdict(spec.storage),
+        "acceptance": dataclasses.asdict(spec.acceptance),
     }
     if spec.workload is not None:
         out["workload"] = {k: v for k, v in dataclasses.asdict(spec.workload).items() if v is not None}

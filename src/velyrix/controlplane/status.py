@@ -7,8 +7,19 @@ from typing import Any
 
 from velyrix.controlplane.db import models
 
-PHASES = ("Pending", "Allocating", "Provisioning", "Networking", "Storage", "Validating", "Ready", "Degraded",
-          "Deleting", "Deleted", "Failed")
+PHASES = (
+    "Pending",
+    "Allocating",
+    "Provisioning",
+    "Networking",
+    "Storage",
+    "Validating",
+    "Ready",
+    "Degraded",
+    "Deleting",
+    "Deleted",
+    "Failed",
+)
 """Cluster phases, in their usual order."""
 MAX_EVENTS = 200
 
@@ -32,8 +43,7 @@ def set_phase(cluster: models.Cluster, phase: str, *, actor: str, reason: str) -
     if cluster.phase == phase and cluster.phase_history:
         return
     cluster.phase = phase
-    cluster.phase_history = [*cluster.phase_history, {"phase": phase, "at": _now(), "actor": actor,
-                                                      "reason": reason}]
+    cluster.phase_history = [*cluster.phase_history, {"phase": phase, "at": _now(), "actor": actor, "reason": reason}]
     add_event(cluster, f"Phase{phase}", reason)
 
 
@@ -43,6 +53,7 @@ def set_condition(cluster: models.Cluster, type_: str, status: bool, reason: str
     previous = next((c for c in cluster.conditions if c["type"] == type_), None)
     value = "True" if status else "False"
     changed_at = previous["last_transition_at"] if previous and previous["status"] == value else _now()
-    kept.append({"type": type_, "status": value, "reason": reason, "message": message,
-                 "last_transition_at": changed_at})
+    kept.append(
+        {"type": type_, "status": value, "reason": reason, "message": message, "last_transition_at": changed_at}
+    )
     cluster.conditions = kept

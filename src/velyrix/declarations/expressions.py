@@ -13,8 +13,9 @@ from velyrix.declarations import hcl
 class ExpressionError(Exception):
     """An expression that cannot be evaluated; carries its position."""
 
-    def __init__(self, line: int, column: int, message: str, expected: str | None = None,
-                 suggestion: str | None = None) -> None:
+    def __init__(
+        self, line: int, column: int, message: str, expected: str | None = None, suggestion: str | None = None
+    ) -> None:
         super().__init__(message)
         self.line, self.column, self.message = line, column, message
         self.expected, self.suggestion = expected, suggestion
@@ -64,9 +65,13 @@ def evaluate(node: Any, variables: dict[str, Any]) -> Any:
         return out
     if kind == "identifier":
         name = str(node.children[0])
-        raise ExpressionError(line, col, f"bare name '{name}' is not a value",
-                              expected='a quoted string, a number, true/false or var.NAME',
-                              suggestion=f'"{name}"')
+        raise ExpressionError(
+            line,
+            col,
+            f"bare name '{name}' is not a value",
+            expected="a quoted string, a number, true/false or var.NAME",
+            suggestion=f'"{name}"',
+        )
     if kind == "get_attr_expr_term":
         return _reference(node, variables)
     if kind == "unary_op":
@@ -84,14 +89,22 @@ def evaluate(node: Any, variables: dict[str, Any]) -> Any:
         right = evaluate([c for c in term.children if isinstance(c, Tree)][-1], variables)
         fn = _BINARY.get(op.strip())
         if fn is None or not all(isinstance(v, (int, float)) and not isinstance(v, bool) for v in (left, right)):
-            raise ExpressionError(line, col, f"unsupported operation {left!r} {op.strip()} {right!r}",
-                                  expected="arithmetic on numbers (+ - * / %)")
+            raise ExpressionError(
+                line,
+                col,
+                f"unsupported operation {left!r} {op.strip()} {right!r}",
+                expected="arithmetic on numbers (+ - * / %)",
+            )
         try:
             return fn(left, right)
         except ZeroDivisionError:
             raise ExpressionError(line, col, "division by zero") from None
-    raise ExpressionError(line, col, f"unsupported expression ({kind.replace('_', ' ')})",
-                          expected="a literal, a list, a map, var.NAME or simple arithmetic")
+    raise ExpressionError(
+        line,
+        col,
+        f"unsupported expression ({kind.replace('_', ' ')})",
+        expected="a literal, a list, a map, var.NAME or simple arithmetic",
+    )
 
 
 def _token(tok: Any) -> Any:
@@ -109,8 +122,11 @@ def _object_key(node: Any, variables: dict[str, Any]) -> str:
     from lark import Tree
 
     inner = node
-    while isinstance(inner, Tree) and inner.data in ("object_elem_key", "expr_term") and len(
-            [c for c in inner.children if isinstance(c, Tree)]) == 1:
+    while (
+        isinstance(inner, Tree)
+        and inner.data in ("object_elem_key", "expr_term")
+        and len([c for c in inner.children if isinstance(c, Tree)]) == 1
+    ):
         inner = [c for c in inner.children if isinstance(c, Tree)][0]
     if isinstance(inner, Tree) and inner.data == "identifier":
         return str(inner.children[0])
@@ -136,13 +152,21 @@ def _reference(node: Any, variables: dict[str, Any]) -> Any:
         name = parts[1]
         if name not in variables:
             suggestion = errors.closest(name, variables)
-            raise ExpressionError(line, col, f"reference to undeclared variable 'var.{name}'",
-                                  expected="a variable declared in a variable block",
-                                  suggestion=f"var.{suggestion[0]}" if suggestion else None)
+            raise ExpressionError(
+                line,
+                col,
+                f"reference to undeclared variable 'var.{name}'",
+                expected="a variable declared in a variable block",
+                suggestion=f"var.{suggestion[0]}" if suggestion else None,
+            )
         value = variables[name]
         if value is _MISSING:
-            raise ExpressionError(line, col, f"variable '{name}' has no value",
-                                  expected=f"a default in its variable block, -var {name}=VALUE or a -var-file")
+            raise ExpressionError(
+                line,
+                col,
+                f"variable '{name}' has no value",
+                expected=f"a default in its variable block, -var {name}=VALUE or a -var-file",
+            )
         return value
     raise ExpressionError(line, col, f"unsupported reference '{'.'.join(parts)}'", expected="var.NAME")
 

@@ -68,9 +68,11 @@ def _string_label(node: Any) -> str:
     from lark import Token, Tree
 
     if isinstance(node, Tree) and node.data == "string":
-        return "".join(str(c.children[0]) for c in node.children
-                       if isinstance(c, Tree) and c.data == "string_part" and c.children
-                       and isinstance(c.children[0], Token))
+        return "".join(
+            str(c.children[0])
+            for c in node.children
+            if isinstance(c, Tree) and c.data == "string_part" and c.children and isinstance(c.children[0], Token)
+        )
     return _identifier(node)
 
 
@@ -128,7 +130,7 @@ def _unterminated_string(text: str, filename: str, error_line: int) -> errors.Di
             break
         in_string, escaped, depth = False, False, 0
         for col, ch in enumerate(raw, 1):
-            if not in_string and ch == "#" or raw[col - 1:col + 1] == "//" and not in_string:
+            if not in_string and ch == "#" or raw[col - 1 : col + 1] == "//" and not in_string:
                 break
             if escaped:
                 escaped = False
@@ -137,21 +139,37 @@ def _unterminated_string(text: str, filename: str, error_line: int) -> errors.Di
             elif ch == '"' and depth == 0:
                 in_string = not in_string
                 start = col
-            elif in_string and raw[col - 1:col + 1] == "${":
+            elif in_string and raw[col - 1 : col + 1] == "${":
                 depth += 1
             elif in_string and ch == "}" and depth:
                 depth -= 1
         if in_string and "<<" not in raw:
-            return errors.Diagnostic(filename, number, start, "unterminated string",
-                                     expected="a closing '\"' on the same line")
+            return errors.Diagnostic(
+                filename, number, start, "unterminated string", expected="a closing '\"' on the same line"
+            )
     return None
 
 
 _TOKEN_WORDS = {
-    "EQ": "'='", "LBRACE": "'{'", "RBRACE": "'}'", "LSQB": "'['", "RSQB": "']'", "LPAR": "'('",
-    "RPAR": "')'", "COMMA": "','", "NAME": "a name", "DBLQUOTE": "'\"'", "INT_LITERAL": "a number",
-    "FLOAT_LITERAL": "a number", "NL_OR_COMMENT": "a new line", "STRING_CHARS": "string characters",
-    "TRUE": "true", "FALSE": "false", "NULL": "null", "COLON": "':'", "DOT": "'.'",
+    "EQ": "'='",
+    "LBRACE": "'{'",
+    "RBRACE": "'}'",
+    "LSQB": "'['",
+    "RSQB": "']'",
+    "LPAR": "'('",
+    "RPAR": "')'",
+    "COMMA": "','",
+    "NAME": "a name",
+    "DBLQUOTE": "'\"'",
+    "INT_LITERAL": "a number",
+    "FLOAT_LITERAL": "a number",
+    "NL_OR_COMMENT": "a new line",
+    "STRING_CHARS": "string characters",
+    "TRUE": "true",
+    "FALSE": "false",
+    "NULL": "null",
+    "COLON": "':'",
+    "DOT": "'.'",
 }
 
 
@@ -164,5 +182,6 @@ def _syntax_diagnostic(exc: Any, filename: str) -> errors.Diagnostic:
     found = f" near {str(token).strip()[:20]!r}" if token is not None and str(token).strip() else ""
     if line < 0:
         line, column = 1, 1
-    return errors.Diagnostic(filename, line, column, f"syntax error{found}",
-                             expected=", ".join(words[:6]) if words else "valid HCL")
+    return errors.Diagnostic(
+        filename, line, column, f"syntax error{found}", expected=", ".join(words[:6]) if words else "valid HCL"
+    )

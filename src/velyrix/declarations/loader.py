@@ -25,20 +25,32 @@ class _Checker:
         self.filename = filename
         self.diagnostics: list[errors.Diagnostic] = []
 
-    def error(self, line: int, column: int, message: str, expected: str | None = None,
-              suggestion: str | None = None, file: str | None = None) -> None:
-        self.diagnostics.append(errors.Diagnostic(file or self.filename, line, column, message, expected,
-                                                  suggestion))
+    def error(
+        self,
+        line: int,
+        column: int,
+        message: str,
+        expected: str | None = None,
+        suggestion: str | None = None,
+        file: str | None = None,
+    ) -> None:
+        self.diagnostics.append(errors.Diagnostic(file or self.filename, line, column, message, expected, suggestion))
 
     def unknown(self, line: int, col: int, kind: str, name: str, valid: Sequence[str], where: str = "") -> None:
         near = errors.closest(name, valid)
         place = f" {where}" if where else ""
-        self.error(line, col, f"unknown {kind} '{name}'{place}", expected="one of " + ", ".join(valid),
-                   suggestion=near[0] if near else None)
+        self.error(
+            line,
+            col,
+            f"unknown {kind} '{name}'{place}",
+            expected="one of " + ", ".join(valid),
+            suggestion=near[0] if near else None,
+        )
 
 
-def load(path: str | Path, variables: Mapping[str, str] | None = None,
-         var_files: Sequence[str | Path] = ()) -> models.SpecFile:
+def load(
+    path: str | Path, variables: Mapping[str, str] | None = None, var_files: Sequence[str | Path] = ()
+) -> models.SpecFile:
     """Read ``path`` and return its validated ``SpecFile``.
 
     ``variables`` are ``-var name=value`` strings from the command line (converted by the declared
@@ -49,21 +61,25 @@ def load(path: str | Path, variables: Mapping[str, str] | None = None,
         text = path.read_text(encoding="utf-8")
     except (OSError, UnicodeDecodeError) as exc:
         reason = exc.strerror if isinstance(exc, OSError) and exc.strerror else str(exc)
-        raise errors.SpecError([errors.Diagnostic(str(path), 1, 1, f"cannot read file: {reason}",
-                                                  expected="a readable UTF-8 HCL file")]) from None
+        raise errors.SpecError(
+            [errors.Diagnostic(str(path), 1, 1, f"cannot read file: {reason}", expected="a readable UTF-8 HCL file")]
+        ) from None
     return loads(text, str(path), variables=variables, var_files=var_files)
 
 
-def loads(text: str, filename: str = "<string>", variables: Mapping[str, str] | None = None,
-          var_files: Sequence[str | Path] = ()) -> models.SpecFile:
+def loads(
+    text: str,
+    filename: str = "<string>",
+    variables: Mapping[str, str] | None = None,
+    var_files: Sequence[str | Path] = (),
+) -> models.SpecFile:
     """Like ``load`` for HCL ``text`` named ``filename`` in messages."""
     root = hcl.parse(text, filename)
     chk = _Checker(filename)
     values = _resolve_variables(root, chk, variables or {}, var_files)
     region: str | None = None
     clusters: list[models.ClusterSpec] = []
-    region_declared = any(b.type == "provider" and any(a.name == "region" for a in b.attributes)
-                          for b in root.blocks)
+    region_declared = any(b.type == "provider" and any(a.name == "region" for a in b.attributes) for b in root.blocks)
     _no_attributes(root, chk, "at the top level")
     for block in root.blocks:
         if block.type not in schema.TOP_BLOCKS:
@@ -77,28 +93,33 @@ def loads(text: str, filename: str = "<string>", variables: Mapping[str, str] | 
                 clusters.append(cluster)
     _cross_checks(root, clusters, chk)
     if not clusters and not chk.diagnostics:
-        chk.error(1, 1, "no velyrix_cluster resource in file",
-                  expected='resource "velyrix_cluster" "NAME" { ... }')
+        chk.error(1, 1, "no velyrix_cluster resource in file", expected='resource "velyrix_cluster" "NAME" { ... }')
     if chk.diagnostics:
-        raise errors.SpecError(sorted(chk.diagnostics, key=lambda d: (d.file != filename, d.file, d.line,
-                                                                      d.column)))
+        raise errors.SpecError(sorted(chk.diagnostics, key=lambda d: (d.file != filename, d.file, d.line, d.column)))
     assert region is not None or clusters
-    return models.SpecFile(path=filename, region=region or clusters[0].region, clusters=tuple(clusters),
-                           variables={k: v for k, v in values.items() if v is not expressions._MISSING})
+    return models.SpecFile(
+        path=filename,
+        region=region or clusters[0].region,
+        clusters=tuple(clusters),
+        variables={k: v for k, v in values.items() if v is not expressions._MISSING},
+    )
 
 
 # --- variables -------------------------------------------------------------------------------------
 
-def _resolve_variables(root: hcl.Block, chk: _Checker, cli_vars: Mapping[str, str],
-                       var_files: Sequence[str | Path]) -> dict[str, Any]:
+
+def _resolve_variables(
+    root: hcl.Block, chk: _Checker, cli_vars: Mapping[str, str], var_files: Sequence[str | Path]
+) -> dict[str, Any]:
     declared: dict[str, tuple[str | None, hcl.Block]] = {}
     values: dict[str, Any] = {}
     for block in root.blocks:
         if block.type != "variable":
             continue
         if len(block.labels) != 1:
-            chk.error(block.line, block.column, "a variable block takes exactly one label",
-                      expected='variable "NAME" { ... }')
+            chk.error(
+                block.line, block.column, "a variable block takes exactly one label", expected='variable "NAME" { ... }'
+            )
             continue
         name = block.labels[0]
         if name in declared:
@@ -109,8 +130,9 @@ def _resolve_variables(root: hcl.Block, chk: _Checker, cli_vars: Mapping[str, st
         values[name] = expressions._MISSING
         for attr in block.attributes:
             if attr.name not in schema.VARIABLE:
-                chk.unknown(attr.line, attr.column, "attribute", attr.name, list(schema.VARIABLE),
-                            f"in variable '{name}'")
+                chk.unknown(
+                    attr.line, attr.column, "attribute", attr.name, list(schema.VARIABLE), f"in variable '{name}'"
+                )
             elif attr.name == "type":
                 vtype = hcl._identifier(attr.expr) if attr.expr is not None else None
                 if vtype not in schema.VARIABLE_TYPES:
@@ -126,16 +148,20 @@ def _resolve_variables(root: hcl.Block, chk: _Checker, cli_vars: Mapping[str, st
         if values[name] is not expressions._MISSING and vtype:
             ok, _ = _convert_var(values[name], vtype)
             if not ok:
-                chk.error(block.line, block.column, f"default of variable '{name}' is not a {vtype}",
-                          expected=vtype)
+                chk.error(block.line, block.column, f"default of variable '{name}' is not a {vtype}", expected=vtype)
     for var_file in var_files:
         _apply_var_file(Path(var_file), declared, values, chk)
     for name, raw in cli_vars.items():
         if name not in declared:
             near = errors.closest(name, declared)
-            chk.error(1, 1, f"-var '{name}': no variable of that name is declared in {chk.filename}",
-                      expected="a declared variable" + (": " + ", ".join(sorted(declared)) if declared else ""),
-                      suggestion=near[0] if near else None, file=CLI)
+            chk.error(
+                1,
+                1,
+                f"-var '{name}': no variable of that name is declared in {chk.filename}",
+                expected="a declared variable" + (": " + ", ".join(sorted(declared)) if declared else ""),
+                suggestion=near[0] if near else None,
+                file=CLI,
+            )
             continue
         vtype = declared[name][0]
         ok, value = _convert_var(_parse_cli_value(raw, vtype), vtype or "any")
@@ -165,7 +191,8 @@ def _convert_var(value: Any, vtype: str) -> tuple[bool, Any]:
         return True, value
     if vtype == "string":
         return (isinstance(value, (str, int, float)) and not isinstance(value, bool)), (
-            value if isinstance(value, str) else json.dumps(value))
+            value if isinstance(value, str) else json.dumps(value)
+        )
     if vtype == "number":
         return isinstance(value, (int, float)) and not isinstance(value, bool), value
     if vtype == "bool":
@@ -173,27 +200,38 @@ def _convert_var(value: Any, vtype: str) -> tuple[bool, Any]:
     return True, value
 
 
-def _apply_var_file(path: Path, declared: dict[str, tuple[str | None, hcl.Block]], values: dict[str, Any],
-                    chk: _Checker) -> None:
+def _apply_var_file(
+    path: Path, declared: dict[str, tuple[str | None, hcl.Block]], values: dict[str, Any], chk: _Checker
+) -> None:
     fname = str(path)
     try:
         text = path.read_text(encoding="utf-8")
         root = hcl.parse(text, fname)
     except OSError as exc:
-        chk.error(1, 1, f"cannot read -var-file: {exc.strerror or exc}", expected="a readable .tfvars file",
-                  file=fname)
+        chk.error(1, 1, f"cannot read -var-file: {exc.strerror or exc}", expected="a readable .tfvars file", file=fname)
         return
     except errors.SpecError as exc:
         chk.diagnostics.extend(exc.diagnostics)
         return
     for block in root.blocks:
-        chk.error(block.line, block.column, f"unexpected block '{block.type}' in a variables file",
-                  expected="name = value lines", file=fname)
+        chk.error(
+            block.line,
+            block.column,
+            f"unexpected block '{block.type}' in a variables file",
+            expected="name = value lines",
+            file=fname,
+        )
     for attr in root.attributes:
         if attr.name not in declared:
             near = errors.closest(attr.name, declared)
-            chk.error(attr.line, attr.column, f"no variable '{attr.name}' is declared",
-                      expected="a declared variable", suggestion=near[0] if near else None, file=fname)
+            chk.error(
+                attr.line,
+                attr.column,
+                f"no variable '{attr.name}' is declared",
+                expected="a declared variable",
+                suggestion=near[0] if near else None,
+                file=fname,
+            )
             continue
         try:
             value = expressions.evaluate(attr.expr, {})
@@ -210,10 +248,15 @@ def _apply_var_file(path: Path, declared: dict[str, tuple[str | None, hcl.Block]
 
 # --- blocks ----------------------------------------------------------------------------------------
 
+
 def _no_attributes(block: hcl.Block, chk: _Checker, where: str) -> None:
     for attr in block.attributes:
-        chk.error(attr.line, attr.column, f"unexpected attribute '{attr.name}' {where}",
-                  expected="a block: " + ", ".join(schema.TOP_BLOCKS))
+        chk.error(
+            attr.line,
+            attr.column,
+            f"unexpected attribute '{attr.name}' {where}",
+            expected="a block: " + ", ".join(schema.TOP_BLOCKS),
+        )
 
 
 def _no_blocks(block: hcl.Block, chk: _Checker, where: str) -> None:
@@ -243,8 +286,9 @@ def _find(block: hcl.Block, name: str) -> hcl.Attribute:
     return next(a for a in block.attributes if a.name == name)
 
 
-def _attributes(block: hcl.Block, attr_schema: Mapping[str, schema.AttrSchema], chk: _Checker,
-                values: dict[str, Any], where: str) -> dict[str, Any]:
+def _attributes(
+    block: hcl.Block, attr_schema: Mapping[str, schema.AttrSchema], chk: _Checker, values: dict[str, Any], where: str
+) -> dict[str, Any]:
     """Evaluate and type-check the attributes of ``block``; unknown, duplicate and missing ones are errors."""
     out: dict[str, Any] = {}
     seen: set[str] = set()
@@ -266,8 +310,12 @@ def _attributes(block: hcl.Block, attr_schema: Mapping[str, schema.AttrSchema], 
             out[attr.name] = checked
     for name, spec in attr_schema.items():
         if spec.required and name not in seen:
-            chk.error(block.line, block.column, f"missing required attribute '{name}' in {where}",
-                      expected=f"{name} = <{spec.type}>")
+            chk.error(
+                block.line,
+                block.column,
+                f"missing required attribute '{name}' in {where}",
+                expected=f"{name} = <{spec.type}>",
+            )
     return out
 
 
@@ -283,8 +331,9 @@ def _typed(value: Any, spec: schema.AttrSchema, attr: hcl.Attribute, chk: _Check
     words = f" or {' / '.join(repr(w) for w in spec.words)}" if spec.words else ""
     if spec.type == "string":
         if not isinstance(value, str):
-            chk.error(line, col, f"'{name}' must be a string, got {_describe(value)}",
-                      expected=f"a quoted string{words}")
+            chk.error(
+                line, col, f"'{name}' must be a string, got {_describe(value)}", expected=f"a quoted string{words}"
+            )
             return _INVALID
         allowed = schema.ALLOWED_WORDS.get(name)
         if allowed and value not in allowed:
@@ -337,11 +386,13 @@ def _describe(value: Any) -> str:
     return f"{type(value).__name__} {value!r}"
 
 
-def _resource(block: hcl.Block, chk: _Checker, values: dict[str, Any], region: str | None,
-              region_declared: bool) -> models.ClusterSpec | None:
+def _resource(
+    block: hcl.Block, chk: _Checker, values: dict[str, Any], region: str | None, region_declared: bool
+) -> models.ClusterSpec | None:
     if len(block.labels) != 2:
-        chk.error(block.line, block.column, "a resource block takes two labels",
-                  expected='resource "velyrix_cluster" "NAME"')
+        chk.error(
+            block.line, block.column, "a resource block takes two labels", expected='resource "velyrix_cluster" "NAME"'
+        )
         return None
     rtype, rname = block.labels
     if rtype not in schema.RESOURCE_TYPES:
@@ -359,11 +410,14 @@ def _resource(block: hcl.Block, chk: _Checker, values: dict[str, Any], region: s
             chk.error(inner.line, inner.column, f"block '{inner.type}' appears twice in {where}")
             continue
         if inner.labels:
-            chk.error(inner.line, inner.column, f"block '{inner.type}' takes no labels",
-                      expected=f"{inner.type} {{ ... }}")
+            chk.error(
+                inner.line, inner.column, f"block '{inner.type}' takes no labels", expected=f"{inner.type} {{ ... }}"
+            )
         _no_blocks(inner, chk, f"in {inner.type}")
-        nested[inner.type] = (inner, _attributes(inner, schema.block_schema(inner.type), chk, values,
-                                                 f"{inner.type} of {address}"))
+        nested[inner.type] = (
+            inner,
+            _attributes(inner, schema.block_schema(inner.type), chk, values, f"{inner.type} of {address}"),
+        )
     ok = _catalog_checks(block, attrs, chk, region, region_declared)
     required = set(schema.CLUSTER) - {"region"}
     if not ok or not required <= set(attrs):
@@ -375,9 +429,16 @@ def _resource(block: hcl.Block, chk: _Checker, values: dict[str, Any], region: s
         workload = _workload(wblock, wattrs, chk)
     acceptance = models.AcceptanceSpec(**nested.get("acceptance", (None, {}))[1])
     return models.ClusterSpec(
-        address=address, name=attrs["name"], region=attrs.get("region") or region or "",
-        node_type=attrs["node_type"], node_count=int(attrs["node_count"]), fabric=attrs["fabric"],
-        scheduler=attrs["scheduler"], storage=storage, workload=workload, acceptance=acceptance,
+        address=address,
+        name=attrs["name"],
+        region=attrs.get("region") or region or "",
+        node_type=attrs["node_type"],
+        node_count=int(attrs["node_count"]),
+        fabric=attrs["fabric"],
+        scheduler=attrs["scheduler"],
+        storage=storage,
+        workload=workload,
+        acceptance=acceptance,
         position=models.Position(chk.filename, block.line, block.column),
     )
 
@@ -387,14 +448,22 @@ def _workload(block: hcl.Block, attrs: dict[str, Any], chk: _Checker) -> models.
     arch = ("vocab", "hidden", "ffn", "layers", "heads")
     has_arch = any(k in attrs for k in arch)
     if not has_params and not has_arch:
-        chk.error(block.line, block.column, "workload needs the model size",
-                  expected="model_params = <count>, or vocab, hidden, ffn, layers and heads")
+        chk.error(
+            block.line,
+            block.column,
+            "workload needs the model size",
+            expected="model_params = <count>, or vocab, hidden, ffn, layers and heads",
+        )
         return None
     if has_arch and not has_params:
         missing = [k for k in arch if k not in attrs]
         if missing:
-            chk.error(block.line, block.column, f"workload architecture is incomplete: missing {', '.join(missing)}",
-                      expected="vocab, hidden, ffn, layers, heads (and kv_heads)")
+            chk.error(
+                block.line,
+                block.column,
+                f"workload architecture is incomplete: missing {', '.join(missing)}",
+                expected="vocab, hidden, ffn, layers, heads (and kv_heads)",
+            )
             return None
     fields = {f.name for f in dataclasses.fields(models.WorkloadSpec)}
     try:
@@ -404,8 +473,9 @@ def _workload(block: hcl.Block, attrs: dict[str, Any], chk: _Checker) -> models.
         return None
 
 
-def _catalog_checks(block: hcl.Block, attrs: dict[str, Any], chk: _Checker, region: str | None,
-                    region_declared: bool) -> bool:
+def _catalog_checks(
+    block: hcl.Block, attrs: dict[str, Any], chk: _Checker, region: str | None, region_declared: bool
+) -> bool:
     ok = True
 
     def known(name: str, kind: str, valid: list[str]) -> bool:
@@ -424,8 +494,12 @@ def _catalog_checks(block: hcl.Block, attrs: dict[str, Any], chk: _Checker, regi
         ok = known("region", "region", catalog.region_names()) and ok
     effective_region = attrs.get("region") or region
     if effective_region is None and not region_declared:
-        chk.error(block.line, block.column, "no region: set it in the provider block or on the resource",
-                  expected='provider "velyrix" { region = "us-east-1" }')
+        chk.error(
+            block.line,
+            block.column,
+            "no region: set it in the provider block or on the resource",
+            expected='provider "velyrix" { region = "us-east-1" }',
+        )
         ok = False
     elif effective_region is None:
         ok = False
@@ -433,16 +507,25 @@ def _catalog_checks(block: hcl.Block, attrs: dict[str, Any], chk: _Checker, regi
         nt = catalog.node_type(attrs["node_type"])
         if attrs["fabric"] not in nt.fabrics:
             a = _find(block, "fabric")
-            chk.error(a.line, a.column, f"node type {nt.name} cannot be served by fabric {attrs['fabric']}",
-                      expected="one of " + ", ".join(nt.fabrics), suggestion=nt.fabrics[0])
+            chk.error(
+                a.line,
+                a.column,
+                f"node type {nt.name} cannot be served by fabric {attrs['fabric']}",
+                expected="one of " + ", ".join(nt.fabrics),
+                suggestion=nt.fabrics[0],
+            )
             ok = False
     if nt_ok and effective_region in catalog.region_names() and "node_count" in attrs:
         cap = catalog.region(effective_region).capacity.get(attrs["node_type"], 0)
         if attrs["node_count"] > cap:
             a = _find(block, "node_count")
-            chk.error(a.line, a.column,
-                      f"node_count {attrs['node_count']} exceeds {effective_region}'s capacity of {cap} "
-                      f"{attrs['node_type']} nodes", expected=f"1..{cap}" if cap else "another region or node type")
+            chk.error(
+                a.line,
+                a.column,
+                f"node_count {attrs['node_count']} exceeds {effective_region}'s capacity of {cap} "
+                f"{attrs['node_type']} nodes",
+                expected=f"1..{cap}" if cap else "another region or node type",
+            )
             ok = False
     return ok
 

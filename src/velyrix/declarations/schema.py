@@ -49,10 +49,28 @@ def _from_annotation(annotation: str, name: str) -> AttrSchema:
 
 
 FRACTIONS = {"au_target", "max_checkpoint_overhead", "goodput_target"}
-POSITIVE = {"model_params", "bytes_per_param", "checkpoint_interval_s", "step_time_s", "sample_mb",
-            "samples_per_s_per_gpu", "node_failure_rate"}
-AT_LEAST_ONE = {"vocab", "hidden", "ffn", "layers", "heads", "kv_heads", "tp", "pp", "dp", "keep_checkpoints",
-                "promote_every"}
+POSITIVE = {
+    "model_params",
+    "bytes_per_param",
+    "checkpoint_interval_s",
+    "step_time_s",
+    "sample_mb",
+    "samples_per_s_per_gpu",
+    "node_failure_rate",
+}
+AT_LEAST_ONE = {
+    "vocab",
+    "hidden",
+    "ffn",
+    "layers",
+    "heads",
+    "kv_heads",
+    "tp",
+    "pp",
+    "dp",
+    "keep_checkpoints",
+    "promote_every",
+}
 
 ALLOWED_WORDS: dict[str, tuple[str, ...]] = {
     "checkpoint_mode": models.CHECKPOINT_MODES,

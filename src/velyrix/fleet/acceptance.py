@@ -42,6 +42,7 @@ def all_reduce_gb_s(link_gbps: float) -> float:
     """Inter-node all-reduce bus bandwidth (GB/s) expected on a per-GPU link of ``link_gbps`` (Gb/s)."""
     return units.gbps_to_gb_s(link_gbps) * ALL_REDUCE_SHARE
 
+
 NODE_TESTS = ("gpu_burn_in", "nvlink", "ib_ports", "local_nvme")
 CLUSTER_TESTS = ("all_reduce", "storage")
 
@@ -59,8 +60,15 @@ class TestResult:
     detail: str = ""
 
     def to_dict(self) -> dict[str, Any]:
-        return {"test": self.test, "subject": self.subject, "measured": self.measured, "expected": self.expected,
-                "unit": self.unit, "passed": self.passed, "detail": self.detail}
+        return {
+            "test": self.test,
+            "subject": self.subject,
+            "measured": self.measured,
+            "expected": self.expected,
+            "unit": self.unit,
+            "passed": self.passed,
+            "detail": self.detail,
+        }
 
 
 def _ok(measured: float, expected: float) -> bool:
@@ -80,8 +88,17 @@ def judge_node(node_type: str, m: dict[str, Any], tests: tuple[str, ...] = NODE_
     gpus = m.get("gpus", [])
     if "gpu_burn_in" in tests:
         if len(gpus) != nt.gpus_per_node:
-            out.append(TestResult("gpu_burn_in", "gpus", len(gpus), nt.gpus_per_node, "count", False,
-                                  "GPU count differs from the node type"))
+            out.append(
+                TestResult(
+                    "gpu_burn_in",
+                    "gpus",
+                    len(gpus),
+                    nt.gpus_per_node,
+                    "count",
+                    False,
+                    "GPU count differs from the node type",
+                )
+            )
         for g in gpus:
             subject = f"gpu{g['index']}"
             problems = []
@@ -94,31 +111,91 @@ def judge_node(node_type: str, m: dict[str, Any], tests: tuple[str, ...] = NODE_
             if g.get("remap_pending"):
                 problems.append("row remap pending (needs a reset)")
             detail = "; ".join(problems)
-            out.append(TestResult("gpu_burn_in", subject + "/gemm", g["bf16_tflops"], gemm, "TFLOPS",
-                                  _ok(g["bf16_tflops"], gemm) and not problems, detail))
-            out.append(TestResult("gpu_burn_in", subject + "/hbm", g["hbm_gb_s"], hbm, "GB/s",
-                                  _ok(g["hbm_gb_s"], hbm) and not problems, detail))
+            out.append(
+                TestResult(
+                    "gpu_burn_in",
+                    subject + "/gemm",
+                    g["bf16_tflops"],
+                    gemm,
+                    "TFLOPS",
+                    _ok(g["bf16_tflops"], gemm) and not problems,
+                    detail,
+                )
+            )
+            out.append(
+                TestResult(
+                    "gpu_burn_in",
+                    subject + "/hbm",
+                    g["hbm_gb_s"],
+                    hbm,
+                    "GB/s",
+                    _ok(g["hbm_gb_s"], hbm) and not problems,
+                    detail,
+                )
+            )
     if "nvlink" in tests:
         for g in gpus:
             links_ok = g["nvlink_links_up"] == g["nvlink_links_total"]
-            out.append(TestResult("nvlink", f"gpu{g['index']}", g["nvlink_gb_s"], nvl, "GB/s",
-                                  links_ok and _ok(g["nvlink_gb_s"], nvl),
-                                  "" if links_ok else f"{g['nvlink_links_up']}/{g['nvlink_links_total']} links up"))
+            out.append(
+                TestResult(
+                    "nvlink",
+                    f"gpu{g['index']}",
+                    g["nvlink_gb_s"],
+                    nvl,
+                    "GB/s",
+                    links_ok and _ok(g["nvlink_gb_s"], nvl),
+                    "" if links_ok else f"{g['nvlink_links_up']}/{g['nvlink_links_total']} links up",
+                )
+            )
     if "ib_ports" in tests:
         ports = m.get("ib_ports", [])
         if len(ports) != nt.compute_nics:
-            out.append(TestResult("ib_ports", "ports", len(ports), nt.compute_nics, "count", False,
-                                  "compute port count differs from the node type"))
+            out.append(
+                TestResult(
+                    "ib_ports",
+                    "ports",
+                    len(ports),
+                    nt.compute_nics,
+                    "count",
+                    False,
+                    "compute port count differs from the node type",
+                )
+            )
         for p in ports:
             up = p["state"] == "ACTIVE"
-            out.append(TestResult("ib_ports", p["device"], p["rate_gbps"], nt.compute_nic_gbps, "Gb/s",
-                                  up and p["rate_gbps"] >= nt.compute_nic_gbps, "" if up else f"port {p['state']}"))
+            out.append(
+                TestResult(
+                    "ib_ports",
+                    p["device"],
+                    p["rate_gbps"],
+                    nt.compute_nic_gbps,
+                    "Gb/s",
+                    up and p["rate_gbps"] >= nt.compute_nic_gbps,
+                    "" if up else f"port {p['state']}",
+                )
+            )
     if "local_nvme" in tests:
         nv = m.get("nvme", {})
-        out.append(TestResult("local_nvme", "nvme/read", nv.get("read_gb_s", 0.0), nt.local_nvme_read_gb_s, "GB/s",
-                              _ok(nv.get("read_gb_s", 0.0), nt.local_nvme_read_gb_s)))
-        out.append(TestResult("local_nvme", "nvme/write", nv.get("write_gb_s", 0.0), nt.local_nvme_write_gb_s,
-                              "GB/s", _ok(nv.get("write_gb_s", 0.0), nt.local_nvme_write_gb_s)))
+        out.append(
+            TestResult(
+                "local_nvme",
+                "nvme/read",
+                nv.get("read_gb_s", 0.0),
+                nt.local_nvme_read_gb_s,
+                "GB/s",
+                _ok(nv.get("read_gb_s", 0.0), nt.local_nvme_read_gb_s),
+            )
+        )
+        out.append(
+            TestResult(
+                "local_nvme",
+                "nvme/write",
+                nv.get("write_gb_s", 0.0),
+                nt.local_nvme_write_gb_s,
+                "GB/s",
+                _ok(nv.get("write_gb_s", 0.0), nt.local_nvme_write_gb_s),
+            )
+        )
     return out
 
 
@@ -137,9 +214,15 @@ def failures(results: list[TestResult]) -> list[str]:
     return lines
 
 
-def judge_cluster(node_type: str, m: dict[str, Any], *, expected_all_reduce_gb_s: float | None = None,
-                  expected_write_gb_s: float | None = None, expected_read_gb_s: float | None = None,
-                  tests: tuple[str, ...] = CLUSTER_TESTS) -> list[TestResult]:
+def judge_cluster(
+    node_type: str,
+    m: dict[str, Any],
+    *,
+    expected_all_reduce_gb_s: float | None = None,
+    expected_write_gb_s: float | None = None,
+    expected_read_gb_s: float | None = None,
+    tests: tuple[str, ...] = CLUSTER_TESTS,
+) -> list[TestResult]:
     """Judge cluster measurements (``run_cluster_tests`` result) against the plans' predictions.
 
     ``expected_all_reduce_gb_s`` defaults to the per-GPU NIC line rate times ``ALL_REDUCE_SHARE``; storage
@@ -151,13 +234,31 @@ def judge_cluster(node_type: str, m: dict[str, Any], *, expected_all_reduce_gb_s
         exp = expected_all_reduce_gb_s or round(all_reduce_gb_s(nt.compute_nic_gbps), 2)
         if m.get("nodes", 2) == 1:
             exp = round(nt.nvlink_gb_s * NVLINK_SHARE_OF_PEAK, 1)
-        out.append(TestResult("all_reduce", "cluster", m["all_reduce_busbw_gb_s"], exp, "GB/s",
-                              _ok(m["all_reduce_busbw_gb_s"], exp), "NCCL all-reduce bus bandwidth"))
+        out.append(
+            TestResult(
+                "all_reduce",
+                "cluster",
+                m["all_reduce_busbw_gb_s"],
+                exp,
+                "GB/s",
+                _ok(m["all_reduce_busbw_gb_s"], exp),
+                "NCCL all-reduce bus bandwidth",
+            )
+        )
     if "storage" in tests:
         for direction, exp_value in (("write", expected_write_gb_s), ("read", expected_read_gb_s)):
             if exp_value is None:
                 continue
             got = m[f"storage_{direction}_gb_s"]
-            out.append(TestResult("storage", f"parallel_fs/{direction}", got, round(exp_value, 1), "GB/s",
-                                  _ok(got, exp_value), "aggregate, performance tier vs storage plan"))
+            out.append(
+                TestResult(
+                    "storage",
+                    f"parallel_fs/{direction}",
+                    got,
+                    round(exp_value, 1),
+                    "GB/s",
+                    _ok(got, exp_value),
+                    "aggregate, performance tier vs storage plan",
+                )
+            )
     return out

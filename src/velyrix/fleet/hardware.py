@@ -99,14 +99,24 @@ class NodeHardware:
         pos = raw.get("position")
         position = None
         if pos:
-            position = Position(region=pos["region"], su=pos["su"], rack=pos["rack"], slot=pos["slot"],
-                                leaf_ports=tuple(LeafPort(**lp) for lp in pos.get("leaf_ports", ())),
-                                su_nodes=int(pos.get("su_nodes", 32)))
+            position = Position(
+                region=pos["region"],
+                su=pos["su"],
+                rack=pos["rack"],
+                slot=pos["slot"],
+                leaf_ports=tuple(LeafPort(**lp) for lp in pos.get("leaf_ports", ())),
+                su_nodes=int(pos.get("su_nodes", 32)),
+            )
         return cls(
-            hostname=raw["hostname"], node_type=raw["node_type"], serial=raw["serial"],
-            gpus=tuple(GPUInfo(**g) for g in raw["gpus"]), nics=tuple(NICInfo(**n) for n in raw["nics"]),
-            bmc=BMCInfo(**raw["bmc"]), nvme=tuple(NVMeInfo(**d) for d in raw["nvme"]),
-            firmware=dict(raw.get("firmware", {})), position=position,
+            hostname=raw["hostname"],
+            node_type=raw["node_type"],
+            serial=raw["serial"],
+            gpus=tuple(GPUInfo(**g) for g in raw["gpus"]),
+            nics=tuple(NICInfo(**n) for n in raw["nics"]),
+            bmc=BMCInfo(**raw["bmc"]),
+            nvme=tuple(NVMeInfo(**d) for d in raw["nvme"]),
+            firmware=dict(raw.get("firmware", {})),
+            position=position,
         )
 
     def firmware_drift(self, baseline: Mapping[str, str]) -> dict[str, tuple[str, str]]:

@@ -42,7 +42,15 @@ FAILED = "failed"
 """A driver operation failed or the node is unhealthy; needs inspection (or repair) before reuse."""
 
 PROVISIONING_STATES: tuple[str, ...] = (
-    ENROLLED, INSPECTING, AVAILABLE, ALLOCATED, PROVISIONING, ACTIVE, DEPROVISIONING, SANITIZING, FAILED,
+    ENROLLED,
+    INSPECTING,
+    AVAILABLE,
+    ALLOCATED,
+    PROVISIONING,
+    ACTIVE,
+    DEPROVISIONING,
+    SANITIZING,
+    FAILED,
 )
 """Every provisioning state, in lifecycle order."""
 

@@ -32,8 +32,9 @@ def fabric_plan(node_type: str, node_count: int) -> Any | None:
         return None
 
 
-def position(region: str, index: int, compute_nics: int, su_nodes: int = 32, plan: Any | None = None
-             ) -> hardware.Position:
+def position(
+    region: str, index: int, compute_nics: int, su_nodes: int = 32, plan: Any | None = None
+) -> hardware.Position:
     """Physical position of the ``index``-th node (0-based) of a region's node type, from ``plan`` (a
     ``FabricPlan``) when given, else from the rule with ``su_nodes`` per SU."""
     if plan is not None:

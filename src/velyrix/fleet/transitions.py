@@ -75,8 +75,15 @@ class TransitionRecord:
     at_s: float
 
     def to_dict(self) -> dict[str, Any]:
-        return {"node": self.node, "field": self.field, "from": self.from_state, "to": self.to_state,
-                "actor": self.actor, "reason": self.reason, "at_s": self.at_s}
+        return {
+            "node": self.node,
+            "field": self.field,
+            "from": self.from_state,
+            "to": self.to_state,
+            "actor": self.actor,
+            "reason": self.reason,
+            "at_s": self.at_s,
+        }
 
 
 class TransitionStore(Protocol):
@@ -125,8 +132,9 @@ def allowed(from_state: str, to_state: str) -> bool:
     return to_state in table.get(from_state, frozenset())
 
 
-def transition(node: NodeLike, to_state: str, *, actor: str, reason: str, store: TransitionStore,
-               now_s: float | None = None) -> TransitionRecord:
+def transition(
+    node: NodeLike, to_state: str, *, actor: str, reason: str, store: TransitionStore, now_s: float | None = None
+) -> TransitionRecord:
     """Move ``node`` to ``to_state`` (a provisioning state or a fleet stage).
 
     Validates against the table, sets the attribute, and saves node + record through ``store``.
@@ -141,8 +149,15 @@ def transition(node: NodeLike, to_state: str, *, actor: str, reason: str, store:
     current: str = getattr(node, attr)
     if not allowed(current, to_state):
         raise InvalidTransitionError(node=node.name, field=attr, from_state=current, to_state=to_state)
-    record = TransitionRecord(node=node.name, field=attr, from_state=current, to_state=to_state, actor=actor,
-                              reason=reason, at_s=time.time() if now_s is None else now_s)
+    record = TransitionRecord(
+        node=node.name,
+        field=attr,
+        from_state=current,
+        to_state=to_state,
+        actor=actor,
+        reason=reason,
+        at_s=time.time() if now_s is None else now_s,
+    )
     setattr(node, attr, to_state)
     try:
         store.save_transition(node, record)

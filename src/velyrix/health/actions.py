@@ -34,8 +34,9 @@ def drain_text(verdict: Verdict) -> str:
     return f"{verdict.action.name} ({when}, {verdict.level}): {verdict.summary()}"
 
 
-def apply_verdict(verdict: Verdict, seam: SchedulerSeam, *, source: str = SOURCE,
-                  held_action: Action | None = None) -> Applied:
+def apply_verdict(
+    verdict: Verdict, seam: SchedulerSeam, *, source: str = SOURCE, held_action: Action | None = None
+) -> Applied:
     """Carry ``verdict`` out on ``seam`` for ``verdict.node``. ``held_action`` is the action of the drain
     ``source`` already holds (None when it holds none); the seam is only called when something changes.
     """

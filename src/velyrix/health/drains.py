@@ -39,8 +39,9 @@ def release(held: dict[str, str], node: str, source: str) -> bool:
         return False
     if source not in held:
         holders = ", ".join(sorted(held))
-        raise errors.DrainOwnershipError(node=node, source=source, holders=holders,
-                                         hint=f"only {holders} may release it")
+        raise errors.DrainOwnershipError(
+            node=node, source=source, holders=holders, hint=f"only {holders} may release it"
+        )
     del held[source]
     return True
 
@@ -85,8 +86,9 @@ class InMemorySeam(SchedulerSeam):
     ``clock`` returns seconds (the twin's simulated clock or ``time.monotonic``); ``on_reboot`` is
     called with the node name so that a twin can power-cycle its simulated node."""
 
-    def __init__(self, clock: Callable[[], float] = time.monotonic,
-                 on_reboot: Callable[[str], None] | None = None) -> None:
+    def __init__(
+        self, clock: Callable[[], float] = time.monotonic, on_reboot: Callable[[str], None] | None = None
+    ) -> None:
         self._clock = clock
         self._on_reboot = on_reboot
         self._held: dict[str, dict[str, str]] = {}

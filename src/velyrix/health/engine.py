@@ -31,8 +31,12 @@ RECENT_S = 3600.0
 """An XID whose action needs no fix (IGNORE, RESTART_APP) is current for this long after it was seen."""
 
 _OPS: dict[str, Callable[[Any, Any], bool]] = {
-    "gt": lambda a, b: a > b, "ge": lambda a, b: a >= b, "lt": lambda a, b: a < b,
-    "le": lambda a, b: a <= b, "eq": lambda a, b: a == b, "ne": lambda a, b: a != b,
+    "gt": lambda a, b: a > b,
+    "ge": lambda a, b: a >= b,
+    "lt": lambda a, b: a < b,
+    "le": lambda a, b: a <= b,
+    "eq": lambda a, b: a == b,
+    "ne": lambda a, b: a != b,
     "mask": lambda a, b: (int(a) & int(b)) != 0,
 }
 
@@ -50,8 +54,14 @@ class Reason:
     hardware: bool = False
 
     def to_dict(self) -> dict[str, Any]:
-        return {"key": self.key, "source": self.source, "message": self.message, "level": str(self.level),
-                "action": self.action.name, "hardware": self.hardware}
+        return {
+            "key": self.key,
+            "source": self.source,
+            "message": self.message,
+            "level": str(self.level),
+            "action": self.action.name,
+            "hardware": self.hardware,
+        }
 
 
 @dataclass(frozen=True)
@@ -76,8 +86,13 @@ class Verdict:
         return f"{top.key}: {top.message}{more}"
 
     def to_dict(self) -> dict[str, Any]:
-        return {"node": self.node, "level": str(self.level), "action": self.action.name,
-                "lemon_score": round(self.lemon_score, 3), "reasons": [r.to_dict() for r in self.reasons]}
+        return {
+            "node": self.node,
+            "level": str(self.level),
+            "action": self.action.name,
+            "lemon_score": round(self.lemon_score, 3),
+            "reasons": [r.to_dict() for r in self.reasons],
+        }
 
 
 @dataclass
@@ -91,17 +106,33 @@ class Engine:
     def evaluate(self, evidence: ev.Evidence) -> Verdict:
         """The verdict for ``evidence`` (see the module docstring for the rules)."""
         reasons: list[Reason] = []
-        for gen in (self._xid_reasons, self._counter_reasons, self._trend_reasons, self._check_reasons,
-                    self._peer_reasons):
+        for gen in (
+            self._xid_reasons,
+            self._counter_reasons,
+            self._trend_reasons,
+            self._check_reasons,
+            self._peer_reasons,
+        ):
             reasons.extend(gen(evidence))
         score = self.lemon_score(evidence)
         lem = self.thresholds.lemon
         if self.policy.enabled("lemon") and score >= float(lem["threshold"]):
-            reasons.append(Reason("lemon", "lemon", f"lemon score {score:.1f} >= {lem['threshold']} from repair "
-                                  "history", self.policy.rule_level("lemon", Level.parse(lem["level"])),
-                                  self.policy.rule_action("lemon", Action.parse(lem["action"])), hardware=True))
-        reasons = [r if r.action <= self.policy.max_action else
-                   Reason(r.key, r.source, r.message, r.level, self.policy.max_action, r.hardware) for r in reasons]
+            reasons.append(
+                Reason(
+                    "lemon",
+                    "lemon",
+                    f"lemon score {score:.1f} >= {lem['threshold']} from repair history",
+                    self.policy.rule_level("lemon", Level.parse(lem["level"])),
+                    self.policy.rule_action("lemon", Action.parse(lem["action"])),
+                    hardware=True,
+                )
+            )
+        reasons = [
+            r
+            if r.action <= self.policy.max_action
+            else Reason(r.key, r.source, r.message, r.level, self.policy.max_action, r.hardware)
+            for r in reasons
+        ]
         reasons.sort(key=lambda r: (-r.action, -r.level, _SOURCE_ORDER.get(r.source, 9), r.key))
         action = max((r.action for r in reasons), default=Action.IGNORE)
         level = max((r.level for r in reasons), default=Level.OK)
@@ -118,8 +149,9 @@ class Engine:
         for x in recent:
             groups[(x.code, x.gpu)].append(x)
         fixes = [(r.t_s, r.gpu, ev.FIX_RUNG[r.kind]) for r in e.repairs if r.kind in ev.FIX_RUNG and r.t_s <= e.now_s]
-        for (code, gpu), events in sorted(groups.items(), key=lambda kv: (kv[0][0], kv[0][1] if kv[0][1] is not None
-                                                                             else -1)):
+        for (code, gpu), events in sorted(
+            groups.items(), key=lambda kv: (kv[0][0], kv[0][1] if kv[0][1] is not None else -1)
+        ):
             if not self.policy.enabled(str(code)):
                 continue
             key = f"xid:{code}:gpu{gpu if gpu is not None else '?'}"
@@ -141,11 +173,13 @@ class Engine:
             hardware = n >= hw_after
             if n:
                 message += f"; recurred after {n} fix{'es' if n > 1 else ''}" + (
-                    " (same XID after repeated fixes: hardware suspected)" if hardware else "")
+                    " (same XID after repeated fixes: hardware suspected)" if hardware else ""
+                )
             yield Reason(key, "xid", message, level, action, hardware)
 
-    def _xid_base(self, code: int, last: ev.XidEvent, recent: list[ev.XidEvent],
-                  corr_s: float) -> tuple[Action, Level, str, bool]:
+    def _xid_base(
+        self, code: int, last: ev.XidEvent, recent: list[ev.XidEvent], corr_s: float
+    ) -> tuple[Action, Level, str, bool]:
         try:
             info = catalog_health.xid(code)
         except errors.UnknownNameError:  # an XID the catalog lacks is still evidence
@@ -163,8 +197,13 @@ class Engine:
             elif ra not in table:
                 message += " (recovery action not reported: read it from NVML)"
         elif info.follows_other:
-            others = [x for x in recent if x.code != code and (x.gpu == last.gpu or x.gpu is None or last.gpu is None)
-                      and abs(x.t_s - last.t_s) <= corr_s]
+            others = [
+                x
+                for x in recent
+                if x.code != code
+                and (x.gpu == last.gpu or x.gpu is None or last.gpu is None)
+                and abs(x.t_s - last.t_s) <= corr_s
+            ]
             if others:
                 return Action.IGNORE, Level.OK, message + f" (follows XID {others[0].code})", False
         return action, level, message, info.escalates
@@ -205,16 +244,19 @@ class Engine:
                 value = self._value(rule.scope, obj, rule.metric)
                 if value is None or not _OPS[rule.op](value, rule.value):
                     continue
-                yield Reason(f"{rule.name}:{ent}", "counter", f"{ent}: {rule.reason} ({rule.metric}={value})",
-                             self.policy.rule_level(rule.name, Level.parse(rule.level)),
-                             self.policy.rule_action(rule.name, Action.parse(rule.action)),
-                             hardware=Action.parse(rule.action) >= Action.QUARANTINE)
+                yield Reason(
+                    f"{rule.name}:{ent}",
+                    "counter",
+                    f"{ent}: {rule.reason} ({rule.metric}={value})",
+                    self.policy.rule_level(rule.name, Level.parse(rule.level)),
+                    self.policy.rule_action(rule.name, Action.parse(rule.action)),
+                    hardware=Action.parse(rule.action) >= Action.QUARANTINE,
+                )
 
     def _trend_reasons(self, e: ev.Evidence) -> Iterator[Reason]:
         import numpy as np
 
-        last_fix = max((r.t_s for r in e.repairs if r.kind in ev.FIX_RUNG and r.t_s <= e.now_s),
-                       default=float("-inf"))
+        last_fix = max((r.t_s for r in e.repairs if r.kind in ev.FIX_RUNG and r.t_s <= e.now_s), default=float("-inf"))
         for rule in self.thresholds.trends:
             if not self.policy.enabled(rule.name):
                 continue
@@ -252,10 +294,13 @@ class Engine:
                     continue
                 if rule.rising_factor > 0 and second[j] < rule.rising_factor * max(first[j], 1.0):
                     continue
-                yield Reason(f"{rule.name}:{ent}", "trend",
-                             f"{ent}: {rule.reason} (+{total[j]:.0f} {rule.metric} in {rule.window_h:g} h)",
-                             self.policy.rule_level(rule.name, Level.parse(rule.level)),
-                             self.policy.rule_action(rule.name, Action.parse(rule.action)))
+                yield Reason(
+                    f"{rule.name}:{ent}",
+                    "trend",
+                    f"{ent}: {rule.reason} (+{total[j]:.0f} {rule.metric} in {rule.window_h:g} h)",
+                    self.policy.rule_level(rule.name, Level.parse(rule.level)),
+                    self.policy.rule_action(rule.name, Action.parse(rule.action)),
+                )
 
     # Checks, peers, lemons ------------------------------------------------------------------------
     def _check_reasons(self, e: ev.Evidence) -> Iterator[Reason]:
@@ -273,9 +318,13 @@ class Engine:
                 why = f"could not run ({c.status}): counted as a failure; {c.detail}".rstrip("; ")
             where = f"gpu{gpu}" if gpu is not None else "node"
             verb = "not run" if c.status == "skipped" else "failed"
-            yield Reason(f"check:{name}:{where}", "check", f"check {name} {verb} on {where}: {why}",
-                         self.policy.rule_level(name, Level.parse(c.level)),
-                         self.policy.rule_action(name, Action.parse(c.action)))
+            yield Reason(
+                f"check:{name}:{where}",
+                "check",
+                f"check {name} {verb} on {where}: {why}",
+                self.policy.rule_level(name, Level.parse(c.level)),
+                self.policy.rule_action(name, Action.parse(c.action)),
+            )
 
     def _peer_reasons(self, e: ev.Evidence) -> Iterator[Reason]:
         if not e.samples or not self.policy.enabled("peer"):
@@ -290,11 +339,14 @@ class Engine:
             median = statistics.median(peers)
             for idx, value in own:
                 if value < frac * median:
-                    yield Reason(f"peer:{metric}:gpu{idx}", "peer",
-                                 f"gpu{idx}: {metric} {value:.0f} is {value / median:.0%} of the peer median "
-                                 f"{median:.0f} (minimum {frac:.0%})",
-                                 self.policy.rule_level("peer", Level.parse(cfg["level"])),
-                                 self.policy.rule_action("peer", Action.parse(cfg["action"])))
+                    yield Reason(
+                        f"peer:{metric}:gpu{idx}",
+                        "peer",
+                        f"gpu{idx}: {metric} {value:.0f} is {value / median:.0%} of the peer median "
+                        f"{median:.0f} (minimum {frac:.0%})",
+                        self.policy.rule_level("peer", Level.parse(cfg["level"])),
+                        self.policy.rule_action("peer", Action.parse(cfg["action"])),
+                    )
 
     def lemon_score(self, e: ev.Evidence) -> float:
         """Weighted count of repairs in the lemon window (weights per repair kind from the thresholds)."""

@@ -168,11 +168,24 @@ class Evidence:
     peers: Mapping[str, Sequence[float]] = field(default_factory=dict)
 
     @classmethod
-    def build(cls, node: str, now_s: float, *, xids: Iterable[XidEvent] = (),
-              samples: Iterable[CounterSample] = (), checks: Iterable[CheckResult] = (),
-              repairs: Iterable[RepairEvent] = (), peers: Mapping[str, Sequence[float]] | None = None) -> Evidence:
+    def build(
+        cls,
+        node: str,
+        now_s: float,
+        *,
+        xids: Iterable[XidEvent] = (),
+        samples: Iterable[CounterSample] = (),
+        checks: Iterable[CheckResult] = (),
+        repairs: Iterable[RepairEvent] = (),
+        peers: Mapping[str, Sequence[float]] | None = None,
+    ) -> Evidence:
         """Evidence with every stream sorted by time."""
-        return cls(node=node, now_s=now_s, xids=tuple(sorted(xids, key=lambda e: e.t_s)),
-                   samples=tuple(sorted(samples, key=lambda s: s.t_s)),
-                   checks=tuple(sorted(checks, key=lambda c: c.t_s)),
-                   repairs=tuple(sorted(repairs, key=lambda r: r.t_s)), peers=dict(peers or {}))
+        return cls(
+            node=node,
+            now_s=now_s,
+            xids=tuple(sorted(xids, key=lambda e: e.t_s)),
+            samples=tuple(sorted(samples, key=lambda s: s.t_s)),
+            checks=tuple(sorted(checks, key=lambda c: c.t_s)),
+            repairs=tuple(sorted(repairs, key=lambda r: r.t_s)),
+            peers=dict(peers or {}),
+        )

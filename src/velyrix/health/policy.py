@@ -80,5 +80,6 @@ class Policy:
                 raise errors.UnknownNameError("health rule", name, known_rules | codes)
             disabled.add(str(name))
         cap = Action.parse(raw["max_action"]) if "max_action" in raw else Action.RMA
-        return cls(xid_actions=xa, xid_levels=xl, rule_actions=ra, rule_levels=rl,
-                   disabled=frozenset(disabled), max_action=cap)
+        return cls(
+            xid_actions=xa, xid_levels=xl, rule_actions=ra, rule_levels=rl, disabled=frozenset(disabled), max_action=cap
+        )

@@ -57,8 +57,12 @@ def evaluate(cfg: EvalConfig, workers: int = 1) -> dict[str, Any]:
         "policies": results,
         "proactive_vs_reactive": {
             "precursor_interruption_reduction_pct": round(100.0 * (base - p["precursor_job_interruptions"]) / base, 1)
-            if base else 0.0,
-            "all_interruption_reduction_pct": round(100.0 * (r["job_interruptions"] - p["job_interruptions"])
-                                                    / r["job_interruptions"], 1) if r["job_interruptions"] else 0.0,
+            if base
+            else 0.0,
+            "all_interruption_reduction_pct": round(
+                100.0 * (r["job_interruptions"] - p["job_interruptions"]) / r["job_interruptions"], 1
+            )
+            if r["job_interruptions"]
+            else 0.0,
         },
     }

@@ -29,11 +29,11 @@ class _Node:
     xid_seen: float = -1.0
     repairs: list = field(default_factory=list)
     out_until: float = -1.0
-    fix_kind: str = ""            # what happens at return: part_swap (repair) or reboot (diag/reset)
+    fix_kind: str = ""  # what happens at return: part_swap (repair) or reboot (diag/reset)
     open_fault_s: float | None = None
-    pending: tuple[float, float] | None = None   # precursor (start, fault time)
+    pending: tuple[float, float] | None = None  # precursor (start, fault time)
     last_action: Action = Action.IGNORE
-    known: ev.CounterSample | None = None       # the last reading; unchanged until the node is touched
+    known: ev.CounterSample | None = None  # the last reading; unchanged until the node is touched
 
 
 @dataclass
@@ -61,8 +61,9 @@ class PolicyRun:
     def __init__(self, policy: str, cfg: EvalConfig) -> None:
         self.policy, self.cfg = policy, cfg
         self.region = SimRegion.build(cfg.region, {cfg.node_type: cfg.nodes}, seed=cfg.seed)
-        self.region.enable_spontaneous(True, precursor_window_s=None if cfg.precursor_h is None
-                                       else cfg.precursor_h * H)
+        self.region.enable_spontaneous(
+            True, precursor_window_s=None if cfg.precursor_h is None else cfg.precursor_h * H
+        )
         self.hosts = list(self.region.nodes)
         self.index = {h: i for i, h in enumerate(self.hosts)}
         for node in self.region.nodes.values():
@@ -87,7 +88,7 @@ class PolicyRun:
 
     def _remove(self, host: str, t: float, hours: float, fix_kind: str) -> None:
         st = self.state[host]
-        if st.open_fault_s is not None:   # jobs that started on the broken node before it left crashed
+        if st.open_fault_s is not None:  # jobs that started on the broken node before it left crashed
             repeats = self.jobs.starts_between_gpus(self.index[host], st.open_fault_s, t)
             self.stats.repeat_interruptions += len(repeats)
             self.stats.job_interruptions += len(repeats)
@@ -118,7 +119,7 @@ class PolicyRun:
                     continue
                 if isinstance(fault, Fault):
                     self.region.inject(self.hosts[i], fault)
-                else:                           # a link retrains once: counters move, the port stays up
+                else:  # a link retrains once: counters move, the port stays up
                     port = self.region.nodes[self.hosts[i]].ib_ports[i % 8]
                     port.counters["link_downed"] += 1
                     port.counters["symbol_error"] += 40
@@ -150,10 +151,10 @@ class PolicyRun:
             self.stats.precursor_failures += 1
             return
         if event.cause is None and event.fault.kind in ("xid", "ecc_sbe_storm") and st.pending is None:
-            return                                        # injected benign noise, not a failure
+            return  # injected benign noise, not a failure
         self.stats.failures += 1
         if st.out_until >= 0:
-            return                                        # out of service: no job, repaired on return
+            return  # out of service: no job, repaired on return
         had_precursor = st.pending is not None and abs(st.pending[1] - event.at_s) < 1.0
         if had_precursor:
             st.pending = None
@@ -181,8 +182,11 @@ class PolicyRun:
                 self._remove(host, t, cfg.repair_h, "part_swap")
         if self.policy != "proactive":
             return
-        candidates = touched | {tr.hostname for tr in self.region.trends} | {
-            h for h, s in self.state.items() if s.last_action > Action.IGNORE or s.open_fault_s is not None}
+        candidates = (
+            touched
+            | {tr.hostname for tr in self.region.trends}
+            | {h for h, s in self.state.items() if s.last_action > Action.IGNORE or s.open_fault_s is not None}
+        )
         for host in sorted(candidates):
             st = self.state[host]
             if st.out_until >= 0:
@@ -204,8 +208,9 @@ class PolicyRun:
             if new:
                 st.xids.extend(new)
                 st.xid_seen = max(x.t_s for x in new)
-            verdict = self.engine.evaluate(ev.Evidence(host, t, tuple(st.xids), tuple(st.samples), (),
-                                                       tuple(st.repairs)))
+            verdict = self.engine.evaluate(
+                ev.Evidence(host, t, tuple(st.xids), tuple(st.samples), (), tuple(st.repairs))
+            )
             st.last_action = verdict.action
             self._act(host, st, t, verdict)
 
@@ -217,7 +222,7 @@ class PolicyRun:
         real = broken or st.pending is not None
         busy, start, end = self.jobs.at(self.index[host], t)
         st.repairs.append(ev.RepairEvent(t, "drain", reason=verdict.summary()))
-        if action < Action.DRAIN_AFTER_JOB:                  # fatal XID: reset or reboot now
+        if action < Action.DRAIN_AFTER_JOB:  # fatal XID: reset or reboot now
             self._remove(host, t, cfg.repair_h if broken else cfg.reboot_h, "part_swap" if broken else "reboot")
             return
         leave = t
@@ -231,7 +236,7 @@ class PolicyRun:
                 self._lose(host, t, start)
         if st.pending is not None:
             if st.pending[1] <= leave:
-                st.last_action = Action.IGNORE               # too late: the failure will hit the job
+                st.last_action = Action.IGNORE  # too late: the failure will hit the job
                 st.repairs.pop()
                 return
             self.stats.failures_caught_before_job_damage += 1

@@ -43,18 +43,27 @@ class NocBook:
     incidents: list[Incident] = field(default_factory=list)
     _ids: itertools.count = field(default_factory=lambda: itertools.count(1))
 
-    def open(self, key: str, priority: str, title: str, *, cluster: str | None = None, node: str | None = None,
-             detail: str = "") -> Incident:
+    def open(
+        self,
+        key: str,
+        priority: str,
+        title: str,
+        *,
+        cluster: str | None = None,
+        node: str | None = None,
+        detail: str = "",
+    ) -> Incident:
         """Open an incident, or add ``node`` to the open one with the same ``key`` (escalating priority)."""
         for inc in self.incidents:
             if inc.key == key and inc.resolved_s is None:
                 if node and node not in inc.nodes:
                     inc.nodes.append(node)
-                inc.priority = min(inc.priority, priority)   # "P1" < "P2"
+                inc.priority = min(inc.priority, priority)  # "P1" < "P2"
                 inc.title, inc.detail = title, detail or inc.detail
                 return inc
-        inc = Incident(f"INC-{next(self._ids):05d}", key, priority, title, cluster, [node] if node else [],
-                       self.clock(), detail)
+        inc = Incident(
+            f"INC-{next(self._ids):05d}", key, priority, title, cluster, [node] if node else [], self.clock(), detail
+        )
         self.incidents.append(inc)
         return inc
 

@@ -55,22 +55,41 @@ class ClusterEventSeam(SchedulerSeam):
         self._event("HealthReboot", f"{node} rebooted: {reason}")
 
 
-def open_incident(session: orm.Session, cluster: models.Cluster, node: models.Node,
-                  detail: str) -> health_tables.Incident:
+def open_incident(
+    session: orm.Session, cluster: models.Cluster, node: models.Node, detail: str
+) -> health_tables.Incident:
     """Open (or extend) the capacity incident of ``cluster`` through ``noc.NocBook`` and keep it in the
     database: one open incident per cluster, P1 when more than ``noc.P1_FRACTION`` of its nodes are out."""
     key = f"capacity:{cluster.id}"
-    rows = {r.number: r for r in session.scalars(sa.select(health_tables.Incident).where(
-        health_tables.Incident.key == key, health_tables.Incident.resolved_at.is_(None)))}
+    rows = {
+        r.number: r
+        for r in session.scalars(
+            sa.select(health_tables.Incident).where(
+                health_tables.Incident.key == key, health_tables.Incident.resolved_at.is_(None)
+            )
+        )
+    }
     taken = session.scalar(sa.select(sa.func.count()).select_from(health_tables.Incident)) or 0
-    book = noc.NocBook(incidents=[noc.Incident(r.number, r.key, r.priority, r.title, r.cluster_id, list(r.nodes),
-                                               r.opened_at.timestamp(), r.detail) for r in rows.values()],
-                       _ids=itertools.count(int(taken) + 1))
+    book = noc.NocBook(
+        incidents=[
+            noc.Incident(
+                r.number, r.key, r.priority, r.title, r.cluster_id, list(r.nodes), r.opened_at.timestamp(), r.detail
+            )
+            for r in rows.values()
+        ],
+        _ids=itertools.count(int(taken) + 1),
+    )
     members = list(session.scalars(sa.select(models.Node).where(models.Node.cluster_id == cluster.id)))
     lost = sum(1 for m in members if m.fleet_stage != states.PRODUCTION)
-    inc = book.open(key, noc.capacity_priority(lost, cluster.node_count),
-                    f"cluster {cluster.name} lost capacity: {lost} of {cluster.node_count} nodes out, no "
-                    f"{cluster.node_type} spare left", cluster=cluster.id, node=node.name, detail=detail)
+    inc = book.open(
+        key,
+        noc.capacity_priority(lost, cluster.node_count),
+        f"cluster {cluster.name} lost capacity: {lost} of {cluster.node_count} nodes out, no "
+        f"{cluster.node_type} spare left",
+        cluster=cluster.id,
+        node=node.name,
+        detail=detail,
+    )
     row = rows.get(inc.id)
     if row is None:
         row = health_tables.Incident(number=inc.id, key=key, tenant_id=cluster.tenant_id, cluster_id=cluster.id)
@@ -99,15 +118,23 @@ def handle(session: orm.Session, node: models.Node, verdict: Verdict, previous_a
 
     if verdict.action >= Action.QUARANTINE:
         node.last_error = f"health: {verdict.summary()}"[:2000]
-    remediator = remediation.Remediator(seam=ClusterEventSeam(cluster), nodes={node.name: node},
-                                        store=DbTransitionStore(session), replacer=replace)
+    remediator = remediation.Remediator(
+        seam=ClusterEventSeam(cluster), nodes={node.name: node}, store=DbTransitionStore(session), replacer=replace
+    )
     if previous_action and previous_action in Action.__members__ and Action[previous_action] >= Action.RESET_GPU:
         remediator.held[node.name] = Action[previous_action]
     done = remediator.handle(verdict)
     for rma in remediator.rma:
-        session.add(health_tables.RmaRecord(tenant_id=None, node_id=node.id, node_name=node.name,
-                                            serial=(node.hardware or {}).get("serial"), reasons=list(rma.reasons),
-                                            summary=rma.summary))
+        session.add(
+            health_tables.RmaRecord(
+                tenant_id=None,
+                node_id=node.id,
+                node_name=node.name,
+                serial=(node.hardware or {}).get("serial"),
+                reasons=list(rma.reasons),
+                summary=rma.summary,
+            )
+        )
     session.flush()
     return done
 

@@ -86,15 +86,22 @@ class Remediator:
         if "undrain" in applied.ops:
             self.held.pop(node.name, None)
         if verdict.action >= Action.QUARANTINE and node.fleet_stage == states.PRODUCTION:
-            transitions.transition(node, states.QUARANTINED, actor="health", reason=verdict.summary(),
-                                   store=self.store, now_s=self.clock())
+            transitions.transition(
+                node, states.QUARANTINED, actor="health", reason=verdict.summary(), store=self.store, now_s=self.clock()
+            )
             done.append(f"quarantine {node.name}")
             done.extend(self.replacer(node) if self.replacer is not None else self._replace(node))
         criteria = tuple(r.key for r in verdict.reasons if r.key.startswith(RMA_KEYS))
         if (criteria or verdict.action == Action.RMA) and node.fleet_stage == states.QUARANTINED:
             self.rma.append(RmaRecord(node.name, self.clock(), criteria or ("verdict:RMA",), verdict.summary()))
-            transitions.transition(node, states.RMA, actor="health", reason="RMA criterion: " + ", ".join(criteria),
-                                   store=self.store, now_s=self.clock())
+            transitions.transition(
+                node,
+                states.RMA,
+                actor="health",
+                reason="RMA criterion: " + ", ".join(criteria),
+                store=self.store,
+                now_s=self.clock(),
+            )
             done.append(f"rma {node.name}")
         self.log.extend(done)
         return done
@@ -114,8 +121,12 @@ class Remediator:
             spare.cluster, node.cluster = cluster, None
             return [f"replace {node.name} with {spare.name} in {cluster}"]
         lost = sum(1 for m in members if self.nodes[m].fleet_stage != states.PRODUCTION)
-        inc = self.noc_book.open(f"capacity:{cluster}", noc.capacity_priority(lost, size),
-                                 f"cluster {cluster} lost capacity: {lost} of {size} nodes out, no {node.node_type} "
-                                 "spare left", cluster=cluster, node=node.name,
-                                 detail=f"{node.name} quarantined by health")
+        inc = self.noc_book.open(
+            f"capacity:{cluster}",
+            noc.capacity_priority(lost, size),
+            f"cluster {cluster} lost capacity: {lost} of {size} nodes out, no {node.node_type} spare left",
+            cluster=cluster,
+            node=node.name,
+            detail=f"{node.name} quarantined by health",
+        )
         return [f"incident {inc.id} {inc.priority} {cluster}"]

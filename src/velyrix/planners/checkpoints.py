@@ -37,8 +37,10 @@ class Architecture:
             if not isinstance(value, int) or isinstance(value, bool) or value < 1:
                 raise errors.InvalidInputError(f"{name} must be a whole number >= 1, got {value!r}")
         if self.heads > self.hidden:
-            raise errors.InvalidInputError(f"heads ({self.heads}) cannot exceed hidden ({self.hidden})",
-                                           hint="heads is the number of attention heads, e.g. 128 for 16384")
+            raise errors.InvalidInputError(
+                f"heads ({self.heads}) cannot exceed hidden ({self.hidden})",
+                hint="heads is the number of attention heads, e.g. 128 for 16384",
+            )
         if self.kv_heads > self.heads or self.heads % self.kv_heads:
             raise errors.InvalidInputError(
                 f"kv_heads ({self.kv_heads}) must divide heads ({self.heads})",
@@ -81,8 +83,9 @@ class Parallelism:
         return self.tp * self.pp
 
 
-def resolve_parallelism(gpus: int, *, tp: int = 1, pp: int = 1, dp: int | None = None, zero_stage: int = 0,
-                        layers: int | None = None) -> Parallelism:
+def resolve_parallelism(
+    gpus: int, *, tp: int = 1, pp: int = 1, dp: int | None = None, zero_stage: int = 0, layers: int | None = None
+) -> Parallelism:
     """Check the degrees against ``gpus`` and fill ``dp`` (gpus / (tp*pp)) when it is ``None``.
 
     Raises ``InvalidInputError`` naming the valid values when TP x PP x DP does not divide the GPUs,
@@ -90,8 +93,7 @@ def resolve_parallelism(gpus: int, *, tp: int = 1, pp: int = 1, dp: int | None =
     with pipeline parallelism (DeepSpeed does not combine them).
     """
     if not isinstance(gpus, int) or isinstance(gpus, bool) or gpus < 1:
-        raise errors.InvalidInputError(f"GPU count must be a whole number >= 1, got {gpus!r}",
-                                       hint="e.g. --gpus 512")
+        raise errors.InvalidInputError(f"GPU count must be a whole number >= 1, got {gpus!r}", hint="e.g. --gpus 512")
     for name, value in (("tp", tp), ("pp", pp)):
         if not isinstance(value, int) or isinstance(value, bool) or value < 1:
             raise errors.InvalidInputError(f"{name} must be a whole number >= 1, got {value!r}")
@@ -103,7 +105,7 @@ def resolve_parallelism(gpus: int, *, tp: int = 1, pp: int = 1, dp: int | None =
         raise errors.InvalidInputError(
             f"tp x pp = {tp} x {pp} = {mp} does not divide the {gpus} GPUs",
             hint=f"expected tp x pp x dp to divide {gpus}; tp x pp could be one of: "
-                 f"{', '.join(str(d) for d in valid[:16])}",
+            f"{', '.join(str(d) for d in valid[:16])}",
         )
     if dp is None:
         dp = gpus // mp
@@ -114,11 +116,12 @@ def resolve_parallelism(gpus: int, *, tp: int = 1, pp: int = 1, dp: int | None =
         raise errors.InvalidInputError(
             f"tp x pp x dp = {tp} x {pp} x {dp} = {mp * dp} does not divide the {gpus} GPUs",
             hint=f"expected tp x pp x dp to divide {gpus}; with tp={tp}, pp={pp} valid dp: "
-                 f"{', '.join(str(d) for d in valid_dp[:16])}",
+            f"{', '.join(str(d) for d in valid_dp[:16])}",
         )
     if layers is not None and pp > layers:
-        raise errors.InvalidInputError(f"pp ({pp}) exceeds the model's {layers} layers",
-                                       hint=f"expected pp <= {layers}")
+        raise errors.InvalidInputError(
+            f"pp ({pp}) exceeds the model's {layers} layers", hint=f"expected pp <= {layers}"
+        )
     if zero_stage == 3 and pp > 1:
         raise errors.InvalidInputError(
             f"ZeRO stage 3 cannot be combined with pipeline parallelism (pp={pp})",
@@ -150,20 +153,30 @@ class CheckpointSize:
     def to_dict(self) -> dict[str, object]:
         p = self.parallelism
         return {
-            "params": self.params, "bytes_per_param": self.bytes_per_param,
-            "tp": p.tp, "pp": p.pp, "dp": p.dp, "zero_stage": p.zero_stage, "ranks": p.ranks,
-            "job_nodes": self.job_nodes, "writer_ranks": self.writer_ranks,
-            "size_bytes": self.size_bytes, "size_gb": self.size_bytes / units.GB,
+            "params": self.params,
+            "bytes_per_param": self.bytes_per_param,
+            "tp": p.tp,
+            "pp": p.pp,
+            "dp": p.dp,
+            "zero_stage": p.zero_stage,
+            "ranks": p.ranks,
+            "job_nodes": self.job_nodes,
+            "writer_ranks": self.writer_ranks,
+            "size_bytes": self.size_bytes,
+            "size_gb": self.size_bytes / units.GB,
             "size_gib": self.size_bytes / units.GiB,
-            "per_rank_bytes": self.per_rank_bytes, "per_rank_gb": self.per_rank_bytes / units.GB,
+            "per_rank_bytes": self.per_rank_bytes,
+            "per_rank_gb": self.per_rank_bytes / units.GB,
             "per_rank_gib": self.per_rank_bytes / units.GiB,
-            "per_node_bytes": self.per_node_bytes, "per_node_gb": self.per_node_bytes / units.GB,
+            "per_node_bytes": self.per_node_bytes,
+            "per_node_gb": self.per_node_bytes / units.GB,
             "per_node_gib": self.per_node_bytes / units.GiB,
         }
 
 
-def checkpoint_size(params: float, parallelism: Parallelism, *, bytes_per_param: float = 14.0,
-                    gpus_per_node: int = 8) -> CheckpointSize:
+def checkpoint_size(
+    params: float, parallelism: Parallelism, *, bytes_per_param: float = 14.0, gpus_per_node: int = 8
+) -> CheckpointSize:
     """Size of one checkpoint of a ``params``-parameter model saved by ``parallelism`` ranks.
 
     ``bytes_per_param`` (default 14) splits into 2 bytes of weights and the rest of optimizer state.
@@ -173,8 +186,9 @@ def checkpoint_size(params: float, parallelism: Parallelism, *, bytes_per_param:
     if not params or params <= 0 or params != params:
         raise errors.InvalidInputError(f"parameter count must be > 0, got {params!r}", hint="e.g. 405e9")
     if not bytes_per_param or bytes_per_param <= 0:
-        raise errors.InvalidInputError(f"bytes per parameter must be > 0, got {bytes_per_param!r}",
-                                       hint="14 for bf16 weights + fp32 Adam state")
+        raise errors.InvalidInputError(
+            f"bytes per parameter must be > 0, got {bytes_per_param!r}", hint="14 for bf16 weights + fp32 Adam state"
+        )
     if gpus_per_node < 1:
         raise errors.InvalidInputError(f"GPUs per node must be >= 1, got {gpus_per_node}")
     p = parallelism
@@ -189,8 +203,13 @@ def checkpoint_size(params: float, parallelism: Parallelism, *, bytes_per_param:
     # Writers are the lowest ranks, so node 0 holds the most of them.
     per_node = min(g, w_writers) * weights / w_writers + min(g, o_writers) * optimizer / o_writers
     return CheckpointSize(
-        params=float(params), bytes_per_param=float(bytes_per_param), parallelism=p, gpus_per_node=g,
-        size_bytes=weights + optimizer, per_rank_bytes=per_rank, per_node_bytes=per_node,
+        params=float(params),
+        bytes_per_param=float(bytes_per_param),
+        parallelism=p,
+        gpus_per_node=g,
+        size_bytes=weights + optimizer,
+        per_rank_bytes=per_rank,
+        per_node_bytes=per_node,
         writer_ranks=max(w_writers, o_writers),
     )
 

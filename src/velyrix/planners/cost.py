@@ -35,8 +35,14 @@ def compute_lines(node_type: str, node_count: int) -> list[CostLine]:
     """GPU-hour line of ``node_count`` nodes of ``node_type`` for one month."""
     nt = catalog.node_type(node_type)
     gpus = node_count * nt.gpus_per_node
-    return [line(f"GPU-hours, {node_type} ({gpus} GPUs x {units.HOURS_PER_MONTH:g} h)",
-                 gpus * units.HOURS_PER_MONTH, "GPU-hour", catalog.gpu_hour_price_usd(node_type))]
+    return [
+        line(
+            f"GPU-hours, {node_type} ({gpus} GPUs x {units.HOURS_PER_MONTH:g} h)",
+            gpus * units.HOURS_PER_MONTH,
+            "GPU-hour",
+            catalog.gpu_hour_price_usd(node_type),
+        )
+    ]
 
 
 def storage_lines(storage: dict[str, float], node_type: str, node_count: int) -> list[CostLine]:
@@ -49,15 +55,22 @@ def storage_lines(storage: dict[str, float], node_type: str, node_count: int) ->
         out.append(line(tier.description, tb, "TB-month", tier.price_usd_per_tb_month))
     nt = catalog.node_type(node_type)
     scratch = catalog.storage_tier("local_scratch")
-    out.append(line(f"{scratch.description} (included)", round(node_count * nt.local_nvme_tb, 2), "TB-month",
-                    scratch.price_usd_per_tb_month))
+    out.append(
+        line(
+            f"{scratch.description} (included)",
+            round(node_count * nt.local_nvme_tb, 2),
+            "TB-month",
+            scratch.price_usd_per_tb_month,
+        )
+    )
     return out
 
 
 def cluster_lines(spec: models.ClusterSpec) -> list[CostLine]:
     """Every cost line of a declared cluster."""
     return compute_lines(spec.node_type, spec.node_count) + storage_lines(
-        spec.storage.by_key(), spec.node_type, spec.node_count)
+        spec.storage.by_key(), spec.node_type, spec.node_count
+    )
 
 
 def total(lines: list[CostLine]) -> float:

@@ -50,8 +50,9 @@ class DataFeedPlan:
         return out
 
 
-def samples_rate(samples_per_s_per_gpu: float | None, step_time_s: float | None,
-                 batch_per_gpu: int | None) -> float | None:
+def samples_rate(
+    samples_per_s_per_gpu: float | None, step_time_s: float | None, batch_per_gpu: int | None
+) -> float | None:
     """Samples per second per GPU, given directly or as batch / step time; ``None`` if neither."""
     if samples_per_s_per_gpu is not None:
         if not samples_per_s_per_gpu > 0:
@@ -60,15 +61,27 @@ def samples_rate(samples_per_s_per_gpu: float | None, step_time_s: float | None,
     if batch_per_gpu is not None and step_time_s is not None:
         if batch_per_gpu < 1 or not step_time_s > 0:
             raise errors.InvalidInputError(
-                f"batch per GPU must be >= 1 and step time > 0, got {batch_per_gpu} and {step_time_s}")
+                f"batch per GPU must be >= 1 and step time > 0, got {batch_per_gpu} and {step_time_s}"
+            )
         return batch_per_gpu / step_time_s
     return None
 
 
-def plan_data_feed(*, dataset_tb: float, gpus: int, nodes: int, node_type: str, sample_mb: float | None,
-                   read_pattern: str, rate_per_gpu: float | None, au_target: float,
-                   perf_tb: float, capacity_tier_tb: float, checkpoint_tb: float,
-                   checkpoint_drain_gb_s: float | None) -> DataFeedPlan:
+def plan_data_feed(
+    *,
+    dataset_tb: float,
+    gpus: int,
+    nodes: int,
+    node_type: str,
+    sample_mb: float | None,
+    read_pattern: str,
+    rate_per_gpu: float | None,
+    au_target: float,
+    perf_tb: float,
+    capacity_tier_tb: float,
+    checkpoint_tb: float,
+    checkpoint_drain_gb_s: float | None,
+) -> DataFeedPlan:
     """Plan the dataset's tier and check the read bandwidth.
 
     ``perf_tb``/``capacity_tier_tb``: declared TB of the parallel FS tiers; ``checkpoint_tb``: TB the
@@ -106,8 +119,10 @@ def plan_data_feed(*, dataset_tb: float, gpus: int, nodes: int, node_type: str, 
         tier = "parallel_fs_capacity"
     else:
         tier = "parallel_fs"
-        notes.append(f"dataset ({dataset_tb:,g} TB) does not fit the declared tiers beside the checkpoints "
-                     f"({checkpoint_tb:,.1f} TB)")
+        notes.append(
+            f"dataset ({dataset_tb:,g} TB) does not fit the declared tiers beside the checkpoints "
+            f"({checkpoint_tb:,.1f} TB)"
+        )
     cap_tb = {"local_scratch": 0.0, "parallel_fs": perf_tb, "parallel_fs_capacity": capacity_tier_tb}[tier]
     perf = tiers.tier_performance(tier, cap_tb, nodes=nodes, node_type=node_type)
     factor = perf.random_read_factor if read_pattern == "random" else 1.0
@@ -121,9 +136,21 @@ def plan_data_feed(*, dataset_tb: float, gpus: int, nodes: int, node_type: str, 
             busy = min(1.0, checkpoint_drain_gb_s / perf.p10_write_gb_s)
             during = read_p10 * (1.0 - busy) - required
     return DataFeedPlan(
-        dataset_tb=dataset_tb, sample_mb=sample_mb, read_pattern=read_pattern,
-        samples_per_s_per_gpu=rate_per_gpu, au_target=au_target, gpus=gpus,
-        compute_bound_read_gb_s=full, required_read_gb_s=required, per_gpu_read_gb_s=per_gpu,
-        local_cache_tb_per_node=cache_tb, fits_local_nvme=fits, tier=tier, tier_read_p10_gb_s=read_p10,
-        meets_au_target=meets, headroom_gb_s=headroom, headroom_during_checkpoint_gb_s=during, notes=tuple(notes),
+        dataset_tb=dataset_tb,
+        sample_mb=sample_mb,
+        read_pattern=read_pattern,
+        samples_per_s_per_gpu=rate_per_gpu,
+        au_target=au_target,
+        gpus=gpus,
+        compute_bound_read_gb_s=full,
+        required_read_gb_s=required,
+        per_gpu_read_gb_s=per_gpu,
+        local_cache_tb_per_node=cache_tb,
+        fits_local_nvme=fits,
+        tier=tier,
+        tier_read_p10_gb_s=read_p10,
+        meets_au_target=meets,
+        headroom_gb_s=headroom,
+        headroom_during_checkpoint_gb_s=during,
+        notes=tuple(notes),
     )

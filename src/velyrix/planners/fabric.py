@@ -85,21 +85,35 @@ class ComputePlane:
 
     def cables(self) -> dict[str, int]:
         """Cables per tier: node-leaf (whole SUs), leaf-spine and spine-core."""
-        return {"node_leaf": self.cabled_nodes * self.rails, "leaf_spine": self.leaves * self.leaf_up,
-                "spine_core": self.spines * self.spine_up}
+        return {
+            "node_leaf": self.cabled_nodes * self.rails,
+            "leaf_spine": self.leaves * self.leaf_up,
+            "spine_core": self.spines * self.spine_up,
+        }
 
     def ports(self) -> dict[str, dict[str, int]]:
         """Ports per tier: per-switch radix, used (max over switches), free in total."""
         leaf_used = self.leaf_down + self.leaf_up
         spine_used = [p.leaves * p.links_per_leaf_spine + self.spine_up for p in self.pods for _ in range(p.spines)]
         core_used = [self._core_ports_used(g) for g in range(self.core_groups) for _ in range(self.cores_per_group)]
-        out = {"leaf": {"per_switch": self.radix, "used_max": leaf_used,
-                        "free_total": self.leaves * (self.radix - leaf_used)},
-               "spine": {"per_switch": self.radix, "used_max": max(spine_used, default=0),
-                         "free_total": sum(self.radix - u for u in spine_used)}}
+        out = {
+            "leaf": {
+                "per_switch": self.radix,
+                "used_max": leaf_used,
+                "free_total": self.leaves * (self.radix - leaf_used),
+            },
+            "spine": {
+                "per_switch": self.radix,
+                "used_max": max(spine_used, default=0),
+                "free_total": sum(self.radix - u for u in spine_used),
+            },
+        }
         if self.tiers == 3:
-            out["core"] = {"per_switch": self.radix, "used_max": max(core_used, default=0),
-                           "free_total": sum(self.radix - u for u in core_used)}
+            out["core"] = {
+                "per_switch": self.radix,
+                "used_max": max(core_used, default=0),
+                "free_total": sum(self.radix - u for u in core_used),
+            }
         return out
 
     def _core_ports_used(self, group: int) -> int:
@@ -159,35 +173,64 @@ class FabricPlan:
         """Where NIC ``rail`` of node ``node_index`` (0-based) lands: (leaf name, 1-based leaf port)."""
         if not 0 <= node_index < self.nodes or not 0 <= rail < self.compute.rails:
             raise errors.InvalidInputError(
-                f"node {node_index} NIC {rail} is outside the plan ({self.nodes} nodes x {self.compute.rails} NICs)")
+                f"node {node_index} NIC {rail} is outside the plan ({self.nodes} nodes x {self.compute.rails} NICs)"
+            )
         su, slot = divmod(node_index, self.compute.su_nodes)
         return self.leaf_name(su, rail), slot + 1
 
     def to_dict(self) -> dict[str, Any]:
         c = self.compute
         compute: dict[str, Any] = {
-            "tiers": c.tiers, "scalable_units": c.scalable_units, "su_nodes": c.su_nodes,
-            "cabled_nodes": c.cabled_nodes, "switch_model": c.switch_model, "radix": c.radix,
-            "link_gbps": c.link_gbps, "rails": c.rails, "oversubscription": self.oversubscription,
+            "tiers": c.tiers,
+            "scalable_units": c.scalable_units,
+            "su_nodes": c.su_nodes,
+            "cabled_nodes": c.cabled_nodes,
+            "switch_model": c.switch_model,
+            "radix": c.radix,
+            "link_gbps": c.link_gbps,
+            "rails": c.rails,
+            "oversubscription": self.oversubscription,
             "leaf_ports": {"down": c.leaf_down, "up": c.leaf_up},
-            "switches": {"leaf": c.leaves, "spine": c.spines, "core": c.cores,
-                         "total": c.leaves + c.spines + c.cores},
-            "cables": c.cables(), "transceivers": c.transceivers(), "ports": c.ports(),
+            "switches": {"leaf": c.leaves, "spine": c.spines, "core": c.cores, "total": c.leaves + c.spines + c.cores},
+            "cables": c.cables(),
+            "transceivers": c.transceivers(),
+            "ports": c.ports(),
             "bisection_gbps": self.bisection_gbps(),
-            "rail_map": {"rule": "NIC r of node i -> port (i % su_nodes) + 1 of leaf-su{i // su_nodes}-r{r}",
-                         "scalable_units": [{"su": s, "first_node": s * c.su_nodes,
-                                             "leaves": [self.leaf_name(s, r) for r in range(c.rails)]}
-                                            for s in range(c.scalable_units)]},
-            "layout": {"pods": [{"pod": p.index, "first_su": p.first_su, "sus": p.sus, "leaves": p.leaves,
-                                 "spines": p.spines, "links_per_leaf_spine": p.links_per_leaf_spine}
-                                for p in c.pods],
-                       "core_groups": c.core_groups, "cores_per_group": c.cores_per_group,
-                       "links_per_spine_core": c.links_per_spine_core},
-            "sharp": c.sharp, "isolation": c.isolation,
+            "rail_map": {
+                "rule": "NIC r of node i -> port (i % su_nodes) + 1 of leaf-su{i // su_nodes}-r{r}",
+                "scalable_units": [
+                    {"su": s, "first_node": s * c.su_nodes, "leaves": [self.leaf_name(s, r) for r in range(c.rails)]}
+                    for s in range(c.scalable_units)
+                ],
+            },
+            "layout": {
+                "pods": [
+                    {
+                        "pod": p.index,
+                        "first_su": p.first_su,
+                        "sus": p.sus,
+                        "leaves": p.leaves,
+                        "spines": p.spines,
+                        "links_per_leaf_spine": p.links_per_leaf_spine,
+                    }
+                    for p in c.pods
+                ],
+                "core_groups": c.core_groups,
+                "cores_per_group": c.cores_per_group,
+                "links_per_spine_core": c.links_per_spine_core,
+            },
+            "sharp": c.sharp,
+            "isolation": c.isolation,
         }
-        return {"node_type": self.node_type, "fabric": self.fabric, "nodes": self.nodes, "gpus": self.gpus,
-                "compute": compute, "storage_plane": self.storage_plane.to_dict(),
-                "management_plane": self.management_plane.to_dict()}
+        return {
+            "node_type": self.node_type,
+            "fabric": self.fabric,
+            "nodes": self.nodes,
+            "gpus": self.gpus,
+            "compute": compute,
+            "storage_plane": self.storage_plane.to_dict(),
+            "management_plane": self.management_plane.to_dict(),
+        }
 
 
 def _smallest_divisor_at_least(n: int, at_least: int) -> int | None:
@@ -235,8 +278,9 @@ def _radix_link_rails(node_type: str, fabric: str) -> tuple[int, int, int]:
     return catalog.switch(fab.switch).radix_at(link), link, nt.compute_nics
 
 
-def plan_compute(node_type: str, node_count: int, fabric: str, *, oversubscription: float = 1.0,
-                 sharp: bool = True) -> ComputePlane:
+def plan_compute(
+    node_type: str, node_count: int, fabric: str, *, oversubscription: float = 1.0, sharp: bool = True
+) -> ComputePlane:
     """The compute plane alone (see the module docstring for the rules). Raises ``CapacityError`` beyond
     what the fabric builds at this oversubscription, naming the limit and the options."""
     fab = catalog.fabric(fabric)
@@ -262,26 +306,50 @@ def plan_compute(node_type: str, node_count: int, fabric: str, *, oversubscripti
     sharp_info: dict[str, Any] = {"enabled": sharp_on}
     if sharp_on:
         trees_max = sw.sharp_trees_max
-        sharp_info.update({
-            "trees_per_subnet_max": trees_max, "trees_per_job": rails,
-            "concurrent_multi_rail_jobs_max": trees_max // rails,
-            "tree_levels": tiers, "tree_root_tier": "spine" if tiers == 2 else "core",
-            "aggregation_manager": {"hosts": 2, "placement": "with the subnet managers (active/standby)"},
-            "reservations": "one SHARP reservation per tenant partition key"})
+        sharp_info.update(
+            {
+                "trees_per_subnet_max": trees_max,
+                "trees_per_job": rails,
+                "concurrent_multi_rail_jobs_max": trees_max // rails,
+                "tree_levels": tiers,
+                "tree_root_tier": "spine" if tiers == 2 else "core",
+                "aggregation_manager": {"hosts": 2, "placement": "with the subnet managers (active/standby)"},
+                "reservations": "one SHARP reservation per tenant partition key",
+            }
+        )
     else:
         sharp_info["reason"] = "disabled by request" if not sharp else f"{fabric} has no in-network reduction"
     if fab.protocol == "infiniband":
         usable = PKEY_LAST - PKEY_FIRST + 1
         isolation: dict[str, Any] = {
-            "mechanism": "pkey", "range": f"0x{PKEY_FIRST:04x}-0x{PKEY_LAST:04x}", "usable": usable,
-            "default": f"0x{PKEY_DEFAULT:04x}", "per_port_max": PKEYS_PER_PORT_MAX, "per_port_planned": 2,
-            "tenants_max": min(usable, node_count)}
+            "mechanism": "pkey",
+            "range": f"0x{PKEY_FIRST:04x}-0x{PKEY_LAST:04x}",
+            "usable": usable,
+            "default": f"0x{PKEY_DEFAULT:04x}",
+            "per_port_max": PKEYS_PER_PORT_MAX,
+            "per_port_planned": 2,
+            "tenants_max": min(usable, node_count),
+        }
     else:
         isolation = {"mechanism": "vlan_vrf", "per_port_planned": 1, "tenants_max": node_count}
-    return ComputePlane(tiers=tiers, switch_model=sw.name, radix=radix, link_gbps=link, rails=rails,
-                        su_nodes=down, scalable_units=sus, cabled_nodes=sus * down, leaf_down=down, leaf_up=up,
-                        pods=pods, core_groups=core_groups, cores_per_group=cores_per_group,
-                        links_per_spine_core=links_per_spine_core, sharp=sharp_info, isolation=isolation)
+    return ComputePlane(
+        tiers=tiers,
+        switch_model=sw.name,
+        radix=radix,
+        link_gbps=link,
+        rails=rails,
+        su_nodes=down,
+        scalable_units=sus,
+        cabled_nodes=sus * down,
+        leaf_down=down,
+        leaf_up=up,
+        pods=pods,
+        core_groups=core_groups,
+        cores_per_group=cores_per_group,
+        links_per_spine_core=links_per_spine_core,
+        sharp=sharp_info,
+        isolation=isolation,
+    )
 
 
 def _too_big(node_type: str, node_count: int, fabric: str, oversubscription: float) -> errors.CapacityError:
@@ -302,11 +370,21 @@ def _too_big(node_type: str, node_count: int, fabric: str, oversubscription: flo
     return errors.CapacityError(
         f"{node_count:,} x {node_type} ({node_count * nt.compute_nics:,} GPUs) exceed what {fabric} builds at "
         f"{oversubscription:g}:1: {radix}-port switches at {link}G hold {two:,} GPUs in 2 tiers and {three:,} in 3",
-        hint="options: " + "; ".join(options), limit_gpus=three, fabric=fabric)
+        hint="options: " + "; ".join(options),
+        limit_gpus=three,
+        fabric=fabric,
+    )
 
 
-def plan_fabric(node_type: str, node_count: int, fabric: str, *, oversubscription: float = 1.0,
-                sharp: bool = True, storage_target_gb_s: float | None = None) -> FabricPlan:
+def plan_fabric(
+    node_type: str,
+    node_count: int,
+    fabric: str,
+    *,
+    oversubscription: float = 1.0,
+    sharp: bool = True,
+    storage_target_gb_s: float | None = None,
+) -> FabricPlan:
     """Plan the three network planes of ``node_count`` nodes of ``node_type`` on ``fabric``.
 
     ``oversubscription`` is the leaves' down:up ratio (1.0 = non-blocking); ``storage_target_gb_s`` the
@@ -316,24 +394,38 @@ def plan_fabric(node_type: str, node_count: int, fabric: str, *, oversubscriptio
     nt = catalog.node_type(node_type)
     catalog.fabric(fabric)
     if fabric not in nt.fabrics:
-        raise errors.InvalidInputError(f"node type {node_type} is not sold on fabric '{fabric}'",
-                                       hint=f"valid for {node_type}: {', '.join(nt.fabrics)}")
+        raise errors.InvalidInputError(
+            f"node type {node_type} is not sold on fabric '{fabric}'",
+            hint=f"valid for {node_type}: {', '.join(nt.fabrics)}",
+        )
     if isinstance(node_count, bool) or not isinstance(node_count, int) or node_count < 1:
         raise errors.InvalidInputError(f"node count must be a whole number >= 1, got {node_count!r}")
     if not 1.0 <= oversubscription <= 8.0:
-        raise errors.InvalidInputError(f"oversubscription must be between 1 and 8 (down:up), got {oversubscription}",
-                                       hint="1.0 is non-blocking; 2.0 means twice as many ports down as up")
+        raise errors.InvalidInputError(
+            f"oversubscription must be between 1 and 8 (down:up), got {oversubscription}",
+            hint="1.0 is non-blocking; 2.0 means twice as many ports down as up",
+        )
     if storage_target_gb_s is not None and storage_target_gb_s <= 0:
         raise errors.InvalidInputError(f"storage target must be > 0 GB/s, got {storage_target_gb_s}")
     compute = plan_compute(node_type, node_count, fabric, oversubscription=oversubscription, sharp=sharp)
     switch_count = compute.leaves + compute.spines + compute.cores
     storage = fabric_planes.plan_storage_plane(nt, node_count, catalog.fabric(fabric), storage_target_gb_s)
     management = fabric_planes.plan_management_plane(
-        nt, node_count, switches=switch_count + storage.switches_total,
-        infiniband=catalog.fabric(fabric).protocol == "infiniband")
-    return FabricPlan(node_type=node_type, fabric=fabric, nodes=node_count, gpus=node_count * nt.gpus_per_node,
-                      oversubscription=oversubscription, compute=compute, storage_plane=storage,
-                      management_plane=management)
+        nt,
+        node_count,
+        switches=switch_count + storage.switches_total,
+        infiniband=catalog.fabric(fabric).protocol == "infiniband",
+    )
+    return FabricPlan(
+        node_type=node_type,
+        fabric=fabric,
+        nodes=node_count,
+        gpus=node_count * nt.gpus_per_node,
+        oversubscription=oversubscription,
+        compute=compute,
+        storage_plane=storage,
+        management_plane=management,
+    )
 
 
 def slurm_topology(plan: FabricPlan, node_names: list[str]) -> str:
@@ -343,14 +435,27 @@ def slurm_topology(plan: FabricPlan, node_names: list[str]) -> str:
     return fabric_export.slurm_topology(plan, node_names)
 
 
-def fabric_section(node_type: str, node_count: int, fabric: str, *, oversubscription: float = 1.0,
-                   sharp: bool = True, storage_target_gb_s: float | None = None) -> dict[str, Any]:
+def fabric_section(
+    node_type: str,
+    node_count: int,
+    fabric: str,
+    *,
+    oversubscription: float = 1.0,
+    sharp: bool = True,
+    storage_target_gb_s: float | None = None,
+) -> dict[str, Any]:
     """The ``fabric`` section of a cluster plan: ``plan_fabric(...).to_dict()`` plus
     ``compute.verification`` (the graph proof of ``fabric_verify.verify``)."""
     from velyrix.planners import fabric_verify
 
-    plan = plan_fabric(node_type, node_count, fabric, oversubscription=oversubscription, sharp=sharp,
-                       storage_target_gb_s=storage_target_gb_s)
+    plan = plan_fabric(
+        node_type,
+        node_count,
+        fabric,
+        oversubscription=oversubscription,
+        sharp=sharp,
+        storage_target_gb_s=storage_target_gb_s,
+    )
     out = plan.to_dict()
     out["compute"]["verification"] = fabric_verify.verify(plan).to_dict()
     return out

@@ -66,16 +66,24 @@ class StoragePlane:
     def to_dict(self) -> dict[str, Any]:
         up = self.node_leaves * self.node_leaf_up + self.storage_leaves * (self.radix // 2) if self.spines else 0
         return {
-            "switch_model": self.switch_model, "link_gbps": self.link_gbps, "radix": self.radix,
+            "switch_model": self.switch_model,
+            "link_gbps": self.link_gbps,
+            "radix": self.radix,
             "switches": self.switches_total,
-            "switches_by_role": {"node_leaf": self.node_leaves, "storage_leaf": self.storage_leaves,
-                                 "spine": self.spines},
-            "node_links": self.node_links, "storage_ports": self.storage_ports,
+            "switches_by_role": {
+                "node_leaf": self.node_leaves,
+                "storage_leaf": self.storage_leaves,
+                "spine": self.spines,
+            },
+            "node_links": self.node_links,
+            "storage_ports": self.storage_ports,
             "cables": {"node_leaf": self.node_links, "storage_leaf": self.storage_ports, "leaf_spine": up},
             "oversubscription": round(self.oversubscription, 3),
             "node_leaf_ports": {"down": self.node_leaf_down, "up": self.node_leaf_up},
-            "target_read_gb_s": self.target_read_gb_s, "target_source": self.target_source,
-            "node_bandwidth_gb_s": self.node_bandwidth_gb_s, "deliverable_gb_s": self.deliverable_gb_s,
+            "target_read_gb_s": self.target_read_gb_s,
+            "target_source": self.target_source,
+            "node_bandwidth_gb_s": self.node_bandwidth_gb_s,
+            "deliverable_gb_s": self.deliverable_gb_s,
             "notes": list(self.notes),
         }
 
@@ -104,15 +112,29 @@ class ManagementPlane:
     def to_dict(self) -> dict[str, Any]:
         return {
             "switches": self.switches_total,
-            "out_of_band": {"switch_model": self.oob_switch_model, "switches": self.oob_switches,
-                            "ports_used": self.oob_ports, "link_gbps": 1,
-                            "serves": ["node BMCs", "switch management ports", "PDUs", "jump host"]},
-            "in_band": {"switch_model": self.inband_switch_model, "leaves": self.inband_leaves,
-                        "spines": self.inband_spines, "ports_used": self.inband_ports, "link_gbps": 100},
+            "out_of_band": {
+                "switch_model": self.oob_switch_model,
+                "switches": self.oob_switches,
+                "ports_used": self.oob_ports,
+                "link_gbps": 1,
+                "serves": ["node BMCs", "switch management ports", "PDUs", "jump host"],
+            },
+            "in_band": {
+                "switch_model": self.inband_switch_model,
+                "leaves": self.inband_leaves,
+                "spines": self.inband_spines,
+                "ports_used": self.inband_ports,
+                "link_gbps": 100,
+            },
             "jump_hosts": self.jump_hosts,
-            "egress": {"switch_model": self.inband_switch_model, "switches": self.egress_switches,
-                       "uplinks_gbps": list(self.egress_uplinks_gbps), "dual_homed": True},
-            "racks": self.racks, "pdus": self.pdus,
+            "egress": {
+                "switch_model": self.inband_switch_model,
+                "switches": self.egress_switches,
+                "uplinks_gbps": list(self.egress_uplinks_gbps),
+                "dual_homed": True,
+            },
+            "racks": self.racks,
+            "pdus": self.pdus,
         }
 
 
@@ -121,8 +143,9 @@ def storage_guidance_gb_s(nodes: int) -> float:
     return max(BETTER_READ_GB_S_SINGLE_NODE, BETTER_READ_GB_S_PER_SU * nodes / GUIDANCE_SU_NODES)
 
 
-def plan_storage_plane(nt: records.NodeType, nodes: int, fab: records.Fabric,
-                       target_gb_s: float | None) -> StoragePlane:
+def plan_storage_plane(
+    nt: records.NodeType, nodes: int, fab: records.Fabric, target_gb_s: float | None
+) -> StoragePlane:
     """Size the storage fabric for ``nodes`` of ``nt`` and an aggregate read target in GB/s."""
     sw = catalog.switch(fab.storage_switch)
     link = min(nt.storage_nic_gbps, sw.port_gbps)
@@ -137,21 +160,52 @@ def plan_storage_plane(nt: records.NodeType, nodes: int, fab: records.Fabric,
         notes.append(f"target {target_gb_s:,.0f} GB/s exceeds the nodes' storage NICs ({node_bw:,.0f} GB/s)")
     storage_ports = math.ceil(units.gb_s_to_gbps(min(target_gb_s, node_bw)) / link)
     if node_links + storage_ports <= radix:
-        return StoragePlane(sw.name, link, radix, node_links, 1, node_links, 0, storage_ports, 0, 0,
-                            target_gb_s, source, node_bw, units.gbps_to_gb_s(min(node_links, storage_ports) * link),
-                            tuple(notes))
+        return StoragePlane(
+            sw.name,
+            link,
+            radix,
+            node_links,
+            1,
+            node_links,
+            0,
+            storage_ports,
+            0,
+            0,
+            target_gb_s,
+            source,
+            node_bw,
+            units.gbps_to_gb_s(min(node_links, storage_ports) * link),
+            tuple(notes),
+        )
     m = radix // sum(STORAGE_NODE_RATIO)
     down, up = STORAGE_NODE_RATIO[0] * m, STORAGE_NODE_RATIO[1] * m
     node_leaves = math.ceil(node_links / down)
     storage_leaves = math.ceil(storage_ports / (radix // 2))
     spines = math.ceil((node_leaves * up + storage_leaves * (radix // 2)) / radix)
     if spines > up:
-        notes.append(f"{spines} storage spines exceed the {up} uplinks of a node leaf: the storage plane "
-                     "needs a third tier at this size (switch counts here are the two-tier lower bound)")
+        notes.append(
+            f"{spines} storage spines exceed the {up} uplinks of a node leaf: the storage plane "
+            "needs a third tier at this size (switch counts here are the two-tier lower bound)"
+        )
     uplink_bw = units.gbps_to_gb_s(min(node_links, node_leaves * up) * link)
     deliverable = min(node_bw, uplink_bw, units.gbps_to_gb_s(storage_ports * link))
-    return StoragePlane(sw.name, link, radix, node_links, node_leaves, down, up, storage_ports, storage_leaves,
-                        spines, target_gb_s, source, node_bw, deliverable, tuple(notes))
+    return StoragePlane(
+        sw.name,
+        link,
+        radix,
+        node_links,
+        node_leaves,
+        down,
+        up,
+        storage_ports,
+        storage_leaves,
+        spines,
+        target_gb_s,
+        source,
+        node_bw,
+        deliverable,
+        tuple(notes),
+    )
 
 
 def plan_management_plane(nt: records.NodeType, nodes: int, *, switches: int, infiniband: bool) -> ManagementPlane:
@@ -162,10 +216,23 @@ def plan_management_plane(nt: records.NodeType, nodes: int, *, switches: int, in
     inband_leaves = math.ceil(inband_ports / INBAND_LEAF_DOWN)
     inband_spines = 2 if inband_leaves > 1 else 0
     racks = math.ceil(nodes / NODES_PER_RACK) + math.ceil(
-        (switches + inband_leaves + inband_spines + EGRESS_SWITCHES) / SWITCHES_PER_NETWORK_RACK)
+        (switches + inband_leaves + inband_spines + EGRESS_SWITCHES) / SWITCHES_PER_NETWORK_RACK
+    )
     pdus = PDUS_PER_RACK * racks
     # OOB ports: BMCs of nodes and hosts, management ports of every switch (OOB ones excepted), PDUs.
     base = nodes + hosts + switches + inband_leaves + inband_spines + EGRESS_SWITCHES + pdus
     oob_switches = math.ceil(base / oob.ports)
-    return ManagementPlane(oob.name, oob_switches, base, inband.name, inband_leaves, inband_spines, inband_ports,
-                           EGRESS_SWITCHES, (EGRESS_UPLINK_GBPS,) * EGRESS_SWITCHES, 1, racks, pdus)
+    return ManagementPlane(
+        oob.name,
+        oob_switches,
+        base,
+        inband.name,
+        inband_leaves,
+        inband_spines,
+        inband_ports,
+        EGRESS_SWITCHES,
+        (EGRESS_UPLINK_GBPS,) * EGRESS_SWITCHES,
+        1,
+        racks,
+        pdus,
+    )

@@ -90,30 +90,56 @@ class Topology:
 def build_topology(plan: FabricPlan) -> Topology:
     """Cable the compute plane of ``plan`` exactly as designed (rail map, pods, core groups)."""
     c = plan.compute
-    topo = Topology(nodes=plan.nodes, rails=c.rails, su_nodes=c.su_nodes, link_gbps=c.link_gbps, tiers=c.tiers,
-                    leaf_up=c.leaf_up, spine_up=c.spine_up)
+    topo = Topology(
+        nodes=plan.nodes,
+        rails=c.rails,
+        su_nodes=c.su_nodes,
+        link_gbps=c.link_gbps,
+        tiers=c.tiers,
+        leaf_up=c.leaf_up,
+        spine_up=c.spine_up,
+    )
     leaf_of: dict[tuple[int, int], int] = {}
     for pod in c.pods:
         for su in range(pod.first_su, pod.first_su + pod.sus):
             present = min(c.su_nodes, max(0, plan.nodes - su * c.su_nodes))
             for rail in range(c.rails):
-                leaf_of[su, rail] = topo.add_switch(Switch(plan.leaf_name(su, rail), "leaf", c.radix, pod=pod.index,
-                                                           su=su, rail=rail, reserved_ports=c.su_nodes - present))
+                leaf_of[su, rail] = topo.add_switch(
+                    Switch(
+                        plan.leaf_name(su, rail),
+                        "leaf",
+                        c.radix,
+                        pod=pod.index,
+                        su=su,
+                        rail=rail,
+                        reserved_ports=c.su_nodes - present,
+                    )
+                )
     spines_of: dict[int, list[int]] = {}
     for pod in c.pods:
-        spines_of[pod.index] = [topo.add_switch(Switch(plan.spine_name(pod.index, j), "spine", c.radix,
-                                                       pod=pod.index, group=j)) for j in range(pod.spines)]
-    cores_of = [[topo.add_switch(Switch(plan.core_name(g, i), "core", c.radix, group=g))
-                 for i in range(c.cores_per_group)] for g in range(c.core_groups)]
+        spines_of[pod.index] = [
+            topo.add_switch(Switch(plan.spine_name(pod.index, j), "spine", c.radix, pod=pod.index, group=j))
+            for j in range(pod.spines)
+        ]
+    cores_of = [
+        [topo.add_switch(Switch(plan.core_name(g, i), "core", c.radix, group=g)) for i in range(c.cores_per_group)]
+        for g in range(c.core_groups)
+    ]
     # Leaves were added SU by SU, rail by rail: the leaf of (su, rail) has index su * rails + rail.
     assert all(leaf_of[su, r] == su * c.rails + r for su, r in leaf_of)
     d, rails = c.su_nodes, c.rails
     topo.nic_links = [(n, r, (n // d) * rails + r) for n in range(plan.nodes) for r in range(rails)]
     for pod in c.pods:
         first, last = pod.first_su * rails, (pod.first_su + pod.sus) * rails
-        topo.links.update({(leaf, spine): pod.links_per_leaf_spine
-                           for leaf in range(first, last) for spine in spines_of[pod.index]})
+        topo.links.update(
+            {(leaf, spine): pod.links_per_leaf_spine for leaf in range(first, last) for spine in spines_of[pod.index]}
+        )
         if c.tiers == 3:
-            topo.links.update({(spine, core): c.links_per_spine_core
-                               for j, spine in enumerate(spines_of[pod.index]) for core in cores_of[j]})
+            topo.links.update(
+                {
+                    (spine, core): c.links_per_spine_core
+                    for j, spine in enumerate(spines_of[pod.index])
+                    for core in cores_of[j]
+                }
+            )
     return topo

@@ -48,16 +48,23 @@ class Verification:
     failures: tuple[str, ...]
 
     def to_dict(self) -> dict[str, Any]:
-        return {"ok": self.ok, "nonblocking": self.nonblocking, "rail_aligned": self.rail_aligned,
-                "bisection_gbps": self.bisection_gbps, "expected_bisection_gbps": self.expected_bisection_gbps,
-                "rails_checked": self.rails_checked,
-                "ecmp_paths": {"min": self.ecmp_paths_min, "max": self.ecmp_paths_max},
-                "backend": self.backend, "failures": list(self.failures)}
+        return {
+            "ok": self.ok,
+            "nonblocking": self.nonblocking,
+            "rail_aligned": self.rail_aligned,
+            "bisection_gbps": self.bisection_gbps,
+            "expected_bisection_gbps": self.expected_bisection_gbps,
+            "rails_checked": self.rails_checked,
+            "ecmp_paths": {"min": self.ecmp_paths_min, "max": self.ecmp_paths_max},
+            "backend": self.backend,
+            "failures": list(self.failures),
+        }
 
     def raise_if_failed(self) -> None:
         if not self.ok:
-            raise errors.TopologyInvalidError(failures=list(self.failures), count=len(self.failures),
-                                              first=self.failures[0])
+            raise errors.TopologyInvalidError(
+                failures=list(self.failures), count=len(self.failures), first=self.failures[0]
+            )
 
 
 def verify(plan: FabricPlan, topology: Topology | None = None, *, backend: str = "auto") -> Verification:
@@ -81,18 +88,30 @@ def verify(plan: FabricPlan, topology: Topology | None = None, *, backend: str =
     nonblocking = flow >= half * topo.rails * topo.link_gbps
     expected = plan.bisection_gbps()
     if flow < expected:
-        failures.append(f"bisection: max-flow {flow:,} Gb/s between nodes [0,{half}) and [{half},{topo.nodes}) "
-                        f"is below the design {expected:,} Gb/s")
+        failures.append(
+            f"bisection: max-flow {flow:,} Gb/s between nodes [0,{half}) and [{half},{topo.nodes}) "
+            f"is below the design {expected:,} Gb/s"
+        )
     for rail in range(topo.rails) if topo.nodes > 1 else ():
         rail_flow = problem.solve(backend, rail)
         if rail_flow * plan.oversubscription < half:
-            failures.append(f"rail {rail}: max-flow {rail_flow * topo.link_gbps:,} Gb/s is below "
-                            f"{int(half * topo.link_gbps / plan.oversubscription):,} Gb/s")
+            failures.append(
+                f"rail {rail}: max-flow {rail_flow * topo.link_gbps:,} Gb/s is below "
+                f"{int(half * topo.link_gbps / plan.oversubscription):,} Gb/s"
+            )
     paths_min, paths_max = _ecmp(topo, backend, failures)
-    return Verification(ok=not failures, nonblocking=nonblocking and not failures, rail_aligned=rail_ok,
-                        bisection_gbps=flow, expected_bisection_gbps=expected, rails_checked=topo.rails,
-                        ecmp_paths_min=paths_min, ecmp_paths_max=paths_max, backend=backend,
-                        failures=tuple(failures))
+    return Verification(
+        ok=not failures,
+        nonblocking=nonblocking and not failures,
+        rail_aligned=rail_ok,
+        bisection_gbps=flow,
+        expected_bisection_gbps=expected,
+        rails_checked=topo.rails,
+        ecmp_paths_min=paths_min,
+        ecmp_paths_max=paths_max,
+        backend=backend,
+        failures=tuple(failures),
+    )
 
 
 def _listed(failures: list[str], items: Iterable[str]) -> None:
@@ -114,8 +133,9 @@ def _check_nics(topo: Topology, failures: list[str]) -> bool:
     strays = []
     for node, rail, leaf in topo.nic_links:
         if not (0 <= node < topo.nodes and 0 <= rail < rails):
-            strays.append(f"a cable on {topo.switches[leaf].name} claims node {node} NIC {rail}, "
-                          "which is not in the plan")
+            strays.append(
+                f"a cable on {topo.switches[leaf].name} claims node {node} NIC {rail}, which is not in the plan"
+            )
             continue
         key = node * rails + rail
         if key in first:
@@ -140,8 +160,14 @@ def _check_nics(topo: Topology, failures: list[str]) -> bool:
 
 
 def _check_ports(topo: Topology, failures: list[str]) -> None:
-    _listed(failures, (f"{sw.name} uses {used} ports, has {sw.radix}"
-                       for sw, used in zip(topo.switches, topo.ports_used(), strict=True) if used > sw.radix))
+    _listed(
+        failures,
+        (
+            f"{sw.name} uses {used} ports, has {sw.radix}"
+            for sw, used in zip(topo.switches, topo.ports_used(), strict=True)
+            if used > sw.radix
+        ),
+    )
 
 
 def _check_uplinks(topo: Topology, failures: list[str]) -> None:
@@ -182,7 +208,8 @@ class _FlowProblem:
         self.n, self.source, self.sink = w + 2, w, w + 1
         half = topo.nodes // 2
         per_rail: collections.Counter[tuple[bool, int, int]] = collections.Counter(
-            (node < half, r, leaf) for node, r, leaf in topo.nic_links)
+            (node < half, r, leaf) for node, r, leaf in topo.nic_links
+        )
         self.src: dict[int | None, dict[int, int]] = collections.defaultdict(dict)
         self.dst: dict[int | None, dict[int, int]] = collections.defaultdict(dict)
         for (in_first, r, leaf), n in per_rail.items():
@@ -202,8 +229,11 @@ class _FlowProblem:
 
     def edges(self, rail: int | None) -> list[tuple[int, int, int]]:
         """Directed edges (u, v, capacity); ``rail`` None means every NIC."""
-        return ([(self.source, leaf, n) for leaf, n in self.src[rail].items()]
-                + [(leaf, self.sink, n) for leaf, n in self.dst[rail].items()] + self.base)
+        return (
+            [(self.source, leaf, n) for leaf, n in self.src[rail].items()]
+            + [(leaf, self.sink, n) for leaf, n in self.dst[rail].items()]
+            + self.base
+        )
 
     def solve(self, backend: str, rail: int | None) -> int:
         if backend == "python":
@@ -217,10 +247,12 @@ class _FlowProblem:
             pairs = np.fromiter((x for key in self.links for x in key), dtype=np.int32, count=2 * count)
             caps = np.fromiter(self.links.values(), dtype=np.int32, count=count)
             a, b = pairs[0::2], pairs[1::2]
-            self._arrays = np.column_stack([np.concatenate([a, b]), np.concatenate([b, a]),
-                                            np.concatenate([caps, caps])])
+            self._arrays = np.column_stack(
+                [np.concatenate([a, b]), np.concatenate([b, a]), np.concatenate([caps, caps])]
+            )
         ends = [(self.source, leaf, n) for leaf, n in self.src[rail].items()] + [
-            (leaf, self.sink, n) for leaf, n in self.dst[rail].items()]
+            (leaf, self.sink, n) for leaf, n in self.dst[rail].items()
+        ]
         arr = np.concatenate([self._arrays, np.array(ends, dtype=np.int32).reshape(-1, 3)])
         graph = csr_matrix((arr[:, 2], (arr[:, 0], arr[:, 1])), shape=(self.n, self.n))
         return int(maximum_flow(graph, self.source, self.sink, method="dinic").flow_value)
@@ -265,8 +297,9 @@ def _dinic(n: int, edges: list[tuple[int, int, int]], s: int, t: int) -> int:
             total += pushed
 
 
-def _augment(u: int, t: int, limit: int, head: list[list[int]], to: list[int], cap: list[int],
-             level: list[int], it: list[int]) -> int:
+def _augment(
+    u: int, t: int, limit: int, head: list[list[int]], to: list[int], cap: list[int], level: list[int], it: list[int]
+) -> int:
     """One augmenting path of Dinic's blocking flow (depth <= the graph's few tiers)."""
     if u == t:
         return limit
@@ -325,8 +358,9 @@ def _ecmp(topo: Topology, backend: str, failures: list[str]) -> tuple[int, int]:
     return (min(counts), max(counts)) if counts else (0, 0)
 
 
-def _same_pod_paths(leaves: list[int], up: dict[int, dict[int, int]],
-                    backend: str) -> list[tuple[tuple[int, int], int]]:
+def _same_pod_paths(
+    leaves: list[int], up: dict[int, dict[int, int]], backend: str
+) -> list[tuple[tuple[int, int], int]]:
     """Leaf-spine-leaf path counts for every pair of ``leaves``."""
     if len(leaves) < 2:
         return []
@@ -341,12 +375,14 @@ def _same_pod_paths(leaves: list[int], up: dict[int, dict[int, int]],
                 mat[i, col[s]] = n
         prod = mat @ mat.T
         rows, cols = np.triu_indices(len(leaves), k=1)
-        return [((leaves[i], leaves[j]), int(v)) for i, j, v in zip(rows.tolist(), cols.tolist(),
-                                                                      prod[rows, cols].tolist(), strict=True)]
+        return [
+            ((leaves[i], leaves[j]), int(v))
+            for i, j, v in zip(rows.tolist(), cols.tolist(), prod[rows, cols].tolist(), strict=True)
+        ]
     out = []
     for k, a in enumerate(leaves):
         ua = up.get(a, {})
-        for b in leaves[k + 1:]:
+        for b in leaves[k + 1 :]:
             ub = up.get(b, {})
             out.append(((a, b), sum(n * ub.get(s, 0) for s, n in ua.items())))
     return out

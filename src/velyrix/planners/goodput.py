@@ -40,8 +40,11 @@ def job_mtti_s(nodes: int, failure_rate_per_1000_node_days: float) -> float:
     """
     if not isinstance(nodes, int) or nodes < 1:
         raise errors.InvalidInputError(f"node count must be a whole number >= 1, got {nodes!r}")
-    rate = _positive("node failure rate", failure_rate_per_1000_node_days,
-                     hint="failures per 1,000 node-days, e.g. 6.5 (Meta RSC-1) or 2.34 (RSC-2)")
+    rate = _positive(
+        "node failure rate",
+        failure_rate_per_1000_node_days,
+        hint="failures per 1,000 node-days, e.g. 6.5 (Meta RSC-1) or 2.34 (RSC-2)",
+    )
     per_day = nodes * rate / 1000.0
     return units.SECONDS_PER_DAY / per_day
 
@@ -86,8 +89,16 @@ class Simulation:
     failures_mean: float
 
 
-def simulate_ettr(interval_s: float, save_s: float, restart_s: float, mtti_s: float, *,
-                  horizon_s: float, replicas: int = 2000, seed: int = 0) -> Simulation:
+def simulate_ettr(
+    interval_s: float,
+    save_s: float,
+    restart_s: float,
+    mtti_s: float,
+    *,
+    horizon_s: float,
+    replicas: int = 2000,
+    seed: int = 0,
+) -> Simulation:
     """Simulate ``replicas`` runs of ``horizon_s`` wall seconds with Poisson interruptions (mean gap
     ``mtti_s``); each run cycles T compute + delta save, and after each interruption pays R and
     resumes from the last completed save. A failure during a restart starts the restart again.
@@ -130,14 +141,19 @@ def simulate_ettr(interval_s: float, save_s: float, restart_s: float, mtti_s: fl
         # The segment cut by the horizon keeps its in-progress compute (the job ends there, it does
         # not crash); segments ended by a failure keep only completed saves.
         partial = np.where(ended_by_failure, 0.0, np.minimum(run - cycles * cycle, interval_s))
-        ettr[lo:lo + n] = (cycles * interval_s + partial).sum(axis=1) / horizon_s
-        failures[lo:lo + n] = ended_by_failure.sum(axis=1)
+        ettr[lo : lo + n] = (cycles * interval_s + partial).sum(axis=1) / horizon_s
+        failures[lo : lo + n] = ended_by_failure.sum(axis=1)
     mean = float(ettr.mean())
     std = float(ettr.std(ddof=1))
     half = Z_95 * std / math.sqrt(replicas)
     return Simulation(
-        replicas=replicas, horizon_s=horizon_s, seed=seed, ettr_mean=mean, ettr_ci=(mean - half, mean + half),
-        ettr_std=std, failures_mean=float(failures.mean()),
+        replicas=replicas,
+        horizon_s=horizon_s,
+        seed=seed,
+        ettr_mean=mean,
+        ettr_ci=(mean - half, mean + half),
+        ettr_std=std,
+        failures_mean=float(failures.mean()),
     )
 
 
@@ -195,15 +211,30 @@ def cause_breakdown(mtti_s: float, top: int = 6) -> list[dict[str, Any]]:
     rates = catalog.failure_rates()
     out = []
     for cause in sorted(rates.causes, key=lambda c: -c.share)[:top]:
-        out.append({"cause": cause.name, "share": cause.share,
-                    "mtti_h": mtti_s / cause.share / units.SECONDS_PER_HOUR, "precursor": cause.precursor})
+        out.append(
+            {
+                "cause": cause.name,
+                "share": cause.share,
+                "mtti_h": mtti_s / cause.share / units.SECONDS_PER_HOUR,
+                "precursor": cause.precursor,
+            }
+        )
     return out
 
 
-def plan_goodput(*, gpus: int, node_type: str = "hgx-h200-8g", failure_rate: float | None = None,
-                 save_s: float, restart_s: float, interval_s: float | None = None,
-                 low_percentile_derate: float = 0.8, horizon_days: float = 30.0, replicas: int = 2000,
-                 seed: int = 0) -> GoodputPlan:
+def plan_goodput(
+    *,
+    gpus: int,
+    node_type: str = "hgx-h200-8g",
+    failure_rate: float | None = None,
+    save_s: float,
+    restart_s: float,
+    interval_s: float | None = None,
+    low_percentile_derate: float = 0.8,
+    horizon_days: float = 30.0,
+    replicas: int = 2000,
+    seed: int = 0,
+) -> GoodputPlan:
     """Goodput of a ``gpus``-GPU job on ``node_type`` nodes.
 
     Inputs: failure rate per 1,000 node-days (catalog default when ``None``), blocking seconds per
@@ -227,43 +258,74 @@ def plan_goodput(*, gpus: int, node_type: str = "hgx-h200-8g", failure_rate: flo
     auto = interval_s is None
     interval = daly if interval_s is None else _positive("checkpoint interval", interval_s, hint="seconds, or auto")
     ettr = ettr_first_order(interval, save_s, restart_s, mtti)
-    sim = simulate_ettr(interval, save_s, restart_s, mtti, horizon_s=horizon_days * units.SECONDS_PER_DAY,
-                        replicas=replicas, seed=seed)
+    sim = simulate_ettr(
+        interval, save_s, restart_s, mtti, horizon_s=horizon_days * units.SECONDS_PER_DAY, replicas=replicas, seed=seed
+    )
     price = catalog.gpu_hour_price_usd(node_type)
     lost_h = gpus * 168.0 * (1.0 - ettr)
 
     rows = sensitivity(interval, save_s, restart_s, mtti, low_percentile_derate)
     return GoodputPlan(
-        gpus=gpus, nodes=nodes, node_type=node_type, failure_rate_per_1000_node_days=rate,
-        mttf_h=mtti / units.SECONDS_PER_HOUR, save_s=save_s, restart_s=restart_s, interval_s=interval,
-        interval_young_s=young, interval_daly_s=daly, interval_is_auto=auto, ettr=ettr,
-        ettr_simulated=sim.ettr_mean, ettr_simulated_ci=sim.ettr_ci,
-        ettr_at_daly=ettr_first_order(daly, save_s, restart_s, mtti), simulation=sim,
-        lost_gpu_hours_per_week=lost_h, lost_usd_per_week=lost_h * price,
-        lost_usd_per_month=lost_h * price * units.HOURS_PER_MONTH / 168.0, gpu_hour_usd=price,
-        causes=cause_breakdown(mtti), sensitivity=rows,
+        gpus=gpus,
+        nodes=nodes,
+        node_type=node_type,
+        failure_rate_per_1000_node_days=rate,
+        mttf_h=mtti / units.SECONDS_PER_HOUR,
+        save_s=save_s,
+        restart_s=restart_s,
+        interval_s=interval,
+        interval_young_s=young,
+        interval_daly_s=daly,
+        interval_is_auto=auto,
+        ettr=ettr,
+        ettr_simulated=sim.ettr_mean,
+        ettr_simulated_ci=sim.ettr_ci,
+        ettr_at_daly=ettr_first_order(daly, save_s, restart_s, mtti),
+        simulation=sim,
+        lost_gpu_hours_per_week=lost_h,
+        lost_usd_per_week=lost_h * price,
+        lost_usd_per_month=lost_h * price * units.HOURS_PER_MONTH / 168.0,
+        gpu_hour_usd=price,
+        causes=cause_breakdown(mtti),
+        sensitivity=rows,
     )
 
 
-def sensitivity(interval_s: float, save_s: float, restart_s: float, mtti_s: float,
-                low_percentile_derate: float = 1.0) -> list[Sensitivity]:
+def sensitivity(
+    interval_s: float, save_s: float, restart_s: float, mtti_s: float, low_percentile_derate: float = 1.0
+) -> list[Sensitivity]:
     """Rows: the baseline, the failure rate doubled, and (when ``low_percentile_derate`` < 1) save and
     reload at the low-percentile bandwidth (1/derate as long), each with Daly's interval and the ETTR."""
 
-    rows = [sensitivity_row("baseline", interval_s, save_s, restart_s, mtti_s),
-            sensitivity_row("failure rate x2", interval_s, save_s, restart_s, mtti_s / 2.0)]
+    rows = [
+        sensitivity_row("baseline", interval_s, save_s, restart_s, mtti_s),
+        sensitivity_row("failure rate x2", interval_s, save_s, restart_s, mtti_s / 2.0),
+    ]
     if low_percentile_derate < 1.0:  # 1.0: the inputs are already low-percentile figures
-        rows.append(sensitivity_row("bandwidth at low percentile", interval_s, save_s / low_percentile_derate,
-                                    restart_s / low_percentile_derate, mtti_s))
+        rows.append(
+            sensitivity_row(
+                "bandwidth at low percentile",
+                interval_s,
+                save_s / low_percentile_derate,
+                restart_s / low_percentile_derate,
+                mtti_s,
+            )
+        )
     return rows
 
 
 def sensitivity_row(case: str, interval_s: float, save_s: float, restart_s: float, mtti_s: float) -> Sensitivity:
     """One sensitivity row: Daly's interval and the ETTR at ``interval_s`` and at Daly's, for these inputs."""
     t_daly = daly_interval_s(save_s, mtti_s)
-    return Sensitivity(case=case, mtti_h=mtti_s / units.SECONDS_PER_HOUR, save_s=save_s, restart_s=restart_s,
-                       interval_daly_s=t_daly, ettr_at_interval=ettr_first_order(interval_s, save_s, restart_s, mtti_s),
-                       ettr_at_daly=ettr_first_order(t_daly, save_s, restart_s, mtti_s))
+    return Sensitivity(
+        case=case,
+        mtti_h=mtti_s / units.SECONDS_PER_HOUR,
+        save_s=save_s,
+        restart_s=restart_s,
+        interval_daly_s=t_daly,
+        ettr_at_interval=ettr_first_order(interval_s, save_s, restart_s, mtti_s),
+        ettr_at_daly=ettr_first_order(t_daly, save_s, restart_s, mtti_s),
+    )
 
 
 def ettr_curve(save_s: float, restart_s: float, mtti_s: float, intervals_s: list[float]) -> list[float]:

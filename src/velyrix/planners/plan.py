@@ -6,8 +6,8 @@ from __future__ import annotations
 from typing import Any
 
 from velyrix import catalog
-from velyrix.planners import cost, fabric
 from velyrix.declarations import models
+from velyrix.planners import cost, fabric
 
 SCHEMA_VERSION = 1
 
@@ -39,8 +39,9 @@ def plan_cluster(spec: models.ClusterSpec) -> dict[str, Any]:
         out["goodput"] = gp.to_dict() if gp else None
     # No performance tier declared (0 GB/s): let the fabric planner use its default storage guidance.
     read_target = (out["storage_plan"]["expected_read_gb_s"] or None) if "storage_plan" in out else None
-    out["fabric_plan"] = fabric.fabric_section(spec.node_type, spec.node_count, spec.fabric,
-                                               storage_target_gb_s=read_target)
+    out["fabric_plan"] = fabric.fabric_section(
+        spec.node_type, spec.node_count, spec.fabric, storage_target_gb_s=read_target
+    )
     return out
 
 

@@ -48,8 +48,7 @@ class Context:
 
 def replace_dataset(ctx: Context, dataset_tb: float, read_gb_s: float = 0.0, read_factor: float = 1.0) -> Context:
     """``ctx`` with the dataset on the performance tier, needing ``read_gb_s`` at ``read_factor``."""
-    return dataclasses.replace(ctx, dataset_perf_tb=dataset_tb, feed_read_gb_s=read_gb_s,
-                               feed_read_factor=read_factor)
+    return dataclasses.replace(ctx, dataset_perf_tb=dataset_tb, feed_read_gb_s=read_gb_s, feed_read_factor=read_factor)
 
 
 def _finite(x: float | None) -> float | None:
@@ -87,8 +86,12 @@ def retention(ctx: Context, cycle_s: float) -> Retention:
     else:
         object_tb, archive_tb = size_tb * per_day * DAYS_PER_MONTH, 0.0
     return Retention(
-        keep_on_perf=ctx.keep, promote_every=ctx.promote_every, archive_after_days=ctx.archive_after_days,
-        perf_tb=(ctx.keep + 1) * size_tb + ctx.dataset_perf_tb, promoted_per_day=per_day, object_tb=object_tb,
+        keep_on_perf=ctx.keep,
+        promote_every=ctx.promote_every,
+        archive_after_days=ctx.archive_after_days,
+        perf_tb=(ctx.keep + 1) * size_tb + ctx.dataset_perf_tb,
+        promoted_per_day=per_day,
+        object_tb=object_tb,
         archive_tb_per_month=archive_tb,
         object_usd_per_month=object_tb * catalog.storage_tier("object").price_usd_per_tb_month,
         archive_usd_per_month=archive_tb * catalog.storage_tier("archive").price_usd_per_tb_month,
@@ -159,8 +162,9 @@ def evaluate(ctx: Context, tier_name: str, capacity_tb: float, mode: str, interv
     host_free = node.host_ram_gb * float(cfg["staging"]["host_ram_fraction"])
     staging = None
     if mode == "async":
-        staging = (ctx.ckpt.per_rank_bytes / units.GB / float(cfg["staging"]["d2h_gb_s_per_gpu"])
-                   + float(cfg["staging"]["async_fixed_s"]))
+        staging = ctx.ckpt.per_rank_bytes / units.GB / float(cfg["staging"]["d2h_gb_s_per_gpu"]) + float(
+            cfg["staging"]["async_fixed_s"]
+        )
         blocking = staging
     else:
         blocking = write_s
@@ -182,8 +186,11 @@ def evaluate(ctx: Context, tier_name: str, capacity_tb: float, mode: str, interv
     capacity_ok = catalog.storage_tier(tier_name).model == "per_node" or capacity_tb + 1e-9 >= needed_tb
     reasons = []
     if not share <= ctx.max_overhead:
-        reasons.append(f"saves block {share:.1%} of the time (target <= {ctx.max_overhead:.1%})"
-                       if math.isfinite(share) else "no write bandwidth: nothing to save to")
+        reasons.append(
+            f"saves block {share:.1%} of the time (target <= {ctx.max_overhead:.1%})"
+            if math.isfinite(share)
+            else "no write bandwidth: nothing to save to"
+        )
     if ctx.goodput_target is not None and ettr < ctx.goodput_target:
         reasons.append(f"ETTR {ettr:.1%} below the goodput target {ctx.goodput_target:.1%}")
     if not drain_ok:
@@ -191,26 +198,45 @@ def evaluate(ctx: Context, tier_name: str, capacity_tb: float, mode: str, interv
     if not ram_ok:
         reasons.append(f"staging needs {node_gb:,.0f} GB of host RAM per node, {host_free:,.0f} GB free")
     if not capacity_ok:
-        reasons.append(f"{capacity_tb:,g} TB is less than the {needed_tb:,.1f} TB the kept checkpoints "
-                       "(and dataset) need")
+        reasons.append(
+            f"{capacity_tb:,g} TB is less than the {needed_tb:,.1f} TB the kept checkpoints (and dataset) need"
+        )
     feed_gb_s = perf.p10_read_gb_s * ctx.feed_read_factor
     if ctx.feed_read_gb_s > feed_gb_s:
-        reasons.append(f"reads {feed_gb_s:,.0f} GB/s at its low percentile; the data feed needs "
-                       f"{ctx.feed_read_gb_s:,.0f} GB/s")
+        reasons.append(
+            f"reads {feed_gb_s:,.0f} GB/s at its low percentile; the data feed needs {ctx.feed_read_gb_s:,.0f} GB/s"
+        )
     price = catalog.gpu_hour_price_usd(ctx.node_type)
     lost_h = ctx.gpus * units.HOURS_PER_MONTH * (1.0 - ettr)
     perf_usd = perf.price_usd_per_month
     return Option(
-        tier=tier_name, capacity_tb=capacity_tb, mode=mode, interval_s=interval_s, interval_auto=auto,
-        write_gb_s=perf.p10_write_gb_s, expected_write_gb_s=perf.expected_write_gb_s, read_gb_s=perf.p10_read_gb_s,
-        write_s=write_s, blocking_s=blocking, staging_s=staging, drain_ok=drain_ok,
-        host_ram_needed_gb=node_gb if mode == "async" else 0.0, host_ram_free_gb=host_free, host_ram_ok=ram_ok,
+        tier=tier_name,
+        capacity_tb=capacity_tb,
+        mode=mode,
+        interval_s=interval_s,
+        interval_auto=auto,
+        write_gb_s=perf.p10_write_gb_s,
+        expected_write_gb_s=perf.expected_write_gb_s,
+        read_gb_s=perf.p10_read_gb_s,
+        write_s=write_s,
+        blocking_s=blocking,
+        staging_s=staging,
+        drain_ok=drain_ok,
+        host_ram_needed_gb=node_gb if mode == "async" else 0.0,
+        host_ram_free_gb=host_free,
+        host_ram_ok=ram_ok,
         share_of_interval=share,
         blocking_steps=blocking / ctx.step_time_s if ctx.step_time_s and math.isfinite(blocking) else None,
-        restart_s=restart, ettr=ettr, capacity_ok=capacity_ok, meets=not reasons, reasons=tuple(reasons),
-        retention=ret, perf_usd_per_month=perf_usd,
+        restart_s=restart,
+        ettr=ettr,
+        capacity_ok=capacity_ok,
+        meets=not reasons,
+        reasons=tuple(reasons),
+        retention=ret,
+        perf_usd_per_month=perf_usd,
         storage_usd_per_month=perf_usd + ret.object_usd_per_month + ret.archive_usd_per_month,
-        lost_gpu_hours_per_month=lost_h, lost_usd_per_month=lost_h * price,
+        lost_gpu_hours_per_month=lost_h,
+        lost_usd_per_month=lost_h * price,
     )
 
 
@@ -257,22 +283,30 @@ def cheapest_storage(options: list[Option]) -> Option | None:
 def describe_change(declared: Option, best: Option | None) -> list[str]:
     """Human lines: what to change from ``declared`` to ``best``, with the price difference."""
     if best is None:
-        return ["no configuration of the performance tier meets the target: relax max_checkpoint_overhead "
-                "or goodput_target, or shard the checkpoint over more nodes"]
+        return [
+            "no configuration of the performance tier meets the target: relax max_checkpoint_overhead "
+            "or goodput_target, or shard the checkpoint over more nodes"
+        ]
     if declared.meets and best.total_usd_per_month >= declared.total_usd_per_month - 0.5:
         return []
     out = []
     if best.capacity_tb != declared.capacity_tb:
         delta = best.perf_usd_per_month - declared.perf_usd_per_month
-        out.append(f"parallel_fs_tb {declared.capacity_tb:,g} -> {best.capacity_tb:,g} TB "
-                   f"({'+' if delta >= 0 else '-'}${abs(delta):,.0f}/month; writes at {best.write_gb_s:,.0f} GB/s)")
+        out.append(
+            f"parallel_fs_tb {declared.capacity_tb:,g} -> {best.capacity_tb:,g} TB "
+            f"({'+' if delta >= 0 else '-'}${abs(delta):,.0f}/month; writes at {best.write_gb_s:,.0f} GB/s)"
+        )
     if best.mode != declared.mode:
-        out.append(f"checkpoint_mode {declared.mode} -> {best.mode} (blocks {best.blocking_s:,.1f} s per save; "
-                   f"stages {best.host_ram_needed_gb:,.0f} GB per node in host RAM)")
+        out.append(
+            f"checkpoint_mode {declared.mode} -> {best.mode} (blocks {best.blocking_s:,.1f} s per save; "
+            f"stages {best.host_ram_needed_gb:,.0f} GB per node in host RAM)"
+        )
     if not math.isfinite(declared.interval_s):
         daly = " (Daly's optimum)" if best.interval_auto else ""
         out.append(f"checkpoint_interval_s = {best.interval_s:,.0f} s{daly}")
     elif not math.isclose(best.interval_s, declared.interval_s, rel_tol=1e-6):
-        out.append(f"checkpoint_interval_s {declared.interval_s:,.0f} -> {best.interval_s:,.0f} s"
-                   + (" (Daly's optimum)" if best.interval_auto else ""))
+        out.append(
+            f"checkpoint_interval_s {declared.interval_s:,.0f} -> {best.interval_s:,.0f} s"
+            + (" (Daly's optimum)" if best.interval_auto else "")
+        )
     return out

@@ -14,8 +14,8 @@ from dataclasses import asdict, dataclass, field
 from typing import Any
 
 from velyrix import catalog, errors, units
-from velyrix.planners import checkpoints, datafeed, goodput, sizing, tiers
 from velyrix.declarations import models
+from velyrix.planners import checkpoints, datafeed, goodput, sizing, tiers
 
 PERF_TIER = "parallel_fs"
 
@@ -81,15 +81,23 @@ class StoragePlan:
         }
 
 
-def checkpoint_for(workload: models.WorkloadSpec, gpus: int, gpus_per_node: int
-                   ) -> tuple[checkpoints.CheckpointSize, checkpoints.Architecture | None]:
+def checkpoint_for(
+    workload: models.WorkloadSpec, gpus: int, gpus_per_node: int
+) -> tuple[checkpoints.CheckpointSize, checkpoints.Architecture | None]:
     """The checkpoint of a declared workload on ``gpus`` GPUs (validates parallelism and the model)."""
     arch = checkpoints.architecture_from({k: getattr(workload, k) for k in checkpoints.ARCH_FIELDS})
     params = checkpoints.params_from(workload.model_params, arch)
-    par = checkpoints.resolve_parallelism(gpus, tp=workload.tp, pp=workload.pp, dp=workload.dp,
-                                          zero_stage=workload.zero_stage, layers=arch.layers if arch else None)
-    size = checkpoints.checkpoint_size(params, par, bytes_per_param=workload.bytes_per_param,
-                                       gpus_per_node=gpus_per_node)
+    par = checkpoints.resolve_parallelism(
+        gpus,
+        tp=workload.tp,
+        pp=workload.pp,
+        dp=workload.dp,
+        zero_stage=workload.zero_stage,
+        layers=arch.layers if arch else None,
+    )
+    size = checkpoints.checkpoint_size(
+        params, par, bytes_per_param=workload.bytes_per_param, gpus_per_node=gpus_per_node
+    )
     return size, arch
 
 
@@ -105,17 +113,21 @@ def _check_workload(w: models.WorkloadSpec) -> None:
     frac("goodput_target", w.goodput_target)
     frac("au_target", w.au_target, closed=True)
     if w.checkpoint_mode not in models.CHECKPOINT_MODES:
-        raise errors.InvalidInputError(f"checkpoint_mode must be one of {', '.join(models.CHECKPOINT_MODES)}, "
-                                       f"got '{w.checkpoint_mode}'")
-    if w.checkpoint_interval_s != "auto" and not (isinstance(w.checkpoint_interval_s, (int, float))
-                                                  and w.checkpoint_interval_s > 0):
-        raise errors.InvalidInputError(f"checkpoint_interval_s must be > 0 seconds or \"auto\", "
-                                       f"got {w.checkpoint_interval_s!r}")
+        raise errors.InvalidInputError(
+            f"checkpoint_mode must be one of {', '.join(models.CHECKPOINT_MODES)}, got '{w.checkpoint_mode}'"
+        )
+    if w.checkpoint_interval_s != "auto" and not (
+        isinstance(w.checkpoint_interval_s, (int, float)) and w.checkpoint_interval_s > 0
+    ):
+        raise errors.InvalidInputError(
+            f'checkpoint_interval_s must be > 0 seconds or "auto", got {w.checkpoint_interval_s!r}'
+        )
     if w.step_time_s is not None and not w.step_time_s > 0:
         raise errors.InvalidInputError(f"step_time_s must be > 0, got {w.step_time_s}")
     if w.keep_checkpoints < 1 or w.promote_every < 1:
-        raise errors.InvalidInputError("keep_checkpoints and promote_every must be >= 1, got "
-                                       f"{w.keep_checkpoints} and {w.promote_every}")
+        raise errors.InvalidInputError(
+            f"keep_checkpoints and promote_every must be >= 1, got {w.keep_checkpoints} and {w.promote_every}"
+        )
     if w.archive_after_days is not None and not w.archive_after_days > 0:
         raise errors.InvalidInputError(f"archive_after_days must be > 0, got {w.archive_after_days}")
     if w.node_failure_rate is not None and not w.node_failure_rate > 0:
@@ -135,8 +147,9 @@ def plan_storage(spec: models.ClusterSpec) -> StoragePlan:
         raise errors.InvalidInputError(f"{where}{spec.address} workload: {exc.message}", hint=exc.hint) from None
 
 
-def restore_times(ckpt: checkpoints.CheckpointSize, *, nodes: int, node_type: str, perf_tb: float,
-                  object_tb: float) -> dict[str, Any]:
+def restore_times(
+    ckpt: checkpoints.CheckpointSize, *, nodes: int, node_type: str, perf_tb: float, object_tb: float
+) -> dict[str, Any]:
     """Seconds (hours for archive) to read one checkpoint back from each tier at its low percentile."""
     size_gb = ckpt.size_bytes / units.GB
     out: dict[str, Any] = {}
@@ -163,10 +176,20 @@ def _plan_storage(spec: models.ClusterSpec) -> StoragePlan:
     mtti = goodput.job_mtti_s(nodes, rate)
     declared_tb = spec.storage.parallel_fs_tb
     interval: float | None = None if w.checkpoint_interval_s == "auto" else float(w.checkpoint_interval_s)
-    ctx = sizing.Context(ckpt=ckpt, node_type=spec.node_type, nodes=nodes, gpus=ckpt.parallelism.ranks,
-                         mtti_s=mtti, step_time_s=w.step_time_s, max_overhead=w.max_checkpoint_overhead,
-                         goodput_target=w.goodput_target, keep=w.keep_checkpoints, promote_every=w.promote_every,
-                         archive_after_days=w.archive_after_days, dataset_perf_tb=0.0)
+    ctx = sizing.Context(
+        ckpt=ckpt,
+        node_type=spec.node_type,
+        nodes=nodes,
+        gpus=ckpt.parallelism.ranks,
+        mtti_s=mtti,
+        step_time_s=w.step_time_s,
+        max_overhead=w.max_checkpoint_overhead,
+        goodput_target=w.goodput_target,
+        keep=w.keep_checkpoints,
+        promote_every=w.promote_every,
+        archive_after_days=w.archive_after_days,
+        dataset_perf_tb=0.0,
+    )
     warnings: list[str] = []
     # The data feed decides whether the dataset takes room on the performance tier.
     feed = None
@@ -175,18 +198,30 @@ def _plan_storage(spec: models.ClusterSpec) -> StoragePlan:
         probe = sizing.evaluate(ctx, PERF_TIER, declared_tb, w.checkpoint_mode, interval)
         drain = ckpt.size_bytes / units.GB / probe.interval_s if w.checkpoint_mode == "async" else None
         feed = datafeed.plan_data_feed(
-            dataset_tb=w.dataset_tb, gpus=ckpt.parallelism.ranks, nodes=nodes, node_type=spec.node_type,
-            sample_mb=w.sample_mb, read_pattern=w.read_pattern, rate_per_gpu=rate_per_gpu, au_target=w.au_target,
-            perf_tb=declared_tb, capacity_tier_tb=spec.storage.parallel_fs_capacity_tb,
-            checkpoint_tb=probe.retention.perf_tb, checkpoint_drain_gb_s=drain)
+            dataset_tb=w.dataset_tb,
+            gpus=ckpt.parallelism.ranks,
+            nodes=nodes,
+            node_type=spec.node_type,
+            sample_mb=w.sample_mb,
+            read_pattern=w.read_pattern,
+            rate_per_gpu=rate_per_gpu,
+            au_target=w.au_target,
+            perf_tb=declared_tb,
+            capacity_tier_tb=spec.storage.parallel_fs_capacity_tb,
+            checkpoint_tb=probe.retention.perf_tb,
+            checkpoint_drain_gb_s=drain,
+        )
         if feed.tier == PERF_TIER:
             factor = catalog.storage_tier(PERF_TIER).params.get("random_read_factor", 1.0)
-            ctx = sizing.replace_dataset(ctx, w.dataset_tb, feed.required_read_gb_s or 0.0,
-                                         factor if w.read_pattern == "random" else 1.0)
+            ctx = sizing.replace_dataset(
+                ctx, w.dataset_tb, feed.required_read_gb_s or 0.0, factor if w.read_pattern == "random" else 1.0
+            )
         if feed.meets_au_target is False:
-            warnings.append(f"the {feed.tier} tier reads {feed.tier_read_p10_gb_s:,.0f} GB/s at its low "
-                            f"percentile; the job needs {feed.required_read_gb_s:,.0f} GB/s for AU "
-                            f"{feed.au_target:.0%}")
+            warnings.append(
+                f"the {feed.tier} tier reads {feed.tier_read_p10_gb_s:,.0f} GB/s at its low "
+                f"percentile; the job needs {feed.required_read_gb_s:,.0f} GB/s for AU "
+                f"{feed.au_target:.0%}"
+            )
     declared = sizing.evaluate(ctx, PERF_TIER, declared_tb, w.checkpoint_mode, interval)
     options = sizing.search(ctx, PERF_TIER, declared_tb=declared_tb, declared_interval_s=interval)
     cheapest = sizing.cheapest(options)
@@ -194,8 +229,10 @@ def _plan_storage(spec: models.ClusterSpec) -> StoragePlan:
     if declared_tb <= 0:
         warnings.append("no performance tier declared (parallel_fs_tb = 0): checkpoints have nowhere fast to go")
     if spec.storage.object_tb and declared.retention.object_tb > spec.storage.object_tb:
-        warnings.append(f"promoted checkpoints need {declared.retention.object_tb:,.0f} TB of object storage; "
-                        f"{spec.storage.object_tb:,g} TB declared")
+        warnings.append(
+            f"promoted checkpoints need {declared.retention.object_tb:,.0f} TB of object storage; "
+            f"{spec.storage.object_tb:,g} TB declared"
+        )
     if w.checkpoint_mode == "async" and not declared.host_ram_ok:
         warnings.append("async saves need more host RAM for the staged copy than the nodes have free")
     if ckpt.parallelism.tp > node.gpus_per_node:
@@ -206,21 +243,32 @@ def _plan_storage(spec: models.ClusterSpec) -> StoragePlan:
         if tb > 0:
             tier = catalog.storage_tier_by_hcl_key(key)
             declared_tiers[tier.name] = tiers.tier_performance(tier.name, tb, nodes=nodes, node_type=spec.node_type)
-    declared_tiers["local_scratch"] = tiers.tier_performance("local_scratch", 0.0, nodes=nodes,
-                                                             node_type=spec.node_type)
+    declared_tiers["local_scratch"] = tiers.tier_performance(
+        "local_scratch", 0.0, nodes=nodes, node_type=spec.node_type
+    )
     return StoragePlan(
-        checkpoint=ckpt, architecture=arch, perf_tier=perf, tiers=declared_tiers, declared=declared,
+        checkpoint=ckpt,
+        architecture=arch,
+        perf_tier=perf,
+        tiers=declared_tiers,
+        declared=declared,
         target={"max_checkpoint_overhead": w.max_checkpoint_overhead, "goodput_target": w.goodput_target},
-        cheapest=cheapest, cheapest_storage=cheapest_storage, change=sizing.describe_change(declared, cheapest),
-        retention=declared.retention, data_feed=feed,
-        restore=restore_times(ckpt, nodes=nodes, node_type=spec.node_type, perf_tb=declared_tb,
-                              object_tb=spec.storage.object_tb),
-        failure_rate_per_1000_node_days=rate, warnings=warnings,
+        cheapest=cheapest,
+        cheapest_storage=cheapest_storage,
+        change=sizing.describe_change(declared, cheapest),
+        retention=declared.retention,
+        data_feed=feed,
+        restore=restore_times(
+            ckpt, nodes=nodes, node_type=spec.node_type, perf_tb=declared_tb, object_tb=spec.storage.object_tb
+        ),
+        failure_rate_per_1000_node_days=rate,
+        warnings=warnings,
     )
 
 
-def plan_goodput_for(spec: models.ClusterSpec, plan: StoragePlan, *, replicas: int = 2000,
-                     horizon_days: float = 30.0, seed: int = 0) -> goodput.GoodputPlan | None:
+def plan_goodput_for(
+    spec: models.ClusterSpec, plan: StoragePlan, *, replicas: int = 2000, horizon_days: float = 30.0, seed: int = 0
+) -> goodput.GoodputPlan | None:
     """Goodput of the declared configuration of ``plan``: its blocking seconds per save, its restart
     cost (detect + reschedule + reload at the tier's low-percentile read) and its interval. ``None``
     when no performance tier is declared (nothing to save to)."""
@@ -228,6 +276,14 @@ def plan_goodput_for(spec: models.ClusterSpec, plan: StoragePlan, *, replicas: i
     if not (d.blocking_s < float("inf") and d.interval_s < float("inf") and d.restart_s < float("inf")):
         return None
     return goodput.plan_goodput(
-        gpus=plan.checkpoint.parallelism.ranks, node_type=spec.node_type,
-        failure_rate=plan.failure_rate_per_1000_node_days, save_s=d.blocking_s, restart_s=d.restart_s,
-        interval_s=d.interval_s, low_percentile_derate=1.0, horizon_days=horizon_days, replicas=replicas, seed=seed)
+        gpus=plan.checkpoint.parallelism.ranks,
+        node_type=spec.node_type,
+        failure_rate=plan.failure_rate_per_1000_node_days,
+        save_s=d.blocking_s,
+        restart_s=d.restart_s,
+        interval_s=d.interval_s,
+        low_percentile_derate=1.0,
+        horizon_days=horizon_days,
+        replicas=replicas,
+        seed=seed,
+    )

@@ -103,12 +103,21 @@ def tier_performance(tier_name: str, capacity_tb: float, *, nodes: int, node_typ
     else:
         limited = "capacity"
     return TierPerformance(
-        tier=tier_name, model=tier.model, capacity_tb=capacity_tb, nodes=nodes,
-        tier_read_gb_s=read, tier_write_gb_s=write, client_cap_gb_s=clients,
-        expected_read_gb_s=exp_read, expected_write_gb_s=exp_write,
-        p10_read_gb_s=exp_read * tier.p10_derate, p10_write_gb_s=exp_write * tier.p10_derate,
-        p10_derate=tier.p10_derate, random_read_factor=tier.params.get("random_read_factor", 1.0),
-        write_limited_by=limited, price_usd_per_month=capacity_tb * tier.price_usd_per_tb_month,
+        tier=tier_name,
+        model=tier.model,
+        capacity_tb=capacity_tb,
+        nodes=nodes,
+        tier_read_gb_s=read,
+        tier_write_gb_s=write,
+        client_cap_gb_s=clients,
+        expected_read_gb_s=exp_read,
+        expected_write_gb_s=exp_write,
+        p10_read_gb_s=exp_read * tier.p10_derate,
+        p10_write_gb_s=exp_write * tier.p10_derate,
+        p10_derate=tier.p10_derate,
+        random_read_factor=tier.params.get("random_read_factor", 1.0),
+        write_limited_by=limited,
+        price_usd_per_month=capacity_tb * tier.price_usd_per_tb_month,
         retrieval_h=retrieval,
     )
 
@@ -118,8 +127,9 @@ def min_capacity_tb(tier_name: str) -> float:
     return catalog.storage_tier(tier_name).params.get("min_tb", 0.0)
 
 
-def capacity_for_write_tb(tier_name: str, p10_write_gb_s: float, *, nodes: int, node_type: str,
-                          step_tb: float = 50.0) -> float | None:
+def capacity_for_write_tb(
+    tier_name: str, p10_write_gb_s: float, *, nodes: int, node_type: str, step_tb: float = 50.0
+) -> float | None:
     """Smallest capacity (a multiple of ``step_tb``, at least the tier's floor) whose low-percentile
     write bandwidth reaches ``p10_write_gb_s``; ``None`` when no capacity can (tier or client ceiling).
 
@@ -127,10 +137,12 @@ def capacity_for_write_tb(tier_name: str, p10_write_gb_s: float, *, nodes: int, 
     """
     tier = catalog.storage_tier(tier_name)
     if tier.model != "per_capacity":
-        raise errors.InvalidInputError(f"tier '{tier_name}' does not scale bandwidth with capacity",
-                                       hint="use a parallel_fs tier")
-    ceiling = tier_performance(tier_name, tier.param("max_write_gb_s") / tier.param("write_gb_s_per_tb"),
-                               nodes=nodes, node_type=node_type)
+        raise errors.InvalidInputError(
+            f"tier '{tier_name}' does not scale bandwidth with capacity", hint="use a parallel_fs tier"
+        )
+    ceiling = tier_performance(
+        tier_name, tier.param("max_write_gb_s") / tier.param("write_gb_s_per_tb"), nodes=nodes, node_type=node_type
+    )
     if ceiling.p10_write_gb_s + 1e-9 < p10_write_gb_s:
         return None
     raw_tb = p10_write_gb_s / (tier.p10_derate * tier.param("write_gb_s_per_tb"))

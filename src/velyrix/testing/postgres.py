@@ -62,8 +62,9 @@ class PostgresServer:
         """Initialise a cluster in a new temporary directory and start it on a free port (~2 s)."""
         bin_dir = bin_dir or find_bin_dir()
         if bin_dir is None:
-            raise errors.ExternalToolError("PostgreSQL server binaries not found",
-                                           hint="apt-get install postgresql, or set VELYRIX_PG_BIN")
+            raise errors.ExternalToolError(
+                "PostgreSQL server binaries not found", hint="apt-get install postgresql, or set VELYRIX_PG_BIN"
+            )
         run_as = None
         root = Path(tempfile.mkdtemp(prefix="velyrix-pg-"))
         if os.geteuid() == 0:
@@ -73,12 +74,25 @@ class PostgresServer:
             root.chmod(0o700)
         server = cls(bin_dir=bin_dir, root=root, port=free_port(), run_as=run_as)
         try:
-            server._run("initdb", "-D", str(root / "data"), "-U", "velyrix", "--auth=trust", "-E", "UTF8",
-                        "--no-sync", "--locale=C")
-            opts = (f"-c listen_addresses=127.0.0.1 -c port={server.port} -c unix_socket_directories={root} "
-                    "-c fsync=off -c synchronous_commit=off -c full_page_writes=off -c max_connections=200")
-            server._run("pg_ctl", "-D", str(root / "data"), "-l", str(root / "log"), "-o", opts, "-w",
-                        "-t", "30", "start")
+            server._run(
+                "initdb",
+                "-D",
+                str(root / "data"),
+                "-U",
+                "velyrix",
+                "--auth=trust",
+                "-E",
+                "UTF8",
+                "--no-sync",
+                "--locale=C",
+            )
+            opts = (
+                f"-c listen_addresses=127.0.0.1 -c port={server.port} -c unix_socket_directories={root} "
+                "-c fsync=off -c synchronous_commit=off -c full_page_writes=off -c max_connections=200"
+            )
+            server._run(
+                "pg_ctl", "-D", str(root / "data"), "-l", str(root / "log"), "-o", opts, "-w", "-t", "30", "start"
+            )
         except BaseException:
             server.stop()
             raise
@@ -101,8 +115,7 @@ class PostgresServer:
         """Create an empty database and return its URL."""
         import psycopg
 
-        with psycopg.connect(f"host=127.0.0.1 port={self.port} user=velyrix dbname=postgres",
-                             autocommit=True) as conn:
+        with psycopg.connect(f"host=127.0.0.1 port={self.port} user=velyrix dbname=postgres", autocommit=True) as conn:
             conn.execute(f'CREATE DATABASE "{name}"')
         return self.url(name)
 

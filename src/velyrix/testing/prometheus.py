@@ -44,8 +44,14 @@ def prometheus_binary() -> str | None:
 class PrometheusServer:
     """A throw-away Prometheus scraping ``targets`` (job name -> ["host:port", ...]) every ``interval_s``."""
 
-    def __init__(self, targets: dict[str, list[str]], *, interval_s: float = 1.0,
-                 rule_files: list[Path] | None = None, binary: str | None = None):
+    def __init__(
+        self,
+        targets: dict[str, list[str]],
+        *,
+        interval_s: float = 1.0,
+        rule_files: list[Path] | None = None,
+        binary: str | None = None,
+    ):
         self.targets = targets
         self.interval_s = interval_s
         self.rule_files = [Path(p).resolve() for p in rule_files or []]
@@ -61,8 +67,12 @@ class PrometheusServer:
     def config(self) -> str:
         """The generated prometheus.yml."""
         interval = f"{int(self.interval_s * 1000)}ms"
-        lines = ["global:", f"  scrape_interval: {interval}", f"  scrape_timeout: {interval}",
-                 f"  evaluation_interval: {interval}"]
+        lines = [
+            "global:",
+            f"  scrape_interval: {interval}",
+            f"  scrape_timeout: {interval}",
+            f"  evaluation_interval: {interval}",
+        ]
         if self.rule_files:
             lines.append("rule_files:")
             lines += [f"  - '{p}'" for p in self.rule_files]
@@ -81,10 +91,17 @@ class PrometheusServer:
         self.port = free_port()
         with open(self.root / "prometheus.log", "wb") as log:  # the child keeps its own descriptor
             self.proc = subprocess.Popen(
-                [self.binary, f"--config.file={self.root / 'prometheus.yml'}",
-                 f"--storage.tsdb.path={self.root / 'data'}", f"--web.listen-address=127.0.0.1:{self.port}",
-                 "--storage.tsdb.retention.time=1h", "--log.level=warn"],
-                stdout=log, stderr=subprocess.STDOUT)
+                [
+                    self.binary,
+                    f"--config.file={self.root / 'prometheus.yml'}",
+                    f"--storage.tsdb.path={self.root / 'data'}",
+                    f"--web.listen-address=127.0.0.1:{self.port}",
+                    "--storage.tsdb.retention.time=1h",
+                    "--log.level=warn",
+                ],
+                stdout=log,
+                stderr=subprocess.STDOUT,
+            )
         deadline = time.monotonic() + timeout_s
         while time.monotonic() < deadline:
             if self.proc.poll() is not None:
@@ -181,8 +198,12 @@ class JobSchedule:
     """Plays ``ScriptedJob``s; ``job_map_dir(hostname)`` says where each node's prolog writes;
     ``on_load(hostname, busy)`` (optional) is told when a node gets busy or idle."""
 
-    def __init__(self, jobs_: list[ScriptedJob], job_map_dir: Callable[[str], Path],
-                 on_load: Callable[[str, bool], None] | None = None):
+    def __init__(
+        self,
+        jobs_: list[ScriptedJob],
+        job_map_dir: Callable[[str], Path],
+        on_load: Callable[[str, bool], None] | None = None,
+    ):
         self.jobs = jobs_
         self.job_map_dir = job_map_dir
         self.on_load = on_load
@@ -208,8 +229,9 @@ class JobSchedule:
 
     def run(self) -> None:
         """Play the whole schedule (blocks until the last epilog ran)."""
-        events = sorted([(j.start_s, 1, j) for j in self.jobs] + [(j.end_s, 0, j) for j in self.jobs],
-                        key=lambda e: (e[0], e[1]))
+        events = sorted(
+            [(j.start_s, 1, j) for j in self.jobs] + [(j.end_s, 0, j) for j in self.jobs], key=lambda e: (e[0], e[1])
+        )
         t0 = time.monotonic()
         self.started_at = time.time()
         for at_s, is_start, job in events:

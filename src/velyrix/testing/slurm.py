@@ -44,6 +44,7 @@ def _bin(name: str) -> str:
 
 def free_ports(count: int, consecutive: bool = False) -> list[int]:
     """``count`` free loopback TCP ports (consecutive when asked: slurmd ports of a twin)."""
+
     def free(port: int) -> bool:
         with socket.socket() as s:
             try:
@@ -77,8 +78,14 @@ class SlurmTwin:
     a node is unhealthy while the file ``<root>/unhealthy/<node>`` exists (``mark_unhealthy``).
     """
 
-    def __init__(self, root: str | os.PathLike[str] | None = None, cluster: clusters.SchedulerCluster | None = None,
-                 *, health_check_command: str | None = None, start_timeout_s: float = 60.0) -> None:
+    def __init__(
+        self,
+        root: str | os.PathLike[str] | None = None,
+        cluster: clusters.SchedulerCluster | None = None,
+        *,
+        health_check_command: str | None = None,
+        start_timeout_s: float = 60.0,
+    ) -> None:
         self._own_root = root is None
         self.root = Path(root) if root is not None else Path(tempfile.mkdtemp(prefix="velyrix-slurm-"))
         # Jobs run as other users (sbatch --uid) read their script under the spool dir: keep the tree traversable.
@@ -94,9 +101,16 @@ class SlurmTwin:
         node_ports = free_ports(len(self.cluster.node_names), consecutive=True)
         self.db_port = db
         self.options = slurm_config.SlurmOptions.twin(
-            self.root, controller_host=self.host, slurmctld_port=ctl, slurmd_port=node_ports[0], dbd_port=dbd,
-            storage_port=db, slurm_user=self.user, auth_socket=str(self.root / "munge" / "munge.sock"),
-            health_check_command=health_check_command)
+            self.root,
+            controller_host=self.host,
+            slurmctld_port=ctl,
+            slurmd_port=node_ports[0],
+            dbd_port=dbd,
+            storage_port=db,
+            slurm_user=self.user,
+            auth_socket=str(self.root / "munge" / "munge.sock"),
+            health_check_command=health_check_command,
+        )
         self.conf_dir = Path(self.options.conf_dir)
         self.slurm = commands.Slurm(conf=str(self.conf_dir / "slurm.conf"), timeout_s=30)
         self.procs: dict[str, subprocess.Popen[bytes]] = {}
@@ -117,8 +131,9 @@ class SlurmTwin:
             self._start_munge()
             self._start_mariadb()
             self._spawn("slurmdbd", [_bin("slurmdbd"), "-D"])
-            self._wait(lambda: self.slurm.run("sacctmgr", "-n", "show", "cluster", check=False).returncode == 0,
-                       "slurmdbd")
+            self._wait(
+                lambda: self.slurm.run("sacctmgr", "-n", "show", "cluster", check=False).returncode == 0, "slurmdbd"
+            )
             self._spawn("slurmctld", [_bin("slurmctld"), "-D", "-i"])
             self._wait(lambda: self.slurm.run("scontrol", "ping", check=False).stdout.count("UP") > 0, "slurmctld")
             for name in self.cluster.node_names:
@@ -166,41 +181,77 @@ class SlurmTwin:
         key = d / "munge.key"
         key.write_bytes(os.urandom(1024))
         key.chmod(0o600)
-        self._spawn("munged", [_bin("munged"), "-F", "--force", f"--socket={d / 'munge.sock'}", f"--key-file={key}",
-                               f"--pid-file={d / 'munged.pid'}", f"--log-file={d / 'munged.log'}",
-                               f"--seed-file={d / 'munged.seed'}"])
+        self._spawn(
+            "munged",
+            [
+                _bin("munged"),
+                "-F",
+                "--force",
+                f"--socket={d / 'munge.sock'}",
+                f"--key-file={key}",
+                f"--pid-file={d / 'munged.pid'}",
+                f"--log-file={d / 'munged.log'}",
+                f"--seed-file={d / 'munged.seed'}",
+            ],
+        )
         self._wait(lambda: (d / "munge.sock").exists(), "munged")
 
     def _start_mariadb(self) -> None:
         data = self.root / "mysql"
         log = self.root / "log" / "mariadb-install.log"
         with open(log, "wb") as fh:
-            subprocess.run([_bin("mariadb-install-db"), "--no-defaults", f"--datadir={data}", f"--user={self.user}",
-                            "--auth-root-authentication-method=normal", "--skip-test-db"],
-                           stdout=fh, stderr=subprocess.STDOUT, check=True, timeout=120)
+            subprocess.run(
+                [
+                    _bin("mariadb-install-db"),
+                    "--no-defaults",
+                    f"--datadir={data}",
+                    f"--user={self.user}",
+                    "--auth-root-authentication-method=normal",
+                    "--skip-test-db",
+                ],
+                stdout=fh,
+                stderr=subprocess.STDOUT,
+                check=True,
+                timeout=120,
+            )
         # Grant tables are skipped: the server listens on loopback only and lives as long as the test.
-        self._spawn("mariadbd", [_bin("mariadbd"), "--no-defaults", f"--datadir={data}", f"--user={self.user}",
-                                 "--bind-address=127.0.0.1", f"--port={self.db_port}",
-                                 f"--socket={self.root / 'mysql.sock'}", f"--pid-file={self.root / 'mysql.pid'}",
-                                 f"--log-error={self.root / 'log' / 'mariadb.log'}", "--skip-grant-tables",
-                                 "--innodb-buffer-pool-size=64M", "--innodb-lock-wait-timeout=900",
-                                  "--innodb-flush-log-at-trx-commit=0",
-                                 "--skip-log-bin"])
+        self._spawn(
+            "mariadbd",
+            [
+                _bin("mariadbd"),
+                "--no-defaults",
+                f"--datadir={data}",
+                f"--user={self.user}",
+                "--bind-address=127.0.0.1",
+                f"--port={self.db_port}",
+                f"--socket={self.root / 'mysql.sock'}",
+                f"--pid-file={self.root / 'mysql.pid'}",
+                f"--log-error={self.root / 'log' / 'mariadb.log'}",
+                "--skip-grant-tables",
+                "--innodb-buffer-pool-size=64M",
+                "--innodb-lock-wait-timeout=900",
+                "--innodb-flush-log-at-trx-commit=0",
+                "--skip-log-bin",
+            ],
+        )
         self._wait(lambda: _connectable(self.db_port), "mariadbd")
 
     def _spawn(self, name: str, argv: list[str]) -> None:
         env = self.slurm.environ()
         with open(self.root / "log" / f"{name}.out", "wb") as log:  # the child keeps its own descriptor
-            self.procs[name] = subprocess.Popen(argv, stdout=log, stderr=subprocess.STDOUT, env=env,
-                                                start_new_session=True)
+            self.procs[name] = subprocess.Popen(
+                argv, stdout=log, stderr=subprocess.STDOUT, env=env, start_new_session=True
+            )
 
     def _wait(self, ready: object, what: str) -> None:
         deadline = time.monotonic() + self.start_timeout_s
         while time.monotonic() < deadline:
             for name, proc in self.procs.items():
                 if proc.poll() is not None:
-                    raise errors.ExternalToolError(f"{name} exited with {proc.returncode} while waiting for {what}",
-                                                   hint=f"see {self.root / 'log'}")
+                    raise errors.ExternalToolError(
+                        f"{name} exited with {proc.returncode} while waiting for {what}",
+                        hint=f"see {self.root / 'log'}",
+                    )
             if ready():  # type: ignore[operator]
                 return
             time.sleep(0.2)
@@ -212,8 +263,14 @@ class SlurmTwin:
         return len(states) == len(self.cluster.node_names) and all(s == "idle" for s in states.values())
 
     # helpers for tests ---------------------------------------------------------------------------
-    def sbatch(self, *args: str, account: str | None = None, wrap: str = "sleep 1", gpus: int | None = None,
-               uid: int | None = None) -> int:
+    def sbatch(
+        self,
+        *args: str,
+        account: str | None = None,
+        wrap: str = "sleep 1",
+        gpus: int | None = None,
+        uid: int | None = None,
+    ) -> int:
         """Submit a batch job (``gpus`` GPUs, as user ``uid`` when given); returns its id.
 
         Every submission is recorded in ``submitted`` as (job id, account, GPUs)."""

@@ -12,10 +12,16 @@ def counter_sample(sample: NodeSample, t_s: float | None = None) -> ev.CounterSa
     return ev.CounterSample(
         t_s=sample.collected_at_s if t_s is None else t_s,
         gpus=tuple(ev.GpuReading.from_object(g) for g in sample.gpus),
-        ib_ports=tuple(ev.IbPortReading(p.device, p.port, p.state, float(p.rate_gbps or 0.0), dict(p.counters))
-                       for p in sample.ib_ports),
-        nvme=tuple(ev.NvmeReading(d.name, int(d.media_errors or 0), int(d.percent_used or 0),
-                                  d.read_gb_s_measured, d.write_gb_s_measured) for d in sample.nvme),
+        ib_ports=tuple(
+            ev.IbPortReading(p.device, p.port, p.state, float(p.rate_gbps or 0.0), dict(p.counters))
+            for p in sample.ib_ports
+        ),
+        nvme=tuple(
+            ev.NvmeReading(
+                d.name, int(d.media_errors or 0), int(d.percent_used or 0), d.read_gb_s_measured, d.write_gb_s_measured
+            )
+            for d in sample.nvme
+        ),
     )
 
 

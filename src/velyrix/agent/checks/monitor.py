@@ -26,10 +26,19 @@ class HealthMonitor:
     """Passive health for one node. ``clock`` gives the time used for evidence (wall or simulated, the
     same clock as the collector's XID timestamps); ``window_s`` bounds the kept samples."""
 
-    def __init__(self, node: str, collector: Collector, seam: SchedulerSeam, *, engine: Engine | None = None,
-                 poll_interval_s: float = 60.0, clock: Callable[[], float] = time.time,
-                 window_s: float = 72 * 3600.0, max_samples: int = 512,
-                 deep_schedule: suites.DeepCheckSchedule | None = None) -> None:
+    def __init__(
+        self,
+        node: str,
+        collector: Collector,
+        seam: SchedulerSeam,
+        *,
+        engine: Engine | None = None,
+        poll_interval_s: float = 60.0,
+        clock: Callable[[], float] = time.time,
+        window_s: float = 72 * 3600.0,
+        max_samples: int = 512,
+        deep_schedule: suites.DeepCheckSchedule | None = None,
+    ) -> None:
         self.node = node
         self.collector = collector
         self.seam = seam
@@ -76,8 +85,9 @@ class HealthMonitor:
             if key not in self._seen_xids:
                 self._seen_xids.add(key)
                 self.xids.append(x)
-        evidence = ev.Evidence.build(self.node, now, xids=self.xids, samples=self.samples, checks=self.checks,
-                                     repairs=self.repairs)
+        evidence = ev.Evidence.build(
+            self.node, now, xids=self.xids, samples=self.samples, checks=self.checks, repairs=self.repairs
+        )
         verdict = self.engine.evaluate(evidence)
         applied = actions.apply_verdict(verdict, self.seam, held_action=self.held)
         if "drain" in applied.ops:

@@ -74,8 +74,9 @@ def run_check(check: Check, ctx: CheckContext, timeout_s: float | None = None) -
         status, detail = "error", msg
     finally:
         pool.shutdown(wait=False, cancel_futures=True)
-    return ev.CheckResult(check.name, status, ctx.clock(), action=action, level=level, detail=detail,
-                          duration_s=time.monotonic() - start)
+    return ev.CheckResult(
+        check.name, status, ctx.clock(), action=action, level=level, detail=detail, duration_s=time.monotonic() - start
+    )
 
 
 def run_checks(checks: list[Check], ctx: CheckContext, budget_s: float) -> list[ev.CheckResult]:
@@ -86,8 +87,16 @@ def run_checks(checks: list[Check], ctx: CheckContext, budget_s: float) -> list[
     for check in checks:
         left = deadline - time.monotonic()
         if left <= 0:
-            out.append(ev.CheckResult(check.name, "timeout", ctx.clock(), action=check.action, level=check.level,
-                                      detail=f"suite budget of {budget_s:g} s spent before it started"))
+            out.append(
+                ev.CheckResult(
+                    check.name,
+                    "timeout",
+                    ctx.clock(),
+                    action=check.action,
+                    level=check.level,
+                    detail=f"suite budget of {budget_s:g} s spent before it started",
+                )
+            )
             continue
         out.append(run_check(check, ctx, left))
     return out

@@ -47,8 +47,7 @@ def gpu_state(ctx: CheckContext) -> tuple[bool, str]:
 
 
 def ecc(ctx: CheckContext) -> tuple[bool, str]:
-    bad = [f"gpu{g.index} dbe={_field(g, 'ecc_dbe_volatile')}" for g in _gpus(ctx)
-           if _field(g, "ecc_dbe_volatile") > 0]
+    bad = [f"gpu{g.index} dbe={_field(g, 'ecc_dbe_volatile')}" for g in _gpus(ctx) if _field(g, "ecc_dbe_volatile") > 0]
     return not bad, "; ".join(bad) or "no uncorrectable ECC errors since reset"
 
 
@@ -64,8 +63,11 @@ def row_remap(ctx: CheckContext) -> tuple[bool, str]:
 
 def nvlink(ctx: CheckContext) -> tuple[bool, str]:
     want = int(catalog_health.health_thresholds().gpu["nvlinks_per_gpu"])
-    bad = [f"gpu{g.index} {_field(g, 'nvlink_links_up')}/{want} links" for g in _gpus(ctx)
-           if _field(g, "nvlink_links_up") < want]
+    bad = [
+        f"gpu{g.index} {_field(g, 'nvlink_links_up')}/{want} links"
+        for g in _gpus(ctx)
+        if _field(g, "nvlink_links_up") < want
+    ]
     return not bad, "; ".join(bad) or f"all {want} NVLinks up on every GPU"
 
 
@@ -101,6 +103,7 @@ def _active(metric: str, spec: float, frac_key: str, seconds: Callable[[CheckCon
         ran = next((r.detail for r in results.values() if r.detail), "")
         shown = f"min {min(values.values()):.4g} {unit} ({limits})" if values else limits
         return True, f"{shown}; {ran}" if ran else shown
+
     return run
 
 
@@ -110,8 +113,11 @@ def nvme(ctx: CheckContext) -> tuple[bool, str]:
         raise errors.InvalidInputError("no NVMe drives reported")
     per_drive = ctx.node_type.local_nvme_read_gb_s / len(drives)
     bad = [f"{d.name} media_errors={d.media_errors}" for d in drives if (d.media_errors or 0) > 0]
-    bad += [f"{d.name} read {d.read_gb_s_measured:.1f} GB/s" for d in drives
-            if d.read_gb_s_measured is not None and d.read_gb_s_measured < 0.5 * per_drive]
+    bad += [
+        f"{d.name} read {d.read_gb_s_measured:.1f} GB/s"
+        for d in drives
+        if d.read_gb_s_measured is not None and d.read_gb_s_measured < 0.5 * per_drive
+    ]
     return not bad, "; ".join(bad) or f"{len(drives)} drives healthy"
 
 
@@ -127,34 +133,63 @@ def suite(tier: str, node_type) -> list[Check]:
         Check("row_remap", tier, row_remap, "RESET_GPU", "degraded", 10.0),
         Check("nvlink", tier, nvlink, "DRAIN_NOW", "fatal", 10.0),
         Check("ib_ports", tier, ib_ports, "DRAIN_NOW", "fatal", 10.0),
-        Check("gemm_short", tier, _active("gemm", spec_tflops, "gemm_min_fraction_of_spec", lambda c: c.short_test_s),
-              "DRAIN_AFTER_JOB", "degraded", 25.0),
-        Check("memtest_short", tier, _active("mem", spec_hbm, "hbm_min_fraction_of_spec", lambda c: c.short_test_s),
-              "DRAIN_AFTER_JOB", "degraded", 25.0),
+        Check(
+            "gemm_short",
+            tier,
+            _active("gemm", spec_tflops, "gemm_min_fraction_of_spec", lambda c: c.short_test_s),
+            "DRAIN_AFTER_JOB",
+            "degraded",
+            25.0,
+        ),
+        Check(
+            "memtest_short",
+            tier,
+            _active("mem", spec_hbm, "hbm_min_fraction_of_spec", lambda c: c.short_test_s),
+            "DRAIN_AFTER_JOB",
+            "degraded",
+            25.0,
+        ),
     ]
     if tier == "quick":
         return quick
     deep = [
-        Check("gemm_long", tier, _active("gemm", spec_tflops, "gemm_min_fraction_of_spec", lambda c: 60.0),
-              "DRAIN_AFTER_JOB", "degraded", 600.0),
-        Check("memtest_long", tier, _active("mem", spec_hbm, "hbm_min_fraction_of_spec", lambda c: 60.0),
-              "DRAIN_AFTER_JOB", "degraded", 600.0),
+        Check(
+            "gemm_long",
+            tier,
+            _active("gemm", spec_tflops, "gemm_min_fraction_of_spec", lambda c: 60.0),
+            "DRAIN_AFTER_JOB",
+            "degraded",
+            600.0,
+        ),
+        Check(
+            "memtest_long",
+            tier,
+            _active("mem", spec_hbm, "hbm_min_fraction_of_spec", lambda c: 60.0),
+            "DRAIN_AFTER_JOB",
+            "degraded",
+            600.0,
+        ),
         Check("nvme", tier, nvme, "DRAIN_AFTER_JOB", "degraded", 120.0),
     ]
     return quick + deep
 
 
-ACTIVE_CHECKS = {"quick": ("gemm_short", "memtest_short"),
-                 "deep": ("gemm_short", "memtest_short", "gemm_long", "memtest_long")}
+ACTIVE_CHECKS = {
+    "quick": ("gemm_short", "memtest_short"),
+    "deep": ("gemm_short", "memtest_short", "gemm_long", "memtest_long"),
+}
 ACTIVE_CHECKS["acceptance"] = ACTIVE_CHECKS["deep"]
 
 
-def skipped_active(tier: str, t_s: float,
-                   reason: str = "skipped by configuration (--prober none)") -> list[ev.CheckResult]:
+def skipped_active(
+    tier: str, t_s: float, reason: str = "skipped by configuration (--prober none)"
+) -> list[ev.CheckResult]:
     """Results recording the active tests of ``tier`` as skipped by configuration at ``t_s`` (level warn,
     action IGNORE): what the agent feeds its verdict when the operator chose ``--prober none``."""
-    return [ev.CheckResult(name, "skipped", t_s, action="IGNORE", level="warn", detail=reason)
-            for name in ACTIVE_CHECKS[tier]]
+    return [
+        ev.CheckResult(name, "skipped", t_s, action="IGNORE", level="warn", detail=reason)
+        for name in ACTIVE_CHECKS[tier]
+    ]
 
 
 def run_tier(tier: str, ctx: CheckContext) -> list[ev.CheckResult]:

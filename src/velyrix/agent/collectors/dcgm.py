@@ -70,8 +70,16 @@ def _texts(value: Any) -> list[str]:
 def _status(raw: Any) -> str:
     """pass / fail / warn / skip / notrun; a word DCGM never used here is ``unknown`` (not a pass)."""
     word = _norm(str(raw or ""))
-    return {"pass": "pass", "fail": "fail", "warn": "warn", "warning": "warn", "skip": "skip",
-            "skipped": "skip", "not_run": "notrun", "notrun": "notrun"}.get(word, "unknown")
+    return {
+        "pass": "pass",
+        "fail": "fail",
+        "warn": "warn",
+        "warning": "warn",
+        "skip": "skip",
+        "skipped": "skip",
+        "not_run": "notrun",
+        "notrun": "notrun",
+    }.get(word, "unknown")
 
 
 def _gpu_ids(result: dict[str, Any]) -> list[int]:
@@ -109,7 +117,7 @@ def _tests(doc: dict[str, Any]) -> Iterator[dict[str, Any]]:
     root = doc.get("DCGM Diagnostic") or doc.get("DCGM GPU Diagnostic") or doc
     for cat in root.get("test_categories", []) or []:
         yield from cat.get("tests", []) or []
-    yield from root.get("tests", []) or []   # a flattened document (no categories)
+    yield from root.get("tests", []) or []  # a flattened document (no categories)
 
 
 def parse_diag(text: str, level: int, exit_code: int = 0) -> DiagReport:
@@ -122,7 +130,7 @@ def parse_diag(text: str, level: int, exit_code: int = 0) -> DiagReport:
     if start < 0 or end < start:
         raise errors.DcgmDiagError(level=level, reason=f"no JSON in its output: {text.strip()[:200]!r}")
     try:
-        doc = json.loads(text[start:end + 1])
+        doc = json.loads(text[start : end + 1])
     except json.JSONDecodeError as exc:
         raise errors.DcgmDiagError(level=level, reason=f"its output is not valid JSON ({exc})") from exc
     if not isinstance(doc, dict):
@@ -163,16 +171,19 @@ def verdict(report: DiagReport, kind: str, gpu: int) -> ProbeResult:
     about the GPU or ran none of the tests (skipped / not run is not a pass)."""
     outcomes = report.gpus.get(gpu)
     if not outcomes:
-        raise errors.DcgmDiagError(level=report.level, reason=f"no result for gpu{gpu} "
-                                                              f"(DCGM reported GPUs {sorted(report.gpus)})")
+        raise errors.DcgmDiagError(
+            level=report.level, reason=f"no result for gpu{gpu} (DCGM reported GPUs {sorted(report.gpus)})"
+        )
     relevant = [o for o in outcomes if o.name in KIND_TESTS[kind]]
     note = ""
     if not relevant:
         relevant = outcomes
         note = f"level {report.level} runs no {'compute' if kind == 'gemm' else 'memory'} test; "
     order = KIND_TESTS[kind]
-    ran = sorted((o for o in relevant if o.status in ("pass", "warn", "fail")),
-                 key=lambda o: order.index(o.name) if o.name in order else len(order))   # figure source: first
+    ran = sorted(
+        (o for o in relevant if o.status in ("pass", "warn", "fail")),
+        key=lambda o: order.index(o.name) if o.name in order else len(order),
+    )  # figure source: first
     listing = ", ".join(f"{o.name} {o.status}" for o in relevant)
     if not ran:
         raise errors.DcgmDiagError(level=report.level, reason=f"gpu{gpu}: no test ran ({listing})")
@@ -191,10 +202,12 @@ def run_dcgmi(args: list[str], timeout_s: float, level: int, exe: str | None = N
     """
     path = exe or shutil.which("dcgmi")
     if not path:
-        raise errors.DcgmUnavailableError(hint="packages: datacenter-gpu-manager (DCGM 3) or "
-                                               "datacenter-gpu-manager-4-core; or run with --prober none")
-    proc = subprocess.Popen([path, *args], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
-                            start_new_session=True)
+        raise errors.DcgmUnavailableError(
+            hint="packages: datacenter-gpu-manager (DCGM 3) or datacenter-gpu-manager-4-core; or run with --prober none"
+        )
+    proc = subprocess.Popen(
+        [path, *args], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, start_new_session=True
+    )
     try:
         out, err = proc.communicate(timeout=timeout_s)
     except subprocess.TimeoutExpired:
@@ -215,8 +228,15 @@ class DcgmProber(Prober):
     ``deep_level`` the longer ones; ``timeouts_s`` maps a level to its hard limit in seconds.
     """
 
-    def __init__(self, *, quick_level: int = QUICK_LEVEL, deep_level: int = DEEP_LEVEL, short_s: float = 10.0,
-                 timeouts_s: dict[int, float] | None = None, exe: str | None = None) -> None:
+    def __init__(
+        self,
+        *,
+        quick_level: int = QUICK_LEVEL,
+        deep_level: int = DEEP_LEVEL,
+        short_s: float = 10.0,
+        timeouts_s: dict[int, float] | None = None,
+        exe: str | None = None,
+    ) -> None:
         self.quick_level, self.deep_level, self.short_s = quick_level, deep_level, short_s
         self.timeouts_s = {**DEFAULT_TIMEOUTS_S, **(timeouts_s or {})}
         self.exe = exe
@@ -228,8 +248,7 @@ class DcgmProber(Prober):
         with self._lock:
             if level not in self._runs:
                 try:
-                    rc, out, err = run_dcgmi(["diag", "-r", str(level), "-j"], self.timeouts_s[level], level,
-                                             self.exe)
+                    rc, out, err = run_dcgmi(["diag", "-r", str(level), "-j"], self.timeouts_s[level], level, self.exe)
                     try:
                         self._runs[level] = parse_diag(out, level, rc)
                     except errors.DcgmDiagError:
@@ -251,8 +270,10 @@ class DcgmProber(Prober):
     def _value(self, kind: str, gpu: int, duration_s: float) -> float:
         res = self.probe(kind, gpu, duration_s)
         if res.value is None:
-            raise errors.DcgmDiagError(level=self.quick_level if duration_s <= self.short_s else self.deep_level,
-                                       reason=f"DCGM reported no {kind} figure for gpu{gpu}")
+            raise errors.DcgmDiagError(
+                level=self.quick_level if duration_s <= self.short_s else self.deep_level,
+                reason=f"DCGM reported no {kind} figure for gpu{gpu}",
+            )
         return res.value
 
     def run_gemm(self, gpu: int, duration_s: float = 10.0) -> float:

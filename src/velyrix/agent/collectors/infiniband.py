@@ -54,13 +54,15 @@ def read_ports(root: str | Path = DEFAULT_ROOT) -> tuple[list[IBPortReading], li
                         problems.append(f"infiniband: {f} holds {raw!r}, expected an integer")
             else:
                 problems.append(f"infiniband: {counter_dir} missing")
-            readings.append(IBPortReading(
-                device=dev.name,
-                port=int(port_dir.name),
-                state=parse_state(read_sysfs(port_dir / "state")),
-                rate_gbps=parse_rate_gbps(read_sysfs(port_dir / "rate")),
-                counters=counters,
-            ))
+            readings.append(
+                IBPortReading(
+                    device=dev.name,
+                    port=int(port_dir.name),
+                    state=parse_state(read_sysfs(port_dir / "state")),
+                    rate_gbps=parse_rate_gbps(read_sysfs(port_dir / "rate")),
+                    counters=counters,
+                )
+            )
     return readings, problems
 
 

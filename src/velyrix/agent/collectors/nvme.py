@@ -42,8 +42,9 @@ def smart_log(device: str, nvme_cli: str | None) -> dict[str, float]:
     if not nvme_cli:
         return {}
     try:
-        out = subprocess.run([nvme_cli, "smart-log", "-o", "json", device], capture_output=True,
-                             text=True, timeout=5, check=False)
+        out = subprocess.run(
+            [nvme_cli, "smart-log", "-o", "json", device], capture_output=True, text=True, timeout=5, check=False
+        )
         if out.returncode != 0:
             return {}
         data = json.loads(out.stdout)
@@ -77,10 +78,14 @@ class NvmeCollector(Collector):
                 read_b, written_b = block_bytes(ctrl)
                 smart = smart_log(f"/dev/{ctrl.name}", self.nvme_cli)
                 media = smart.get("media_errors")
-                drives.append(NVMeReading(
-                    name=ctrl.name, model=read_sysfs(ctrl / "model"),
-                    media_errors=int(media) if media is not None else None,
-                    percent_used=smart.get("percent_used"),
-                    read_bytes=read_b, written_bytes=written_b,
-                ))
+                drives.append(
+                    NVMeReading(
+                        name=ctrl.name,
+                        model=read_sysfs(ctrl / "model"),
+                        media_errors=int(media) if media is not None else None,
+                        percent_used=smart.get("percent_used"),
+                        read_bytes=read_b,
+                        written_bytes=written_b,
+                    )
+                )
         return NodeSample(hostname=self.hostname, nvme=drives)

@@ -33,7 +33,8 @@ def load_nvml() -> Any:
         pynvml.nvmlInit()
     except pynvml.NVMLError as exc:
         raise errors.NvmlUnavailableError(
-            reason=str(exc), hint="use --collector sim on machines without NVIDIA GPUs") from exc
+            reason=str(exc), hint="use --collector sim on machines without NVIDIA GPUs"
+        ) from exc
     return pynvml
 
 
@@ -137,8 +138,12 @@ class NvmlCollector(Collector):
             g.ecc_dbe_volatile = ecc(nv.NVML_MEMORY_ERROR_TYPE_UNCORRECTED, nv.NVML_VOLATILE_ECC)
             g.ecc_sbe_aggregate = ecc(nv.NVML_MEMORY_ERROR_TYPE_CORRECTED, nv.NVML_AGGREGATE_ECC)
             g.ecc_dbe_aggregate = ecc(nv.NVML_MEMORY_ERROR_TYPE_UNCORRECTED, nv.NVML_AGGREGATE_ECC)
-            g.sram_uncorrectable = t("sram ecc", lambda: nv.nvmlDeviceGetMemoryErrorCounter(
-                h, nv.NVML_MEMORY_ERROR_TYPE_UNCORRECTED, nv.NVML_AGGREGATE_ECC, nv.NVML_MEMORY_LOCATION_SRAM))
+            g.sram_uncorrectable = t(
+                "sram ecc",
+                lambda: nv.nvmlDeviceGetMemoryErrorCounter(
+                    h, nv.NVML_MEMORY_ERROR_TYPE_UNCORRECTED, nv.NVML_AGGREGATE_ECC, nv.NVML_MEMORY_LOCATION_SRAM
+                ),
+            )
             remap = t("row remap", lambda: nv.nvmlDeviceGetRemappedRows(h))
             if remap is not None:
                 corr, unc, pending, failed = remap
@@ -149,20 +154,34 @@ class NvmlCollector(Collector):
                 # The histogram counts banks by remap slots still available (8 per bank); report an upper
                 # bound of the slots used in the worst bank ("partial" covers 2-6 used).
                 g.remap_bank_max = 8 if hist.none else 7 if hist.low else 6 if hist.partial else 1 if hist.high else 0
-            pages = [t("retired pages", lambda c=c: nv.nvmlDeviceGetRetiredPages(h, c)) for c in (
-                nv.NVML_PAGE_RETIREMENT_CAUSE_MULTIPLE_SINGLE_BIT_ECC_ERRORS,
-                nv.NVML_PAGE_RETIREMENT_CAUSE_DOUBLE_BIT_ECC_ERROR)]
+            pages = [
+                t("retired pages", lambda c=c: nv.nvmlDeviceGetRetiredPages(h, c))
+                for c in (
+                    nv.NVML_PAGE_RETIREMENT_CAUSE_MULTIPLE_SINGLE_BIT_ECC_ERRORS,
+                    nv.NVML_PAGE_RETIREMENT_CAUSE_DOUBLE_BIT_ECC_ERROR,
+                )
+            ]
             g.retired_pages = sum(len(p) for p in pages) if any(p is not None for p in pages) else None
             g.pcie_replay = t("pcie replay", lambda: nv.nvmlDeviceGetPcieReplayCounter(h))
             g.throttle_reasons = t("clock events", lambda: nv.nvmlDeviceGetCurrentClocksEventReasons(h))
-            fields = t("field values", lambda: nv.nvmlDeviceGetFieldValues(h, [
-                nv.NVML_FI_DEV_MEMORY_TEMP, nv.NVML_FI_DEV_NVLINK_CRC_FLIT_ERROR_COUNT_TOTAL,
-                nv.NVML_FI_DEV_NVLINK_REPLAY_ERROR_COUNT_TOTAL, nv.NVML_FI_DEV_NVLINK_RECOVERY_ERROR_COUNT_TOTAL,
-                nv.NVML_FI_DEV_NVLINK_LINK_COUNT]))
+            fields = t(
+                "field values",
+                lambda: nv.nvmlDeviceGetFieldValues(
+                    h,
+                    [
+                        nv.NVML_FI_DEV_MEMORY_TEMP,
+                        nv.NVML_FI_DEV_NVLINK_CRC_FLIT_ERROR_COUNT_TOTAL,
+                        nv.NVML_FI_DEV_NVLINK_REPLAY_ERROR_COUNT_TOTAL,
+                        nv.NVML_FI_DEV_NVLINK_RECOVERY_ERROR_COUNT_TOTAL,
+                        nv.NVML_FI_DEV_NVLINK_LINK_COUNT,
+                    ],
+                ),
+            )
             vals = [_field_value(f) for f in fields] if fields is not None else [None] * 5
             g.memory_temperature_c = vals[0]
             g.nvlink_crc_errors, g.nvlink_replay_errors, g.nvlink_recovery_errors = (
-                int(v) if v is not None else None for v in vals[1:4])
+                int(v) if v is not None else None for v in vals[1:4]
+            )
             g.nvlink_links_up = self._links_up(h, int(vals[4]) if vals[4] is not None else nv.NVML_NVLINK_MAX_LINKS)
         except nv.NVMLError_GpuIsLost:
             g.responsive = False

@@ -44,25 +44,51 @@ def read_gpu(g: SimGPU) -> GPUReading:
     """A ``GPUReading`` of one twin GPU; a GPU off the bus reports only identity, XIDs and ``responsive``."""
     events = list(g.xid_events)
     if not g.responsive:
-        return GPUReading(index=g.index, uuid=g.uuid, name=g.name, serial=g.serial, xid_events=events,
-                          xid_counts=xid_counts(events), responsive=False)
+        return GPUReading(
+            index=g.index,
+            uuid=g.uuid,
+            name=g.name,
+            serial=g.serial,
+            xid_events=events,
+            xid_counts=xid_counts(events),
+            responsive=False,
+        )
     return GPUReading(
-        index=g.index, uuid=g.uuid, name=g.name, serial=g.serial,
-        temperature_c=g.temperature_c, memory_temperature_c=g.memory_temperature_c, power_w=g.power_w,
-        energy_mj=g.energy_mj, sm_clock_mhz=g.sm_clock_mhz, mem_clock_mhz=g.mem_clock_mhz,
-        utilization_pct=g.utilization_pct, mem_copy_util_pct=g.mem_copy_util_pct,
-        fb_used_mib=g.fb_used_mib, fb_free_mib=g.fb_free_mib,
-        ecc_sbe_volatile=g.ecc_sbe_volatile, ecc_dbe_volatile=g.ecc_dbe_volatile,
-        ecc_sbe_aggregate=g.ecc_sbe_aggregate, ecc_dbe_aggregate=g.ecc_dbe_aggregate,
+        index=g.index,
+        uuid=g.uuid,
+        name=g.name,
+        serial=g.serial,
+        temperature_c=g.temperature_c,
+        memory_temperature_c=g.memory_temperature_c,
+        power_w=g.power_w,
+        energy_mj=g.energy_mj,
+        sm_clock_mhz=g.sm_clock_mhz,
+        mem_clock_mhz=g.mem_clock_mhz,
+        utilization_pct=g.utilization_pct,
+        mem_copy_util_pct=g.mem_copy_util_pct,
+        fb_used_mib=g.fb_used_mib,
+        fb_free_mib=g.fb_free_mib,
+        ecc_sbe_volatile=g.ecc_sbe_volatile,
+        ecc_dbe_volatile=g.ecc_dbe_volatile,
+        ecc_sbe_aggregate=g.ecc_sbe_aggregate,
+        ecc_dbe_aggregate=g.ecc_dbe_aggregate,
         remapped_rows_correctable=g.remapped_rows_correctable,
         remapped_rows_uncorrectable=g.remapped_rows_uncorrectable,
-        remap_pending=g.remap_pending, remap_failure=g.remap_failure, remap_bank_max=g.remap_bank_max,
-        sram_uncorrectable=g.sram_uncorrectable, retired_pages=g.retired_pages,
-        xid_events=events, xid_counts=xid_counts(events),
-        nvlink_crc_errors=g.nvlink_crc_errors, nvlink_replay_errors=g.nvlink_replay_errors,
-        nvlink_recovery_errors=g.nvlink_recovery_errors, nvlink_links_up=g.nvlink_links_up,
-        pcie_replay=g.pcie_replay, throttle_reasons=g.throttle_reasons,
-        bf16_tflops_measured=g.bf16_tflops_measured, hbm_gb_s_measured=g.hbm_gb_s_measured,
+        remap_pending=g.remap_pending,
+        remap_failure=g.remap_failure,
+        remap_bank_max=g.remap_bank_max,
+        sram_uncorrectable=g.sram_uncorrectable,
+        retired_pages=g.retired_pages,
+        xid_events=events,
+        xid_counts=xid_counts(events),
+        nvlink_crc_errors=g.nvlink_crc_errors,
+        nvlink_replay_errors=g.nvlink_replay_errors,
+        nvlink_recovery_errors=g.nvlink_recovery_errors,
+        nvlink_links_up=g.nvlink_links_up,
+        pcie_replay=g.pcie_replay,
+        throttle_reasons=g.throttle_reasons,
+        bf16_tflops_measured=g.bf16_tflops_measured,
+        hbm_gb_s_measured=g.hbm_gb_s_measured,
         responsive=True,
     )
 
@@ -70,16 +96,35 @@ def read_gpu(g: SimGPU) -> GPUReading:
 def read_node(node: SimNode) -> NodeSample:
     """A ``NodeSample`` of one twin node (``up=False`` while it is powered off)."""
     if not node.powered:
-        return NodeSample(hostname=node.hostname, node_type=node.node_type, serial=node.serial, up=False,
-                          problems=["node is powered off"])
+        return NodeSample(
+            hostname=node.hostname,
+            node_type=node.node_type,
+            serial=node.serial,
+            up=False,
+            problems=["node is powered off"],
+        )
     return NodeSample(
-        hostname=node.hostname, node_type=node.node_type, serial=node.serial, collected_at_s=time.time(),
+        hostname=node.hostname,
+        node_type=node.node_type,
+        serial=node.serial,
+        collected_at_s=time.time(),
         gpus=[read_gpu(g) for g in node.gpus],
-        ib_ports=[IBPortReading(device=p.device, port=p.port, state=p.state, rate_gbps=float(p.rate_gbps),
-                                counters=dict(p.counters)) for p in node.ib_ports],
-        nvme=[NVMeReading(name=d.name, media_errors=d.media_errors, percent_used=float(d.percent_used),
-                          read_gb_s_measured=d.read_gb_s_measured, write_gb_s_measured=d.write_gb_s_measured)
-              for d in node.nvme],
+        ib_ports=[
+            IBPortReading(
+                device=p.device, port=p.port, state=p.state, rate_gbps=float(p.rate_gbps), counters=dict(p.counters)
+            )
+            for p in node.ib_ports
+        ],
+        nvme=[
+            NVMeReading(
+                name=d.name,
+                media_errors=d.media_errors,
+                percent_used=float(d.percent_used),
+                read_gb_s_measured=d.read_gb_s_measured,
+                write_gb_s_measured=d.write_gb_s_measured,
+            )
+            for d in node.nvme
+        ],
         firmware=dict(node.firmware),
         problems=[f"gpu {g.index}: fallen off the bus" for g in node.gpus if not g.responsive],
     )
@@ -111,7 +156,8 @@ class SimProber(Prober):
 
         if not 0 <= gpu < len(self.node.gpus):
             raise errors.InvalidInputError(
-                f"{self.node.hostname} has no GPU {gpu}", hint=f"valid: 0..{len(self.node.gpus) - 1}")
+                f"{self.node.hostname} has no GPU {gpu}", hint=f"valid: 0..{len(self.node.gpus) - 1}"
+            )
         g = self.node.gpus[gpu]
         g.refresh_measured()
         return g

@@ -23,8 +23,19 @@ from velyrix.controlplane.api.routes import (
 from velyrix.controlplane.db import engine as engine_mod
 from velyrix.controlplane.db import migrate as migrate_mod
 
-ROUTERS = (health.router, tenants.router, api_keys.router, clusters.router, nodes.router, volumes.router,
-           regions.router, audit_events.router, fleet.router, fleet.sim_router, node_health.router)
+ROUTERS = (
+    health.router,
+    tenants.router,
+    api_keys.router,
+    clusters.router,
+    nodes.router,
+    volumes.router,
+    regions.router,
+    audit_events.router,
+    fleet.router,
+    fleet.sim_router,
+    node_health.router,
+)
 
 
 def create_app(database_url: str | None = None, *, engine: sa.Engine | None = None, migrate: bool = True) -> FastAPI:
@@ -36,10 +47,11 @@ def create_app(database_url: str | None = None, *, engine: sa.Engine | None = No
     if migrate:
         migrate_mod.upgrade(engine=engine, url=str(engine.url))
     app = FastAPI(
-        title="Velyrix control plane", version=getattr(velyrix, "__version__", "0"),
+        title="Velyrix control plane",
+        version=getattr(velyrix, "__version__", "0"),
         description="Tenants, scoped API keys, clusters (spec, plan, status), nodes, volumes, regions and "
-                    "audit events. Authenticate with `Authorization: Bearer vlx_...`. Errors are RFC 9457 "
-                    "problem+json with a stable `code`.",
+        "audit events. Authenticate with `Authorization: Bearer vlx_...`. Errors are RFC 9457 "
+        "problem+json with a stable `code`.",
     )
     app.state.engine = engine
     app.state.sessionmaker = orm.sessionmaker(engine, expire_on_commit=False)

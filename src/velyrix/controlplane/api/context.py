@@ -63,16 +63,25 @@ class RequestIdMiddleware:
                         await run_in_threadpool(resource.close)
             if log.isEnabledFor(logging.INFO):
                 principal = scope["state"].get("principal")
-                log.info("%s %s %s %.1fms request_id=%s key=%s", scope["method"], scope["path"], status,
-                         (time.perf_counter() - started) * 1000, request_id,
-                         principal.key_id if principal else "-")
+                log.info(
+                    "%s %s %s %.1fms request_id=%s key=%s",
+                    scope["method"],
+                    scope["path"],
+                    status,
+                    (time.perf_counter() - started) * 1000,
+                    request_id,
+                    principal.key_id if principal else "-",
+                )
 
 
 def request_info(request: Request) -> audit.RequestInfo:
     client = request.client
-    return audit.RequestInfo(request_id=getattr(request.state, "request_id", "req_none"),
-                             source_address=client.host if client else None,
-                             method=request.method, path=request.url.path)
+    return audit.RequestInfo(
+        request_id=getattr(request.state, "request_id", "req_none"),
+        source_address=client.host if client else None,
+        method=request.method,
+        path=request.url.path,
+    )
 
 
 @dataclass
@@ -86,13 +95,28 @@ class Ctx:
     def principal(self) -> principals.Principal:
         return self.scope.principal
 
-    def audit(self, target: str, *, status_code: int = 200, outcome: str = "success",
-              detail: dict[str, Any] | None = None, tenant_id: str | None = None) -> None:
+    def audit(
+        self,
+        target: str,
+        *,
+        status_code: int = 200,
+        outcome: str = "success",
+        detail: dict[str, Any] | None = None,
+        tenant_id: str | None = None,
+    ) -> None:
         """Record this mutation in the current transaction (action = the route's name)."""
         route = self.request.scope.get("route")
-        audit.record(self.scope.session, request_info(self.request), self.principal,
-                     action=getattr(route, "name", "unknown"), target=target, outcome=outcome,
-                     status_code=status_code, detail=detail, tenant_id=tenant_id)
+        audit.record(
+            self.scope.session,
+            request_info(self.request),
+            self.principal,
+            action=getattr(route, "name", "unknown"),
+            target=target,
+            outcome=outcome,
+            status_code=status_code,
+            detail=detail,
+            tenant_id=tenant_id,
+        )
 
     async def run(self, fn: Callable[..., T], *args: Any) -> T:
         """``fn(*args)`` (a database call) from an async route; see ``run_db``."""
@@ -130,7 +154,9 @@ def _refuse_unknown_query_parameters(request: Request) -> None:
         valid = ", ".join(sorted(names)) or "none"
         raise errors.InvalidInputError(
             f"unknown query parameter '{unknown[0]}'",
-            hint=(f"did you mean '{near[0]}'? " if near else "") + f"valid: {valid}", parameter=unknown[0])
+            hint=(f"did you mean '{near[0]}'? " if near else "") + f"valid: {valid}",
+            parameter=unknown[0],
+        )
 
 
 def _authenticate(engine: sa.Engine, token: str | None) -> principals.Principal:
@@ -154,8 +180,7 @@ def require(scope_name: str) -> Callable[..., Awaitable[Ctx]]:
     """Dependency: authenticate, then demand ``scope_name`` (401 / 403). ``.required_scope`` on the
     returned function lets tests build the authorization matrix from the route table."""
 
-    async def dependency(request: Request,
-                         credentials: HTTPAuthorizationCredentials | None = Depends(_bearer)) -> Ctx:
+    async def dependency(request: Request, credentials: HTTPAuthorizationCredentials | None = Depends(_bearer)) -> Ctx:
         state = request.app.state
         token = credentials.credentials if credentials else None
         _refuse_unknown_query_parameters(request)
@@ -180,8 +205,10 @@ def require(scope_name: str) -> Callable[..., Awaitable[Ctx]]:
             request.state.db = session
             return session
 
-        return Ctx(request=request, scope=scoping.Scope(None, principal, factory=open_session, engine=state.engine,
-                                                               connection=conn))
+        return Ctx(
+            request=request,
+            scope=scoping.Scope(None, principal, factory=open_session, engine=state.engine, connection=conn),
+        )
 
     dependency.required_scope = scope_name  # type: ignore[attr-defined]
     dependency.__name__ = f"require_{scope_name.replace(':', '_')}"

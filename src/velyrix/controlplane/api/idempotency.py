@@ -50,21 +50,31 @@ def _replay(ctx: Ctx, record: models.IdempotencyRecord, body_sha256: str) -> JSO
     if record.response.get("_redacted"):
         raise SecretNotReplayableError(
             f"the first request with this Idempotency-Key created {target}; its secret is shown only once "
-            "and is not stored", hint=f"revoke {target} and create a new key", id=target)
+            "and is not stored",
+            hint=f"revoke {target} and create a new key",
+            id=target,
+        )
     ctx.audit(target, status_code=record.status_code, outcome="replayed")
     ctx.commit()
     return JSONResponse(record.response, status_code=record.status_code, headers={"Idempotent-Replayed": "true"})
 
 
-def create(ctx: Ctx, key: str | None, body: Any, make: Callable[[], tuple[dict[str, Any], int]],
-           model: type[BaseModel], secret_fields: tuple[str, ...] = ()) -> JSONResponse:
+def create(
+    ctx: Ctx,
+    key: str | None,
+    body: Any,
+    make: Callable[[], tuple[dict[str, Any], int]],
+    model: type[BaseModel],
+    secret_fields: tuple[str, ...] = (),
+) -> JSONResponse:
     """Run ``make`` (which adds the resource and its audit event, returning ``(json, status)``) at
     most once per ``key``, and commit. Without a key, just runs and commits. The answer is serialized
     through ``model`` (the route's response model), as FastAPI does for the other routes.
     ``secret_fields`` are never stored: a retry of such a request is refused (409) instead of replayed."""
     if key is not None and not 1 <= len(key) <= MAX_KEY_LEN:
-        raise errors.InvalidInputError(f"{HEADER} must be 1 to {MAX_KEY_LEN} characters",
-                                       hint="use a UUID per logical request")
+        raise errors.InvalidInputError(
+            f"{HEADER} must be 1 to {MAX_KEY_LEN} characters", hint="use a UUID per logical request"
+        )
     digest = hashlib.sha256(json.dumps(jsonable_encoder(body), sort_keys=True).encode()).hexdigest()
     if key is not None:
         found = _find(ctx, key)
@@ -77,9 +87,17 @@ def create(ctx: Ctx, key: str | None, body: Any, make: Callable[[], tuple[dict[s
             stored = {k: v for k, v in payload.items() if k not in secret_fields}
             if len(stored) < len(payload):
                 stored["_redacted"] = True
-            ctx.scope.session.add(models.IdempotencyRecord(
-                owner=_owner(ctx), key=key, method=ctx.request.method, path=ctx.request.url.path,
-                body_sha256=digest, status_code=status, response=stored))
+            ctx.scope.session.add(
+                models.IdempotencyRecord(
+                    owner=_owner(ctx),
+                    key=key,
+                    method=ctx.request.method,
+                    path=ctx.request.url.path,
+                    body_sha256=digest,
+                    status_code=status,
+                    response=stored,
+                )
+            )
         ctx.commit()
     except (sa_exc.IntegrityError, errors.ConflictError):
         # A concurrent twin with the same key may have won the race: its resource stands, ours is

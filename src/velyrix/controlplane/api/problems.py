@@ -26,17 +26,38 @@ log = logging.getLogger("velyrix.api")
 MEDIA_TYPE = "application/problem+json"
 PROBLEM_BASE = "https://velyrix.dev/problems/"
 
-_HTTP_CODES = {400: "bad_request", 401: "unauthenticated", 403: "forbidden", 404: "not_found",
-               405: "method_not_allowed", 406: "not_acceptable", 409: "conflict", 412: "precondition_failed",
-               413: "payload_too_large", 415: "unsupported_media_type", 422: "invalid_request"}
+_HTTP_CODES = {
+    400: "bad_request",
+    401: "unauthenticated",
+    403: "forbidden",
+    404: "not_found",
+    405: "method_not_allowed",
+    406: "not_acceptable",
+    409: "conflict",
+    412: "precondition_failed",
+    413: "payload_too_large",
+    415: "unsupported_media_type",
+    422: "invalid_request",
+}
 
 
-def problem(request: Request, status: int, code: str, detail: str, *, hint: str | None = None,
-            extra: dict[str, Any] | None = None) -> JSONResponse:
+def problem(
+    request: Request,
+    status: int,
+    code: str,
+    detail: str,
+    *,
+    hint: str | None = None,
+    extra: dict[str, Any] | None = None,
+) -> JSONResponse:
     """A problem+json response (and, for mutations, the audit event of the refusal)."""
     body: dict[str, Any] = {
-        "type": PROBLEM_BASE + code, "title": code.replace("_", " "), "status": status, "detail": detail,
-        "code": code, "instance": request.url.path,
+        "type": PROBLEM_BASE + code,
+        "title": code.replace("_", " "),
+        "status": status,
+        "detail": detail,
+        "code": code,
+        "instance": request.url.path,
         "request_id": getattr(request.state, "request_id", None),
     }
     if hint:
@@ -56,9 +77,16 @@ def _audit_refusal(request: Request, status: int, code: str) -> None:
     principal = getattr(request.state, "principal", None)
     try:
         with request.app.state.sessionmaker() as session:
-            audit.record(session, context.request_info(request), principal, action=action,
-                         target=request.url.path, outcome="error" if status >= 500 else "denied",
-                         status_code=status, error_code=code)
+            audit.record(
+                session,
+                context.request_info(request),
+                principal,
+                action=action,
+                target=request.url.path,
+                outcome="error" if status >= 500 else "denied",
+                status_code=status,
+                error_code=code,
+            )
             session.commit()
         request.state.audited = True
     except Exception:  # the refusal must still be answered; the failure is logged
@@ -75,13 +103,20 @@ def _velyrix_error(request: Request, exc: Exception) -> JSONResponse:
 
 def _validation_error(request: Request, exc: Exception) -> JSONResponse:
     assert isinstance(exc, RequestValidationError)
-    issues = [{"loc": [str(p) for p in e.get("loc", ())], "message": e.get("msg", ""), "type": e.get("type", "")}
-              for e in exc.errors()]
+    issues = [
+        {"loc": [str(p) for p in e.get("loc", ())], "message": e.get("msg", ""), "type": e.get("type", "")}
+        for e in exc.errors()
+    ]
     first = issues[0] if issues else {"loc": [], "message": "invalid request"}
     where = ".".join(first["loc"])
-    return problem(request, 422, "invalid_request", f"{where}: {first['message']}" if where else str(first["message"]),
-                   hint="see 'errors' for every invalid field; the schema is at /openapi.json",
-                   extra={"errors": issues})
+    return problem(
+        request,
+        422,
+        "invalid_request",
+        f"{where}: {first['message']}" if where else str(first["message"]),
+        hint="see 'errors' for every invalid field; the schema is at /openapi.json",
+        extra={"errors": issues},
+    )
 
 
 def _http_error(request: Request, exc: Exception) -> JSONResponse:
@@ -95,8 +130,12 @@ def _stale(request: Request, exc: Exception) -> JSONResponse:
 
 
 def _integrity(request: Request, exc: Exception) -> JSONResponse:
-    return _velyrix_error(request, errors.ConflictError(
-        "the request conflicts with the current state (a name already taken, or a reference in use)"))
+    return _velyrix_error(
+        request,
+        errors.ConflictError(
+            "the request conflicts with the current state (a name already taken, or a reference in use)"
+        ),
+    )
 
 
 def _unexpected(request: Request, exc: Exception) -> JSONResponse:

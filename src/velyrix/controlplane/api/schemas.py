@@ -28,10 +28,15 @@ class Problem(BaseModel):
 
 PROBLEM_RESPONSES: dict[int | str, dict[str, Any]] = {
     status: {"description": text, "content": {"application/problem+json": {"schema": Problem.model_json_schema()}}}
-    for status, text in ((400, "Bad request"), (401, "Missing, malformed, expired or revoked API key"),
-                         (403, "The key lacks the scope"), (404, "Not found (or another tenant's)"),
-                         (409, "Conflict with the current state"), (412, "ETag mismatch (If-Match)"),
-                         (422, "Invalid input"))
+    for status, text in (
+        (400, "Bad request"),
+        (401, "Missing, malformed, expired or revoked API key"),
+        (403, "The key lacks the scope"),
+        (404, "Not found (or another tenant's)"),
+        (409, "Conflict with the current state"),
+        (412, "ETag mismatch (If-Match)"),
+        (422, "Invalid input"),
+    )
 }
 
 
@@ -42,8 +47,9 @@ class Page(BaseModel, Generic[T]):
     next_cursor: str | None = None
 
 
-def cursor_param(cursor: str | None = Query(None, max_length=512, description="next_cursor of the previous page"),
-                 ) -> str | None:
+def cursor_param(
+    cursor: str | None = Query(None, max_length=512, description="next_cursor of the previous page"),
+) -> str | None:
     return cursor
 
 
@@ -51,10 +57,15 @@ def limit_param(limit: int = Query(50, ge=1, le=200, description="page size")) -
     return limit
 
 
-IDEMPOTENCY_KEY = Header(None, alias="Idempotency-Key", max_length=255,
-                         description="a retry with the same key returns the first answer and creates nothing")
-IF_MATCH = Header(None, alias="If-Match", max_length=512,
-                  description="the ETag read before; a changed object answers 412")
+IDEMPOTENCY_KEY = Header(
+    None,
+    alias="Idempotency-Key",
+    max_length=255,
+    description="a retry with the same key returns the first answer and creates nothing",
+)
+IF_MATCH = Header(
+    None, alias="If-Match", max_length=512, description="the ETag read before; a changed object answers 412"
+)
 
 
 class TenantOut(BaseModel):

@@ -47,7 +47,7 @@ def looks_valid(token: str, prefix: str = PREFIX) -> bool:
     DB lookup)."""
     if len(token) != TOKEN_LEN - len(PREFIX) + len(prefix) or not token.startswith(prefix):
         return False
-    rest = token[len(prefix):]
+    rest = token[len(prefix) :]
     if not set(rest) <= _ALPHABET_SET:
         return False
     return secrets.compare_digest(checksum(rest[:BODY_LEN]), rest[BODY_LEN:])
@@ -63,4 +63,4 @@ def digest(token: str) -> str:
 
 def display_prefix(token: str) -> str:
     """The part of a key that may be shown and logged (``vlx_`` or ``vlxn_`` + 8 characters)."""
-    return token[:token.index("_") + 9]
+    return token[: token.index("_") + 9]

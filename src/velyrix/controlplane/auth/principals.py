@@ -53,8 +53,14 @@ def authenticate(session: orm.Session | sa.Connection, token: str | None, now: d
     now = now or models.utcnow()
     if row is None or row.revoked_at is not None or (row.expires_at is not None and row.expires_at <= now):
         raise errors.AuthenticationError()
-    return Principal(key_id=row.id, name=row.name, tenant_id=row.tenant_id, role=row.role,
-                     scopes=frozenset(row.scopes), expires_at=row.expires_at)
+    return Principal(
+        key_id=row.id,
+        name=row.name,
+        tenant_id=row.tenant_id,
+        role=row.role,
+        scopes=frozenset(row.scopes),
+        expires_at=row.expires_at,
+    )
 
 
 NODE_ROLE = "node"
@@ -69,8 +75,11 @@ def authenticate_node(session: orm.Session | sa.Connection, token: str, now: dt.
     if not keys.looks_valid(token, keys.NODE_PREFIX):
         raise errors.AuthenticationError()
     cred, node = health_tables.NodeCredential, models.Node
-    row = session.execute(sa.select(cred.id, cred.revoked_at, node.name).join(node, node.id == cred.node_id).where(
-        cred.secret_sha256 == keys.digest(token))).first()
+    row = session.execute(
+        sa.select(cred.id, cred.revoked_at, node.name)
+        .join(node, node.id == cred.node_id)
+        .where(cred.secret_sha256 == keys.digest(token))
+    ).first()
     if row is None or row.revoked_at is not None:
         raise errors.AuthenticationError()
     return Principal(key_id=row.id, name=f"node:{row.name}", tenant_id=None, role=NODE_ROLE, scopes=NODE_SCOPES)
@@ -78,12 +87,20 @@ def authenticate_node(session: orm.Session | sa.Connection, token: str, now: dt.
 
 _K = models.ApiKey
 _BY_DIGEST = sa.select(_K.id, _K.name, _K.tenant_id, _K.role, _K.scopes, _K.expires_at, _K.revoked_at).where(
-    _K.secret_sha256 == sa.bindparam("digest"))
+    _K.secret_sha256 == sa.bindparam("digest")
+)
 
 
-def issue_key(session: orm.Session, *, tenant_id: str | None, name: str, role: str,
-              scopes: Iterable[str] | None = None, expires_at: dt.datetime | None = None,
-              creator: Principal | None = None) -> tuple[models.ApiKey, str]:
+def issue_key(
+    session: orm.Session,
+    *,
+    tenant_id: str | None,
+    name: str,
+    role: str,
+    scopes: Iterable[str] | None = None,
+    expires_at: dt.datetime | None = None,
+    creator: Principal | None = None,
+) -> tuple[models.ApiKey, str]:
     """Create a key and return ``(row, secret)``; the secret exists nowhere else afterwards.
 
     ``tenant_id`` None makes a provider key (role operator or auditor). ``scopes`` narrows the role's
@@ -103,7 +120,8 @@ def issue_key(session: orm.Session, *, tenant_id: str | None, name: str, role: s
     if not wanted <= role_scopes:
         raise errors.InvalidInputError(
             f"scopes {sorted(wanted - role_scopes)} are not part of role '{role}'",
-            hint=f"role '{role}' allows: {', '.join(sorted(role_scopes))}")
+            hint=f"role '{role}' allows: {', '.join(sorted(role_scopes))}",
+        )
     if expires_at is not None and expires_at <= models.utcnow():
         raise errors.InvalidInputError("expires_at lies in the past", hint="give a future time, or omit it")
     if creator is not None:
@@ -113,13 +131,22 @@ def issue_key(session: orm.Session, *, tenant_id: str | None, name: str, role: s
         if excess:
             raise errors.PermissionDeniedError(
                 f"a key cannot create a key with more rights than its own (missing: {', '.join(excess)})",
-                scope=excess[0], hint="ask an owner to create this key, or pick a smaller role or scopes")
+                scope=excess[0],
+                hint="ask an owner to create this key, or pick a smaller role or scopes",
+            )
         if creator.expires_at is not None and (expires_at is None or expires_at > creator.expires_at):
             expires_at = creator.expires_at  # a key never outlives the rights of the key that made it
     token = keys.generate()
-    row = models.ApiKey(tenant_id=tenant_id, name=name, role=role, scopes=sorted(wanted),
-                        prefix=keys.display_prefix(token), secret_sha256=keys.digest(token),
-                        created_by_key_id=creator.key_id if creator else None, expires_at=expires_at)
+    row = models.ApiKey(
+        tenant_id=tenant_id,
+        name=name,
+        role=role,
+        scopes=sorted(wanted),
+        prefix=keys.display_prefix(token),
+        secret_sha256=keys.digest(token),
+        created_by_key_id=creator.key_id if creator else None,
+        expires_at=expires_at,
+    )
     session.add(row)
     session.flush()
     return row, token

@@ -24,8 +24,10 @@ SCOPES: dict[str, str] = {
 _READ = {"tenants:read", "clusters:read", "volumes:read", "nodes:read", "regions:read"}
 
 TENANT_ROLES: dict[str, frozenset[str]] = {
-    "owner": frozenset(_READ | {"tenants:write", "keys:read", "keys:admin", "clusters:write", "volumes:write",
-                                "billing:read", "audit:read"}),
+    "owner": frozenset(
+        _READ
+        | {"tenants:write", "keys:read", "keys:admin", "clusters:write", "volumes:write", "billing:read", "audit:read"}
+    ),
     "admin": frozenset(_READ | {"keys:read", "keys:admin", "clusters:write", "volumes:write", "audit:read"}),
     "member": frozenset(_READ | {"clusters:write", "volumes:write"}),
     "viewer": frozenset(_READ),
@@ -34,8 +36,18 @@ TENANT_ROLES: dict[str, frozenset[str]] = {
 """Roles inside one tenant, from most to least powerful."""
 
 PROVIDER_ROLES: dict[str, frozenset[str]] = {
-    "operator": frozenset({"tenants:read", "tenants:admin", "keys:read", "keys:admin", "clusters:read",
-                           "nodes:read", "regions:read", "fleet:operate"}),
+    "operator": frozenset(
+        {
+            "tenants:read",
+            "tenants:admin",
+            "keys:read",
+            "keys:admin",
+            "clusters:read",
+            "nodes:read",
+            "regions:read",
+            "fleet:operate",
+        }
+    ),
     "auditor": frozenset({"tenants:read", "clusters:read", "nodes:read", "regions:read", "audit:read"}),
 }
 """Roles of the cloud provider's staff (keys without a tenant)."""

@@ -47,7 +47,8 @@ def make_engine(url: str | None = None, **kwargs: Any) -> sa.Engine:
     if parsed.get_backend_name() != "postgresql":
         raise errors.InvalidInputError(
             f"unsupported database URL scheme '{parsed.drivername}'",
-            hint="use sqlite:///PATH or postgresql+psycopg://USER@HOST:PORT/DB")
+            hint="use sqlite:///PATH or postgresql+psycopg://USER@HOST:PORT/DB",
+        )
     kwargs.setdefault("pool_pre_ping", True)
     kwargs.setdefault("pool_size", 10)
     return sa.create_engine(url, **kwargs)

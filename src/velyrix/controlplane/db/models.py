@@ -48,8 +48,11 @@ class UTCDateTime(sa.types.TypeDecorator[dt.datetime]):
 
 
 class Base(DeclarativeBase):
-    type_annotation_map: ClassVar[dict[Any, Any]] = {dt.datetime: UTCDateTime, dict[str, Any]: sa.JSON,
-                                                      list[Any]: sa.JSON}
+    type_annotation_map: ClassVar[dict[Any, Any]] = {
+        dt.datetime: UTCDateTime,
+        dict[str, Any]: sa.JSON,
+        list[Any]: sa.JSON,
+    }
 
     id_prefix: ClassVar[str] = "obj"
     tenancy: ClassVar[str] = "tenant"

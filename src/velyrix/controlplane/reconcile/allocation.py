@@ -69,20 +69,40 @@ def choose(free: list[Candidate], count: int, *, near_su: int | None = None) -> 
 
 def _candidate(node: models.Node) -> Candidate:
     pos = (node.hardware or {}).get("position") or {}
-    return Candidate(name=node.name, su=int(pos.get("su", 0)), slot=int(pos.get("slot", 0)),
-                     su_nodes=int(pos.get("su_nodes", catalog.region(node.region).scalable_unit_nodes)))
+    return Candidate(
+        name=node.name,
+        su=int(pos.get("su", 0)),
+        slot=int(pos.get("slot", 0)),
+        su_nodes=int(pos.get("su_nodes", catalog.region(node.region).scalable_unit_nodes)),
+    )
 
 
 def spare_reserve(session: orm.Session, region: str, node_type: str) -> int:
     """Nodes of ``node_type`` held back in ``region`` for replacements: ceil(fleet x spare_fraction)."""
-    fleet = session.scalar(sa.select(sa.func.count()).select_from(models.Node).where(
-        models.Node.region == region, models.Node.node_type == node_type,
-        models.Node.fleet_stage != states.RETIRED)) or 0
+    fleet = (
+        session.scalar(
+            sa.select(sa.func.count())
+            .select_from(models.Node)
+            .where(
+                models.Node.region == region,
+                models.Node.node_type == node_type,
+                models.Node.fleet_stage != states.RETIRED,
+            )
+        )
+        or 0
+    )
     return math.ceil(fleet * catalog.region(region).spare_fraction)
 
 
-def allocate(session: orm.Session, cluster: models.Cluster, count: int, *, actor: str, replacement: bool = False,
-             near_su: int | None = None) -> list[models.Node]:
+def allocate(
+    session: orm.Session,
+    cluster: models.Cluster,
+    count: int,
+    *,
+    actor: str,
+    replacement: bool = False,
+    near_su: int | None = None,
+) -> list[models.Node]:
     """Allocate ``count`` nodes to ``cluster`` (single-tenant: the nodes get its tenant and cluster).
 
     A first allocation may not eat into the spare reserve; a ``replacement`` may. Raises ``CapacityError``
@@ -91,10 +111,15 @@ def allocate(session: orm.Session, cluster: models.Cluster, count: int, *, actor
     if count <= 0:
         return []
     locks.hold(session, f"allocate/{cluster.region}/{cluster.node_type}")
-    free_rows = session.scalars(sa.select(models.Node).where(
-        models.Node.region == cluster.region, models.Node.node_type == cluster.node_type,
-        models.Node.provisioning_state == states.AVAILABLE, models.Node.fleet_stage == states.PRODUCTION,
-        models.Node.cluster_id.is_(None))).all()
+    free_rows = session.scalars(
+        sa.select(models.Node).where(
+            models.Node.region == cluster.region,
+            models.Node.node_type == cluster.node_type,
+            models.Node.provisioning_state == states.AVAILABLE,
+            models.Node.fleet_stage == states.PRODUCTION,
+            models.Node.cluster_id.is_(None),
+        )
+    ).all()
     reserve = 0 if replacement else spare_reserve(session, cluster.region, cluster.node_type)
     usable = len(free_rows) - reserve
     if count > usable:
@@ -102,13 +127,19 @@ def allocate(session: orm.Session, cluster: models.Cluster, count: int, *, actor
         raise errors.CapacityError(
             f"{cluster.region} has {max(0, usable)} {what} available for '{cluster.name}', {count} needed"
             + (f" ({reserve} more held back as spares)" if reserve else ""),
-            hint="lower node_count, wait for capacity to free up, or choose another region or node type")
+            hint="lower node_count, wait for capacity to free up, or choose another region or node type",
+        )
     names = set(choose([_candidate(n) for n in free_rows], count, near_su=near_su))
     chosen = [n for n in free_rows if n.name in names]
     for node in chosen:
         node.cluster_id = cluster.id
         node.tenant_id = cluster.tenant_id
-        move(session, node, states.ALLOCATED, actor=actor,
-             reason=("replacement for " if replacement else "allocated to ") + f"cluster {cluster.name}")
+        move(
+            session,
+            node,
+            states.ALLOCATED,
+            actor=actor,
+            reason=("replacement for " if replacement else "allocated to ") + f"cluster {cluster.name}",
+        )
     session.flush()  # a concurrent allocation of the same node fails here on its version column
     return chosen

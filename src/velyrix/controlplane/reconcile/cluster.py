@@ -59,6 +59,7 @@ def _allocating(st: Step) -> None:
             st.entries[node.name] = {"step": "allocated", "attempt": 0, "seq": seq}
         status.add_event(st.cluster, "NodesAllocated", f"{len(new)} nodes allocated")
     elif have > want:
+
         def keep_score(name: str) -> tuple[int, int, int]:
             pos = (st.members[name].hardware or {}).get("position") or {}
             return (STEP_ORDER[live[name]["step"]], -int(pos.get("su", 0)), -int(pos.get("slot", 0)))
@@ -83,16 +84,27 @@ def _provisioning(st: Step) -> None:
         drift = hardware.firmware_drift(running, baseline)
         if drift:
             return "firmware differs from the signed baseline after flashing: " + ", ".join(
-                f"{k} {have} != {want}" for k, (have, want) in sorted(drift.items()))
+                f"{k} {have} != {want}" for k, (have, want) in sorted(drift.items())
+            )
         node.hardware = {**(node.hardware or {}), "firmware": running}
         return None
 
-    done = per_node(st, "allocated", "provisioned", "provision",
-                     lambda n: st.driver.provision(n, image=st.settings.image, firmware=baseline,
-                                                   request_id=st.rid("provision", n)), check)
+    done = per_node(
+        st,
+        "allocated",
+        "provisioned",
+        "provision",
+        lambda n: st.driver.provision(n, image=st.settings.image, firmware=baseline, request_id=st.rid("provision", n)),
+        check,
+    )
     if done:
-        status.set_condition(st.cluster, "Provisioned", True, "ImageAndFirmware",
-                             f"image {st.settings.image}, firmware at the {st.cluster.region} baseline")
+        status.set_condition(
+            st.cluster,
+            "Provisioned",
+            True,
+            "ImageAndFirmware",
+            f"image {st.settings.image}, firmware at the {st.cluster.region} baseline",
+        )
         set_phase(st, phases.NETWORKING, "image and firmware baseline verified on every node")
 
 
@@ -103,26 +115,45 @@ def _networking(st: Step) -> None:
         fail(st, "NoNetworkLeft", exc.message)
         return
     st.work.network = {"vlan": net.vlan, "vrf": net.vrf, "pkey": net.pkey}
-    done = per_node(st, "provisioned", "networked", "attach_networks",
-                     lambda n: st.driver.attach_networks(n, net, request_id=st.rid("networks", n)))
+    done = per_node(
+        st,
+        "provisioned",
+        "networked",
+        "attach_networks",
+        lambda n: st.driver.attach_networks(n, net, request_id=st.rid("networks", n)),
+    )
     if done:
-        status.set_condition(st.cluster, "Networked", True, "TenantNetworks",
-                             f"VLAN {net.vlan} in {net.vrf}, partition key {net.pkey:#06x}")
+        status.set_condition(
+            st.cluster,
+            "Networked",
+            True,
+            "TenantNetworks",
+            f"VLAN {net.vlan} in {net.vrf}, partition key {net.pkey:#06x}",
+        )
         set_phase(st, phases.STORAGE, f"tenant networks attached (VLAN {net.vlan}, pkey {net.pkey:#06x})")
 
 
 def _storage(st: Step) -> None:
     vols = volumes.ensure(st.session, st.cluster)
-    done = per_node(st, "networked", "storage", "attach_storage",
-                     lambda n: st.driver.attach_storage(n, vols, request_id=st.rid("storage", n)))
+    done = per_node(
+        st,
+        "networked",
+        "storage",
+        "attach_storage",
+        lambda n: st.driver.attach_storage(n, vols, request_id=st.rid("storage", n)),
+    )
     if done:
         status.set_condition(st.cluster, "StorageAttached", True, "Volumes", ", ".join(v.tier for v in vols) or "none")
         set_phase(st, phases.VALIDATING, f"{len(vols)} volumes mounted")
 
 
 HANDLERS: dict[str, Callable[[Step], None]] = {
-    phases.PENDING: _pending, phases.ALLOCATING: _allocating, phases.PROVISIONING: _provisioning,
-    phases.NETWORKING: _networking, phases.STORAGE: _storage, phases.VALIDATING: validation.validating,
+    phases.PENDING: _pending,
+    phases.ALLOCATING: _allocating,
+    phases.PROVISIONING: _provisioning,
+    phases.NETWORKING: _networking,
+    phases.STORAGE: _storage,
+    phases.VALIDATING: validation.validating,
 }
 
 
@@ -142,9 +173,16 @@ def needs_work(cluster: models.Cluster, work: tables.ClusterWork | None, session
         return True
     if session is None or cluster.phase == phases.FAILED:
         return False
-    return bool(session.scalar(sa.select(sa.func.count()).select_from(models.Node).where(
-        models.Node.cluster_id == cluster.id,
-        sa.or_(models.Node.fleet_stage != states.PRODUCTION, models.Node.provisioning_state == states.FAILED))))
+    return bool(
+        session.scalar(
+            sa.select(sa.func.count())
+            .select_from(models.Node)
+            .where(
+                models.Node.cluster_id == cluster.id,
+                sa.or_(models.Node.fleet_stage != states.PRODUCTION, models.Node.provisioning_state == states.FAILED),
+            )
+        )
+    )
 
 
 def _heal(st: Step) -> None:
@@ -153,8 +191,12 @@ def _heal(st: Step) -> None:
         entry = st.entries.get(name)
         if entry is None or entry.get("release") or not _out_of_service(node):
             continue
-        replace(st, name, f"taken out of service ({node.fleet_stage}, {node.provisioning_state}): "
-                          f"{node.last_error or 'no reason recorded'}")
+        replace(
+            st,
+            name,
+            f"taken out of service ({node.fleet_stage}, {node.provisioning_state}): "
+            f"{node.last_error or 'no reason recorded'}",
+        )
     if st.rewind:
         st.rewind = False
         set_phase(st, phases.PROVISIONING, "replacing nodes taken out of service")
@@ -163,8 +205,9 @@ def _heal(st: Step) -> None:
 HEALABLE = (phases.PROVISIONING, phases.NETWORKING, phases.STORAGE, phases.VALIDATING, phases.READY, phases.DEGRADED)
 
 
-def heal(session: orm.Session, cluster: models.Cluster,
-         settings: phases.ReconcileSettings | None = None) -> list[dict[str, Any]]:
+def heal(
+    session: orm.Session, cluster: models.Cluster, settings: phases.ReconcileSettings | None = None
+) -> list[dict[str, Any]]:
     """Replace now the nodes of ``cluster`` that were taken out of service (what ``reconcile`` does for a
     settled cluster on its next pass; the API calls it when a node's agent reports a fatal verdict, in
     the same transaction). No driver is needed: replacements are allocated in the database and the
@@ -176,9 +219,15 @@ def heal(session: orm.Session, cluster: models.Cluster,
     work = work_of(session, cluster)
     session.refresh(work)
     members = {n.name: n for n in session.scalars(sa.select(models.Node).where(models.Node.cluster_id == cluster.id))}
-    st = Step(session=session, cluster=cluster, work=work, driver=cast(base.Driver, None),
-              settings=settings or phases.ReconcileSettings(), members=members,
-              entries=copy.deepcopy(work.nodes or {}))
+    st = Step(
+        session=session,
+        cluster=cluster,
+        work=work,
+        driver=cast(base.Driver, None),
+        settings=settings or phases.ReconcileSettings(),
+        members=members,
+        entries=copy.deepcopy(work.nodes or {}),
+    )
     before = len(work.replacements or [])
     _heal(st)
     work.nodes = st.entries
@@ -186,8 +235,14 @@ def heal(session: orm.Session, cluster: models.Cluster,
     return list(work.replacements[before:])
 
 
-def reconcile(session: orm.Session, cluster: models.Cluster, driver: base.Driver,
-              settings: phases.ReconcileSettings | None = None, *, max_phases: int = 1) -> float | None:
+def reconcile(
+    session: orm.Session,
+    cluster: models.Cluster,
+    driver: base.Driver,
+    settings: phases.ReconcileSettings | None = None,
+    *,
+    max_phases: int = 1,
+) -> float | None:
     """Take the next steps for ``cluster`` (the caller commits): at most ``max_phases`` phases, so that each
     phase is its own transaction. Returns wall seconds after which to call again (0 when the next phase can
     start at once), or None when the cluster is settled."""
@@ -196,8 +251,15 @@ def reconcile(session: orm.Session, cluster: models.Cluster, driver: base.Driver
     if not needs_work(cluster, work, session):
         return None
     members = {n.name: n for n in session.scalars(sa.select(models.Node).where(models.Node.cluster_id == cluster.id))}
-    st = Step(session=session, cluster=cluster, work=work, driver=driver, settings=settings, members=members,
-              entries=copy.deepcopy(work.nodes or {}))
+    st = Step(
+        session=session,
+        cluster=cluster,
+        work=work,
+        driver=driver,
+        settings=settings,
+        members=members,
+        entries=copy.deepcopy(work.nodes or {}),
+    )
     try:
         if cluster.desired_state == "absent":
             teardown.destroy(st)

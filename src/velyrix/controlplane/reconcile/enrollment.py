@@ -26,9 +26,17 @@ def enroll(session: orm.Session, driver: base.Driver, region: str, node_types: d
     known = set(session.scalars(sa.select(models.Node.name).where(models.Node.region == region)))
     new = [h for h in driver.list_nodes() if h not in known]
     for hostname in new:
-        session.add(models.Node(name=hostname, region=region, node_type=node_types[hostname],
-                                provisioning_state=states.ENROLLED, fleet_stage=states.BURN_IN, hardware={},
-                                labels={}))
+        session.add(
+            models.Node(
+                name=hostname,
+                region=region,
+                node_type=node_types[hostname],
+                provisioning_state=states.ENROLLED,
+                fleet_stage=states.BURN_IN,
+                hardware={},
+                labels={},
+            )
+        )
     session.flush()
     return len(new)
 
@@ -37,10 +45,16 @@ def reconcile_fleet(session: orm.Session, driver: base.Driver, region: str) -> i
     """One intake pass over nodes of ``region`` that are not yet sellable; returns how many are still
     waiting on the driver (0 when the intake is done)."""
     waiting = 0
-    rows = session.scalars(sa.select(models.Node).where(
-        models.Node.region == region, models.Node.cluster_id.is_(None),
-        sa.or_(models.Node.provisioning_state.in_([states.ENROLLED, states.INSPECTING]),
-               models.Node.fleet_stage == states.BURN_IN))).all()
+    rows = session.scalars(
+        sa.select(models.Node).where(
+            models.Node.region == region,
+            models.Node.cluster_id.is_(None),
+            sa.or_(
+                models.Node.provisioning_state.in_([states.ENROLLED, states.INSPECTING]),
+                models.Node.fleet_stage == states.BURN_IN,
+            ),
+        )
+    ).all()
     for node in rows:
         if node.provisioning_state == states.ENROLLED:
             move(session, node, states.INSPECTING, actor=ACTOR, reason="new node: read its inventory")

@@ -28,22 +28,36 @@ def ensure(session: orm.Session, cluster: models.Cluster) -> base.NetworkAttachm
 
     Raises ``CapacityError`` when the region has no VLAN or partition key left.
     """
-    rows = {r.kind: r.value for r in session.scalars(
-        sa.select(tables.NetworkAllocation).where(tables.NetworkAllocation.cluster_id == cluster.id))}
+    rows = {
+        r.kind: r.value
+        for r in session.scalars(
+            sa.select(tables.NetworkAllocation).where(tables.NetworkAllocation.cluster_id == cluster.id)
+        )
+    }
     missing = [k for k in ("vlan", "pkey") if k not in rows]
     if missing:
         locks.hold(session, f"networks/{cluster.region}")
         region = catalog.region(cluster.region)
         ranges = {"vlan": region.vlan_range, "pkey": PKEY_RANGE}
         for kind in missing:
-            used = set(session.scalars(sa.select(tables.NetworkAllocation.value).where(
-                tables.NetworkAllocation.region == cluster.region, tables.NetworkAllocation.kind == kind)))
+            used = set(
+                session.scalars(
+                    sa.select(tables.NetworkAllocation.value).where(
+                        tables.NetworkAllocation.region == cluster.region, tables.NetworkAllocation.kind == kind
+                    )
+                )
+            )
             value = _lowest_free(used, *ranges[kind])
             if value is None:
-                raise errors.CapacityError(f"{cluster.region} has no free {kind} left for '{cluster.name}'",
-                                           hint="destroy unused clusters to release their networks")
-            session.add(tables.NetworkAllocation(region=cluster.region, kind=kind, value=value,
-                                                 tenant_id=cluster.tenant_id, cluster_id=cluster.id))
+                raise errors.CapacityError(
+                    f"{cluster.region} has no free {kind} left for '{cluster.name}'",
+                    hint="destroy unused clusters to release their networks",
+                )
+            session.add(
+                tables.NetworkAllocation(
+                    region=cluster.region, kind=kind, value=value, tenant_id=cluster.tenant_id, cluster_id=cluster.id
+                )
+            )
             rows[kind] = value
         session.flush()
     return base.NetworkAttachment(vlan=rows["vlan"], vrf=f"vrf-{cluster.tenant_id}-{cluster.name}", pkey=rows["pkey"])

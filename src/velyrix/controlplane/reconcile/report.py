@@ -17,39 +17,71 @@ def summarize_node(results: list[acceptance.TestResult]) -> list[dict[str, Any]]
     for test in dict.fromkeys(r.test for r in results):
         rows = [r for r in results if r.test == test]
         worst = min(rows, key=lambda r: (r.passed, r.measured / r.expected if r.expected else 0.0))
-        out.append({"test": test, "subject": worst.subject, "measured": worst.measured, "expected": worst.expected,
-                    "unit": worst.unit, "passed": all(r.passed for r in rows),
-                    "subjects_passed": sum(r.passed for r in rows), "subjects": len(rows),
-                    "detail": "; ".join(acceptance.failures(rows))[:500]})
+        out.append(
+            {
+                "test": test,
+                "subject": worst.subject,
+                "measured": worst.measured,
+                "expected": worst.expected,
+                "unit": worst.unit,
+                "passed": all(r.passed for r in rows),
+                "subjects_passed": sum(r.passed for r in rows),
+                "subjects": len(rows),
+                "detail": "; ".join(acceptance.failures(rows))[:500],
+            }
+        )
     return out
 
 
-def build(cluster: models.Cluster, nodes: list[models.Node], node_results: dict[str, list[dict[str, Any]]],
-          cluster_results: list[dict[str, Any]], replacements: list[dict[str, Any]], *,
-          delivered_at: str) -> dict[str, Any]:
+def build(
+    cluster: models.Cluster,
+    nodes: list[models.Node],
+    node_results: dict[str, list[dict[str, Any]]],
+    cluster_results: list[dict[str, Any]],
+    replacements: list[dict[str, Any]],
+    *,
+    delivered_at: str,
+) -> dict[str, Any]:
     """The report document (unsigned). ``node_results``: node name -> ``summarize_node`` lines."""
     node_rows = []
     for node in sorted(nodes, key=lambda n: n.name):
         hw = node.hardware or {}
         tests = node_results.get(node.name, [])
-        node_rows.append({
-            "name": node.name, "serial": hw.get("serial"), "su": (hw.get("position") or {}).get("su"),
-            "gpu_uuids": [g["uuid"] for g in hw.get("gpus", [])], "passed": all(t["passed"] for t in tests),
-            "tests": tests,
-        })
-    passed = all(n["passed"] for n in node_rows) and all(r["passed"] for r in cluster_results) \
+        node_rows.append(
+            {
+                "name": node.name,
+                "serial": hw.get("serial"),
+                "su": (hw.get("position") or {}).get("su"),
+                "gpu_uuids": [g["uuid"] for g in hw.get("gpus", [])],
+                "passed": all(t["passed"] for t in tests),
+                "tests": tests,
+            }
+        )
+    passed = (
+        all(n["passed"] for n in node_rows)
+        and all(r["passed"] for r in cluster_results)
         and len(node_rows) == cluster.node_count
+    )
     return {
         "kind": KIND,
-        "cluster": {"id": cluster.id, "name": cluster.name, "tenant_id": cluster.tenant_id, "region": cluster.region,
-                    "node_type": cluster.node_type, "node_count": cluster.node_count,
-                    "fabric": cluster.spec.get("fabric")},
+        "cluster": {
+            "id": cluster.id,
+            "name": cluster.name,
+            "tenant_id": cluster.tenant_id,
+            "region": cluster.region,
+            "node_type": cluster.node_type,
+            "node_count": cluster.node_count,
+            "fabric": cluster.spec.get("fabric"),
+        },
         "delivered_at": delivered_at,
         "passed": passed,
         "nodes": node_rows,
         "cluster_tests": cluster_results,
         "replacements": replacements,
-        "criteria": {"pass_margin": acceptance.PASS_MARGIN, "gemm_share_of_peak": acceptance.GEMM_SHARE_OF_PEAK,
-                     "hbm_share_of_peak": acceptance.HBM_SHARE_OF_PEAK,
-                     "nvlink_share_of_peak": acceptance.NVLINK_SHARE_OF_PEAK},
+        "criteria": {
+            "pass_margin": acceptance.PASS_MARGIN,
+            "gemm_share_of_peak": acceptance.GEMM_SHARE_OF_PEAK,
+            "hbm_share_of_peak": acceptance.HBM_SHARE_OF_PEAK,
+            "nvlink_share_of_peak": acceptance.NVLINK_SHARE_OF_PEAK,
+        },
     }

@@ -31,8 +31,13 @@ TEMPORARY = (sa_exc.OperationalError, sa_exc.IntegrityError, orm.exc.StaleDataEr
 class Reconciler:
     """Reconciles the clusters of one region on one driver. ``run_once`` is one pass; ``run`` loops."""
 
-    def __init__(self, sessionmaker: orm.sessionmaker[orm.Session], driver: base.Driver, region: str,
-                 settings: phases.ReconcileSettings | None = None) -> None:
+    def __init__(
+        self,
+        sessionmaker: orm.sessionmaker[orm.Session],
+        driver: base.Driver,
+        region: str,
+        settings: phases.ReconcileSettings | None = None,
+    ) -> None:
         self.sessionmaker = sessionmaker
         self.driver = driver
         self.region = region
@@ -58,9 +63,13 @@ class Reconciler:
         """Reconcile every cluster that is due; returns how long the loop may sleep (wall s)."""
         now = time.monotonic()
         with self.sessionmaker() as s:
-            ids = list(s.scalars(sa.select(models.Cluster.id).where(
-                models.Cluster.region == self.region, models.Cluster.phase != phases.DELETED)
-                .order_by(models.Cluster.id)))
+            ids = list(
+                s.scalars(
+                    sa.select(models.Cluster.id)
+                    .where(models.Cluster.region == self.region, models.Cluster.phase != phases.DELETED)
+                    .order_by(models.Cluster.id)
+                )
+            )
         sleep = self.settings.idle_s
         for cid in ids:
             due = self._not_before.get(cid, 0.0)
@@ -110,11 +119,21 @@ class Reconciler:
             started = started.replace(tzinfo=dt.UTC)
         age = (models.utcnow() - started).total_seconds()
         if age > self.settings.phase_timeout_s:
-            st = cluster_mod.Step(session=s, cluster=cluster, work=work, driver=self.driver, settings=self.settings,
-                                  entries=dict(work.nodes or {}))
-            cluster_mod.fail(st, "PhaseTimeout", f"phase {cluster.phase} took longer than "
-                             f"{self.settings.phase_timeout_s:g} s" + (f"; last error: {work.last_error}"
-                                                                        if work.last_error else ""))
+            st = cluster_mod.Step(
+                session=s,
+                cluster=cluster,
+                work=work,
+                driver=self.driver,
+                settings=self.settings,
+                entries=dict(work.nodes or {}),
+            )
+            cluster_mod.fail(
+                st,
+                "PhaseTimeout",
+                f"phase {cluster.phase} took longer than "
+                f"{self.settings.phase_timeout_s:g} s"
+                + (f"; last error: {work.last_error}" if work.last_error else ""),
+            )
 
     def _record_error(self, cluster_id: str, message: str) -> None:
         try:
@@ -134,9 +153,11 @@ class Reconciler:
         while time.monotonic() < deadline:
             self._not_before.clear()
             with self.sessionmaker() as s:
-                rows = s.execute(sa.select(models.Cluster, tables.ClusterWork).outerjoin(
-                    tables.ClusterWork, tables.ClusterWork.cluster_id == models.Cluster.id).where(
-                    models.Cluster.region == self.region)).all()
+                rows = s.execute(
+                    sa.select(models.Cluster, tables.ClusterWork)
+                    .outerjoin(tables.ClusterWork, tables.ClusterWork.cluster_id == models.Cluster.id)
+                    .where(models.Cluster.region == self.region)
+                ).all()
                 busy = [c.id for c, w in rows if cluster_mod.needs_work(c, w, s)]
             if not busy:
                 return

@@ -26,8 +26,14 @@ from velyrix.fleet.drivers.sim import SimClock, SimDelays, SimDriver, SimRegion
 class FleetRuntime:
     """A driver (the twin's, here) and the reconciler that drives it for one region."""
 
-    def __init__(self, sessionmaker: orm.sessionmaker[orm.Session], driver: base.Driver, region: str,
-                 sim: SimRegion | None = None, settings: phases.ReconcileSettings | None = None) -> None:
+    def __init__(
+        self,
+        sessionmaker: orm.sessionmaker[orm.Session],
+        driver: base.Driver,
+        region: str,
+        sim: SimRegion | None = None,
+        settings: phases.ReconcileSettings | None = None,
+    ) -> None:
         self.sessionmaker = sessionmaker
         self.driver = driver
         self.region = region
@@ -37,9 +43,18 @@ class FleetRuntime:
         self._thread: threading.Thread | None = None
 
     @classmethod
-    def twin(cls, sessionmaker: orm.sessionmaker[orm.Session], region: str, *,
-             node_counts: dict[str, int] | None = None, seed: int = 0, delays: bool = True, speed: float = 60.0,
-             settings: phases.ReconcileSettings | None = None, state_file: Path | None = None) -> FleetRuntime:
+    def twin(
+        cls,
+        sessionmaker: orm.sessionmaker[orm.Session],
+        region: str,
+        *,
+        node_counts: dict[str, int] | None = None,
+        seed: int = 0,
+        delays: bool = True,
+        speed: float = 60.0,
+        settings: phases.ReconcileSettings | None = None,
+        state_file: Path | None = None,
+    ) -> FleetRuntime:
         """A runtime on a new twin of ``region``. ``delays``: requests take their ``SimDelays`` in simulated
         time, on a clock running ``speed`` times faster than wall time; without delays they finish at once.
         ``state_file``: where the twin keeps what the driver did to its nodes (images, networks, mounts,
@@ -88,8 +103,9 @@ class FleetRuntime:
         """Enroll, then reconcile in a daemon thread until ``stop``."""
         self.enroll()
         self._stop.clear()
-        self._thread = threading.Thread(target=self.reconciler.run, args=(self._stop,), name="velyrix-reconcile",
-                                        daemon=True)
+        self._thread = threading.Thread(
+            target=self.reconciler.run, args=(self._stop,), name="velyrix-reconcile", daemon=True
+        )
         self._thread.start()
         if self.sim is not None:
             self._ticker = threading.Thread(target=self._tick, name="velyrix-twin-clock", daemon=True)

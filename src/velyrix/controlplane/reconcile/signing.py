@@ -43,8 +43,7 @@ def region_key(region: str) -> ed25519.Ed25519PrivateKey:
         return key
     path.parent.mkdir(parents=True, exist_ok=True)
     key = ed25519.Ed25519PrivateKey.generate()
-    pem = key.private_bytes(serialization.Encoding.PEM, serialization.PrivateFormat.PKCS8,
-                            serialization.NoEncryption())
+    pem = key.private_bytes(serialization.Encoding.PEM, serialization.PrivateFormat.PKCS8, serialization.NoEncryption())
     tmp = path.with_suffix(".tmp")
     fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
     with os.fdopen(fd, "wb") as fh:
@@ -75,9 +74,15 @@ def sign(report: dict[str, Any], region: str) -> dict[str, Any]:
     """``report`` with its signature by ``region``'s key."""
     key = region_key(region)
     raw = _raw_public(key.public_key())
-    return {"report": report, "signature": {
-        "algorithm": "Ed25519", "key_id": key_id(raw), "public_key": base64.b64encode(raw).decode(),
-        "value": base64.b64encode(key.sign(canonical(report))).decode()}}
+    return {
+        "report": report,
+        "signature": {
+            "algorithm": "Ed25519",
+            "key_id": key_id(raw),
+            "public_key": base64.b64encode(raw).decode(),
+            "value": base64.b64encode(key.sign(canonical(report))).decode(),
+        },
+    }
 
 
 @dataclass(frozen=True)
@@ -98,7 +103,8 @@ def verify(signed: dict[str, Any], public_key: str | None = None) -> Verificatio
     except (KeyError, TypeError, ValueError) as exc:
         raise errors.InvalidInputError(
             f"not a signed Velyrix document: {exc}",
-            hint="pass the JSON written by: velyrix report acceptance CLUSTER --json") from None
+            hint="pass the JSON written by: velyrix report acceptance CLUSTER --json",
+        ) from None
     if sig.get("algorithm") != "Ed25519":
         return Verification(False, "", f"unsupported algorithm {sig.get('algorithm')!r}")
     raw = base64.b64decode(public_key) if public_key else embedded

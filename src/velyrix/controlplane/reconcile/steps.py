@@ -60,9 +60,18 @@ def work_of(session: orm.Session, cluster: models.Cluster) -> tables.ClusterWork
     """The cluster's bookkeeping row (created on first use)."""
     work = session.scalar(sa.select(tables.ClusterWork).where(tables.ClusterWork.cluster_id == cluster.id))
     if work is None:
-        work = tables.ClusterWork(cluster_id=cluster.id, spec_digest="", generation=1, nodes={}, replacements=[],
-                                  cluster_results=[], network={}, retries=0, delete_volumes=False,
-                                  phase_started_at=models.utcnow())
+        work = tables.ClusterWork(
+            cluster_id=cluster.id,
+            spec_digest="",
+            generation=1,
+            nodes={},
+            replacements=[],
+            cluster_results=[],
+            network={},
+            retries=0,
+            delete_volumes=False,
+            phase_started_at=models.utcnow(),
+        )
         session.add(work)
     return work
 
@@ -84,6 +93,7 @@ def fail(st: Step, reason: str, message: str) -> None:
 
 # --- phases --------------------------------------------------------------------------------------
 
+
 def on_failed_op(st: Step, name: str, kind: str, op: base.Operation) -> None:
     entry = st.entries[name]
     if op.retryable and entry.get("attempt", 0) + 1 < st.settings.max_attempts:
@@ -104,12 +114,16 @@ def replace(st: Step, name: str, reason: str) -> None:
     if node.fleet_stage == states.PRODUCTION:
         move(st.session, node, states.QUARANTINED, actor=ACTOR, reason=reason[:500])
     pos = (node.hardware or {}).get("position") or {}
-    record: dict[str, Any] = {"failed": name, "failed_serial": (node.hardware or {}).get("serial"),
-                              "reason": reason, "phase": st.cluster.phase, "at": models.utcnow().isoformat(),
-                              "replacement": None}
+    record: dict[str, Any] = {
+        "failed": name,
+        "failed_serial": (node.hardware or {}).get("serial"),
+        "reason": reason,
+        "phase": st.cluster.phase,
+        "at": models.utcnow().isoformat(),
+        "replacement": None,
+    }
     try:
-        (new,) = allocation.allocate(st.session, st.cluster, 1, actor=ACTOR, replacement=True,
-                                     near_su=pos.get("su"))
+        (new,) = allocation.allocate(st.session, st.cluster, 1, actor=ACTOR, replacement=True, near_su=pos.get("su"))
     except errors.CapacityError:
         status.add_event(st.cluster, "NoSpare", f"{name} failed ({reason}); no spare left to replace it", "Warning")
     else:
@@ -123,9 +137,14 @@ def replace(st: Step, name: str, reason: str) -> None:
     st.work.replacements = [*st.work.replacements, record]
 
 
-def per_node(st: Step, from_step: str, to_step: str, kind: str,
-              submit: Callable[[str], base.Operation],
-              check: Callable[[models.Node, base.Operation], str | None] | None = None) -> bool:
+def per_node(
+    st: Step,
+    from_step: str,
+    to_step: str,
+    kind: str,
+    submit: Callable[[str], base.Operation],
+    check: Callable[[models.Node, base.Operation], str | None] | None = None,
+) -> bool:
     """Run ``submit`` for every live node at ``from_step``; on success (and ``check`` passing) move it to
     ``to_step``. Returns True when every live node is at ``to_step`` or beyond."""
     for name, entry in list(st.live().items()):

@@ -20,9 +20,17 @@ class DbTransitionStore:
         self.session = session
 
     def save_transition(self, node: Any, record: transitions.TransitionRecord) -> None:
-        self.session.add(models.NodeTransition(
-            node_id=node.id, field=record.field, from_state=record.from_state, to_state=record.to_state,
-            actor=record.actor, reason=record.reason, at=dt.datetime.fromtimestamp(record.at_s, dt.UTC)))
+        self.session.add(
+            models.NodeTransition(
+                node_id=node.id,
+                field=record.field,
+                from_state=record.from_state,
+                to_state=record.to_state,
+                actor=record.actor,
+                reason=record.reason,
+                at=dt.datetime.fromtimestamp(record.at_s, dt.UTC),
+            )
+        )
 
 
 def move(session: orm.Session, node: models.Node, to_state: str, *, actor: str, reason: str) -> None:

@@ -50,8 +50,10 @@ def process_releases(st: Step) -> None:
         if node.provisioning_state in (states.PROVISIONING, states.ACTIVE, states.FAILED):
             move(st.session, node, states.DEPROVISIONING, actor=ACTOR, reason=reason)
         if node.provisioning_state == states.DEPROVISIONING:
-            ops = [st.driver.detach_networks(name, request_id=st.rid("detach", name)),
-                   st.driver.attach_storage(name, [], request_id=st.rid("unmount", name))]
+            ops = [
+                st.driver.detach_networks(name, request_id=st.rid("detach", name)),
+                st.driver.attach_storage(name, [], request_id=st.rid("unmount", name)),
+            ]
             if not all(op.done for op in ops):
                 st.wait()
                 continue
@@ -67,8 +69,13 @@ def process_releases(st: Step) -> None:
                 continue
             _note_certificate(st, name, op.result.get("certificate", ""))
             _clear(node)
-            move(st.session, node, states.AVAILABLE, actor=ACTOR,
-                 reason=f"sanitized ({op.result.get('certificate', '')}), back to the pool")
+            move(
+                st.session,
+                node,
+                states.AVAILABLE,
+                actor=ACTOR,
+                reason=f"sanitized ({op.result.get('certificate', '')}), back to the pool",
+            )
             del st.entries[name]
 
 

@@ -26,17 +26,26 @@ def validating(st: Step) -> None:
             return None
         return "acceptance failed: " + "; ".join(acceptance.failures(results))[:1500]
 
-    done = per_node(st, "storage", "accepted", "acceptance",
-                     lambda n: st.driver.run_acceptance(n, request_id=st.rid("acceptance", n), tests=node_tests),
-                     check)
+    done = per_node(
+        st,
+        "storage",
+        "accepted",
+        "acceptance",
+        lambda n: st.driver.run_acceptance(n, request_id=st.rid("acceptance", n), tests=node_tests),
+        check,
+    )
     if not done or st.rewind:
         return
     names = sorted(st.live())
     cluster_tests = tuple(t for t in acceptance.CLUSTER_TESTS if enabled.get(t, True))
     results: list[acceptance.TestResult] = []
     if cluster_tests and names:
-        op = st.driver.run_cluster_tests(names, request_id=f"{st.cluster.id}/cluster-tests/{st.work.generation}",
-                                         tests=cluster_tests, volumes=volumes.ensure(st.session, st.cluster))
+        op = st.driver.run_cluster_tests(
+            names,
+            request_id=f"{st.cluster.id}/cluster-tests/{st.work.generation}",
+            tests=cluster_tests,
+            volumes=volumes.ensure(st.session, st.cluster),
+        )
         if not op.done:
             st.wait()
             return
@@ -44,9 +53,14 @@ def validating(st: Step) -> None:
             fail(st, "ClusterTestsFailed", f"cluster tests could not run: {op.error}")
             return
         write, read = expected_storage(st.cluster, len(names))
-        results = acceptance.judge_cluster(st.cluster.node_type, op.result, expected_write_gb_s=write,
-                                           expected_read_gb_s=read, tests=cluster_tests,
-                                           expected_all_reduce_gb_s=expected_all_reduce(st.cluster))
+        results = acceptance.judge_cluster(
+            st.cluster.node_type,
+            op.result,
+            expected_write_gb_s=write,
+            expected_read_gb_s=read,
+            tests=cluster_tests,
+            expected_all_reduce_gb_s=expected_all_reduce(st.cluster),
+        )
     deliver(st, names, [r.to_dict() for r in results])
 
 
@@ -81,23 +95,45 @@ def expected_storage(cluster: models.Cluster, nodes: int) -> tuple[float | None,
 
 def deliver(st: Step, names: list[str], cluster_results: list[dict[str, Any]]) -> None:
     nodes = [st.members[n] for n in names]
-    doc = report_mod.build(st.cluster, nodes, {n: st.entries[n].get("results", []) for n in names}, cluster_results,
-                           list(st.work.replacements), delivered_at=models.utcnow().isoformat())
+    doc = report_mod.build(
+        st.cluster,
+        nodes,
+        {n: st.entries[n].get("results", []) for n in names},
+        cluster_results,
+        list(st.work.replacements),
+        delivered_at=models.utcnow().isoformat(),
+    )
     signed = signing.sign(doc, st.cluster.region)
-    st.session.add(tables.AcceptanceReport(tenant_id=st.cluster.tenant_id, cluster_id=st.cluster.id,
-                                           region=st.cluster.region, passed=doc["passed"], report=signed))
+    st.session.add(
+        tables.AcceptanceReport(
+            tenant_id=st.cluster.tenant_id,
+            cluster_id=st.cluster.id,
+            region=st.cluster.region,
+            passed=doc["passed"],
+            report=signed,
+        )
+    )
     st.work.cluster_results = cluster_results
     for node in nodes:
         if node.provisioning_state == states.PROVISIONING:
             move(st.session, node, states.ACTIVE, actor=ACTOR, reason=f"delivered in {st.cluster.name}")
     short = len(names) < st.cluster.node_count
     failed_cluster = [r for r in cluster_results if not r["passed"]]
-    status.set_condition(st.cluster, "AcceptancePassed", doc["passed"], "AcceptanceReport",
-                         f"{len(names)} nodes; {len(st.work.replacements)} replaced")
+    status.set_condition(
+        st.cluster,
+        "AcceptancePassed",
+        doc["passed"],
+        "AcceptanceReport",
+        f"{len(names)} nodes; {len(st.work.replacements)} replaced",
+    )
     if short or failed_cluster:
-        why = (f"{len(names)} of {st.cluster.node_count} nodes delivered (no spare left)" if short else
-               "; ".join(f"{r['test']} {r['subject']}: {r['measured']} {r['unit']} < {r['expected']}"
-                         for r in failed_cluster))
+        why = (
+            f"{len(names)} of {st.cluster.node_count} nodes delivered (no spare left)"
+            if short
+            else "; ".join(
+                f"{r['test']} {r['subject']}: {r['measured']} {r['unit']} < {r['expected']}" for r in failed_cluster
+            )
+        )
         status.set_condition(st.cluster, "Ready", False, "Degraded", why)
         set_phase(st, phases.DEGRADED, why)
     else:

@@ -17,15 +17,28 @@ def ensure(session: orm.Session, cluster: models.Cluster) -> list[base.VolumeAtt
     for key, size_tb in (cluster.spec.get("storage") or {}).items():
         if size_tb:
             wanted[catalog.storage_tier_by_hcl_key(key).name] = float(size_tb)
-    existing = {v.name: v for v in session.scalars(sa.select(models.Volume).where(
-        models.Volume.tenant_id == cluster.tenant_id, models.Volume.region == cluster.region))}
+    existing = {
+        v.name: v
+        for v in session.scalars(
+            sa.select(models.Volume).where(
+                models.Volume.tenant_id == cluster.tenant_id, models.Volume.region == cluster.region
+            )
+        )
+    }
     out = []
     for tier, size_tb in wanted.items():
         name = f"{cluster.name}-{tier.replace('_', '-')}"
         vol = existing.get(name)
         if vol is None:
-            vol = models.Volume(tenant_id=cluster.tenant_id, name=name, region=cluster.region, tier=tier,
-                                size_tb=size_tb, cluster_id=cluster.id, state="attached")
+            vol = models.Volume(
+                tenant_id=cluster.tenant_id,
+                name=name,
+                region=cluster.region,
+                tier=tier,
+                size_tb=size_tb,
+                cluster_id=cluster.id,
+                state="attached",
+            )
             session.add(vol)
         else:
             if vol.size_tb < size_tb:

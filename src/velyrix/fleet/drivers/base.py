@@ -53,9 +53,17 @@ class Operation:
         return self.status != PENDING
 
     def to_dict(self) -> dict[str, Any]:
-        return {"request_id": self.request_id, "kind": self.kind, "node": self.node, "status": self.status,
-                "submitted_at_s": self.submitted_at_s, "finished_at_s": self.finished_at_s,
-                "result": self.result, "error": self.error, "retryable": self.retryable}
+        return {
+            "request_id": self.request_id,
+            "kind": self.kind,
+            "node": self.node,
+            "status": self.status,
+            "submitted_at_s": self.submitted_at_s,
+            "finished_at_s": self.finished_at_s,
+            "result": self.result,
+            "error": self.error,
+            "retryable": self.retryable,
+        }
 
 
 @dataclass(frozen=True)
@@ -127,8 +135,14 @@ class Driver(abc.ABC):
         ``velyrix.fleet.acceptance.judge_node``. Result: see ``velyrix.fleet.acceptance.NodeMeasurements``."""
 
     @abc.abstractmethod
-    def run_cluster_tests(self, nodes: Sequence[str], *, request_id: str, tests: Sequence[str] = (),
-                          volumes: Sequence[VolumeAttachment] = ()) -> Operation:
+    def run_cluster_tests(
+        self,
+        nodes: Sequence[str],
+        *,
+        request_id: str,
+        tests: Sequence[str] = (),
+        volumes: Sequence[VolumeAttachment] = (),
+    ) -> Operation:
         """Run cluster-wide tests across ``nodes`` (``all_reduce``: NCCL all-reduce bus bandwidth in GB/s;
         ``storage``: aggregate write/read GB/s from every node to the performance-tier ``volumes``). Result:
         ``{"all_reduce_busbw_gb_s": float, "storage_write_gb_s": float, "storage_read_gb_s": float}``."""

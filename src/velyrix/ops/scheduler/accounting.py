@@ -73,8 +73,11 @@ class JobTable:
             m = _GPU_TRES.search(f[3])
             if m:
                 c.gpus[k] = int(m.group(1))
-            c.times[k] = (int(f[4]) if f[4].isdigit() else 0, int(f[5]) if f[5].isdigit() else 0,
-                          int(f[6]) if f[6].isdigit() else 0)
+            c.times[k] = (
+                int(f[4]) if f[4].isdigit() else 0,
+                int(f[5]) if f[5].isdigit() else 0,
+                int(f[6]) if f[6].isdigit() else 0,
+            )
             k += 1
         return c.table(k)
 
@@ -107,8 +110,17 @@ class _Columns:
     def table(self, rows: int) -> JobTable:
         """The first ``rows`` rows (the ones the parser kept) as a ``JobTable``."""
         t = self.times[:rows]
-        return JobTable(self.job_id[:rows], self.user[:rows], self.account[:rows], self.gpus[:rows],
-                        t[:, 0], t[:, 1], t[:, 2], list(self.users), list(self.accounts))
+        return JobTable(
+            self.job_id[:rows],
+            self.user[:rows],
+            self.account[:rows],
+            self.gpus[:rows],
+            t[:, 0],
+            t[:, 1],
+            t[:, 2],
+            list(self.users),
+            list(self.accounts),
+        )
 
 
 def to_epoch(value: str | datetime) -> int:
@@ -117,8 +129,9 @@ def to_epoch(value: str | datetime) -> int:
         try:
             value = datetime.fromisoformat(value)
         except ValueError:
-            raise errors.InvalidInputError(f"bad time '{value}'", hint="use ISO 8601, e.g. 2026-11-01 or "
-                                           "2026-11-01T12:00") from None
+            raise errors.InvalidInputError(
+                f"bad time '{value}'", hint="use ISO 8601, e.g. 2026-11-01 or 2026-11-01T12:00"
+            ) from None
     if value.tzinfo is None:
         value = value.replace(tzinfo=UTC)
     return int(value.timestamp())
@@ -128,8 +141,9 @@ def _slurm_time(epoch: int) -> str:
     return datetime.fromtimestamp(epoch, UTC).strftime("%Y-%m-%dT%H:%M:%S")
 
 
-def load_jobs(slurm: commands.Slurm, t_from: int, t_to: int, cluster: str | None = None, *,
-              source: str = "json") -> JobTable:
+def load_jobs(
+    slurm: commands.Slurm, t_from: int, t_to: int, cluster: str | None = None, *, source: str = "json"
+) -> JobTable:
     """Jobs that ran (or waited) in [t_from, t_to), every user, allocations only.
 
     ``source``: ``json`` reads ``sacct --json`` (complete records); ``parsable`` reads ``sacct -P`` with
@@ -182,12 +196,19 @@ def load_shares(slurm: commands.Slurm) -> tuple[list[dict[str, str]], list[Share
     typed = []
     for r in rows:
         acct = r.get("Account", "")
-        typed.append(ShareRow(account=acct.strip(), user=r.get("User", "").strip(),
-                              depth=len(acct) - len(acct.lstrip(" ")), raw_shares=r.get("RawShares", ""),
-                              norm_shares=_f(r.get("NormShares", "")) or 0.0,
-                              raw_usage=_f(r.get("RawUsage", "")) or 0.0,
-                              effective_usage=_f(r.get("EffectvUsage", "")) or 0.0,
-                              fairshare=_f(r.get("FairShare", "")), level_fs=_f(r.get("LevelFS", ""))))
+        typed.append(
+            ShareRow(
+                account=acct.strip(),
+                user=r.get("User", "").strip(),
+                depth=len(acct) - len(acct.lstrip(" ")),
+                raw_shares=r.get("RawShares", ""),
+                norm_shares=_f(r.get("NormShares", "")) or 0.0,
+                raw_usage=_f(r.get("RawUsage", "")) or 0.0,
+                effective_usage=_f(r.get("EffectvUsage", "")) or 0.0,
+                fairshare=_f(r.get("FairShare", "")),
+                level_fs=_f(r.get("LevelFS", "")),
+            )
+        )
     return rows, typed
 
 

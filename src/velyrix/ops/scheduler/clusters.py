@@ -81,8 +81,9 @@ def from_spec(spec: models.ClusterSpec, *, names: list[str] | None = None) -> Sc
     catalog.node_type(spec.node_type)  # an unknown node type is reported before the names
     names = names if names is not None else node_names(spec.name, spec.node_count)
     if len(names) != spec.node_count:
-        raise errors.InvalidInputError(f"{len(names)} node names given for {spec.node_count} nodes",
-                                       hint="give one name per node of the cluster")
+        raise errors.InvalidInputError(
+            f"{len(names)} node names given for {spec.node_count} nodes", hint="give one name per node of the cluster"
+        )
     return SchedulerCluster(name=spec.name, groups=(_group(spec.node_type, names),), fabric=spec.fabric)
 
 
@@ -98,14 +99,32 @@ def from_nodes(name: str, nodes: dict[str, str], *, fabric: str | None = None) -
 def _group(node_type: str, names: Sequence[str]) -> NodeGroup:
     """``names`` as a group of catalog node type ``node_type``: its GPUs, cores and job share of host RAM."""
     nt = catalog.node_type(node_type)
-    return NodeGroup(node_type=node_type, names=tuple(names), gpus_per_node=nt.gpus_per_node, gpu_model=nt.gpu_model,
-                     cpus_per_node=nt.cpu_cores, real_memory_mb=int(nt.host_ram_gb * 1e9 / 2**20 * JOB_MEMORY_SHARE))
+    return NodeGroup(
+        node_type=node_type,
+        names=tuple(names),
+        gpus_per_node=nt.gpus_per_node,
+        gpu_model=nt.gpu_model,
+        cpus_per_node=nt.cpu_cores,
+        real_memory_mb=int(nt.host_ram_gb * 1e9 / 2**20 * JOB_MEMORY_SHARE),
+    )
 
 
-def twin(name: str = "twin", node_count: int = 4, node_type: str = "hgx-h200-8g", *,
-         cpus_per_node: int = 8, real_memory_mb: int = 2000) -> SchedulerCluster:
+def twin(
+    name: str = "twin",
+    node_count: int = 4,
+    node_type: str = "hgx-h200-8g",
+    *,
+    cpus_per_node: int = 8,
+    real_memory_mb: int = 2000,
+) -> SchedulerCluster:
     """A small cluster for a Slurm twin on one host (tests, demos): few CPUs and little memory per node."""
     nt = catalog.node_type(node_type)
-    group = NodeGroup(node_type=node_type, names=tuple(node_names(name, node_count)), gpus_per_node=nt.gpus_per_node,
-                      gpu_model=nt.gpu_model, cpus_per_node=cpus_per_node, real_memory_mb=real_memory_mb)
+    group = NodeGroup(
+        node_type=node_type,
+        names=tuple(node_names(name, node_count)),
+        gpus_per_node=nt.gpus_per_node,
+        gpu_model=nt.gpu_model,
+        cpus_per_node=cpus_per_node,
+        real_memory_mb=real_memory_mb,
+    )
     return SchedulerCluster(name=name, groups=(group,))

@@ -16,8 +16,10 @@ DEFAULT_CONF = "/etc/slurm/slurm.conf"
 """Where the Slurm tools look for their configuration when SLURM_CONF is not set (Debian's slurm-wlm)."""
 NO_CONFIG = "Could not establish a configuration source"
 """What the Slurm tools print when they find neither a slurm.conf nor a configless slurmctld."""
-CONFIG_HINT = ("pass --slurm-conf PATH (or set SLURM_CONF) to the cluster's slurm.conf, on a host that reaches "
-               "slurmctld and slurmdbd; `velyrix scheduler config` writes one for a declared cluster")
+CONFIG_HINT = (
+    "pass --slurm-conf PATH (or set SLURM_CONF) to the cluster's slurm.conf, on a host that reaches "
+    "slurmctld and slurmdbd; `velyrix scheduler config` writes one for a declared cluster"
+)
 
 
 @dataclass
@@ -47,8 +49,9 @@ class Slurm:
         """Absolute path of ``tool``; ExternalToolError when it is not installed."""
         path = os.path.join(self.bin_dir, tool) if self.bin_dir else shutil.which(tool)
         if not path or not os.path.exists(path):
-            raise errors.ExternalToolError(f"{tool} not found",
-                                           hint="install Slurm's client tools (Debian: slurm-client)")
+            raise errors.ExternalToolError(
+                f"{tool} not found", hint="install Slurm's client tools (Debian: slurm-client)"
+            )
         return path
 
     def run(self, tool: str, *args: str, check: bool = True) -> subprocess.CompletedProcess[str]:
@@ -63,16 +66,21 @@ class Slurm:
         try:
             proc = subprocess.run(cmd, capture_output=True, text=True, env=env, timeout=self.timeout_s)
         except subprocess.TimeoutExpired as exc:
-            raise errors.ExternalToolError(f"{tool} timed out after {self.timeout_s:.0f} s",
-                                           hint="is slurmctld (or slurmdbd) running and reachable?") from exc
+            raise errors.ExternalToolError(
+                f"{tool} timed out after {self.timeout_s:.0f} s",
+                hint="is slurmctld (or slurmdbd) running and reachable?",
+            ) from exc
         if check and proc.returncode != 0 and NO_CONFIG in proc.stderr:
             raise errors.ExternalToolError(
                 f"{tool} found no Slurm configuration (no {conf or DEFAULT_CONF} and no configless DNS SRV record)",
-                hint=CONFIG_HINT)
+                hint=CONFIG_HINT,
+            )
         if check and proc.returncode != 0:
             msg = (proc.stderr.strip() or proc.stdout.strip() or f"exit {proc.returncode}").splitlines()
-            raise errors.ExternalToolError(f"{tool} {' '.join(args[:3])} failed: {' '.join(msg[-3:])}",
-                                           hint="check that slurmctld and slurmdbd are up (scontrol ping)")
+            raise errors.ExternalToolError(
+                f"{tool} {' '.join(args[:3])} failed: {' '.join(msg[-3:])}",
+                hint="check that slurmctld and slurmdbd are up (scontrol ping)",
+            )
         return proc
 
     def out(self, tool: str, *args: str) -> str:

@@ -31,8 +31,9 @@ class Change:
         if self.op == "add":
             detail = "  ".join(f"{k.lower()}={new}" for k, (_, new) in self.fields.items() if new)
         elif self.op == "modify":
-            detail = ", ".join(f"{k.lower()}: {old or '(none)'} -> {new or '(none)'}"
-                               for k, (old, new) in self.fields.items())
+            detail = ", ".join(
+                f"{k.lower()}: {old or '(none)'} -> {new or '(none)'}" for k, (old, new) in self.fields.items()
+            )
         else:
             detail = ""
         return f"{sign} {self.kind} {self.name}" + (f"  {detail}" if detail else "")
@@ -69,24 +70,43 @@ def _num(n: int | None) -> str:
 def read(slurm: commands.Slurm, cluster: str | None = None) -> State:
     """The live state, from ``sacctmgr show qos|assoc|user`` (parsable output)."""
     st = State()
-    for ln in slurm.out("sacctmgr", "-n", "-P", "show", "qos",
-                        "format=Name,Priority,GrpTRES,MaxTRESPU,MaxTRES,Preempt").splitlines():
+    for ln in slurm.out(
+        "sacctmgr", "-n", "-P", "show", "qos", "format=Name,Priority,GrpTRES,MaxTRESPU,MaxTRES,Preempt"
+    ).splitlines():
         if not ln.strip():
             continue
         name, prio, grp, pu, pj, preempt = (ln.split("|") + [""] * 6)[:6]
-        st.qos[name] = {"Priority": prio or "0", "GrpTRES": _gpus(grp), "MaxTRESPerUser": _gpus(pu),
-                        "MaxTRESPerJob": _gpus(pj), "Preempt": ",".join(sorted(p for p in preempt.split(",") if p))}
+        st.qos[name] = {
+            "Priority": prio or "0",
+            "GrpTRES": _gpus(grp),
+            "MaxTRESPerUser": _gpus(pu),
+            "MaxTRESPerJob": _gpus(pj),
+            "Preempt": ",".join(sorted(p for p in preempt.split(",") if p)),
+        }
     where = [f"cluster={cluster}"] if cluster else []
-    for ln in slurm.out("sacctmgr", "-n", "-P", "show", "assoc", *where,
-                        "format=Account,User,ParentName,Fairshare,GrpTRES,Priority,QOS,DefaultQOS").splitlines():
+    for ln in slurm.out(
+        "sacctmgr",
+        "-n",
+        "-P",
+        "show",
+        "assoc",
+        *where,
+        "format=Account,User,ParentName,Fairshare,GrpTRES,Priority,QOS,DefaultQOS",
+    ).splitlines():
         if not ln.strip():
             continue
         acct, user, parent, share, grp, prio, qos, defq = (ln.split("|") + [""] * 8)[:8]
         if user:
             st.assocs[(user, acct)] = {"Fairshare": share}
         else:
-            st.accounts[acct] = {"Parent": parent, "Fairshare": share, "GrpTRES": _gpus(grp), "Priority": prio,
-                                 "QOS": ",".join(sorted(q for q in qos.split(",") if q)), "DefaultQOS": defq}
+            st.accounts[acct] = {
+                "Parent": parent,
+                "Fairshare": share,
+                "GrpTRES": _gpus(grp),
+                "Priority": prio,
+                "QOS": ",".join(sorted(q for q in qos.split(",") if q)),
+                "DefaultQOS": defq,
+            }
     for ln in slurm.out("sacctmgr", "-n", "-P", "show", "user", "format=User,DefaultAccount").splitlines():
         if ln.strip():
             user, acct = (ln.split("|") + [""])[:2]
@@ -98,16 +118,31 @@ def desired(policy: policies.Policy) -> State:
     """The state the policy declares, in the same normalized form as ``read``."""
     st = State()
     for q in policy.qos.values():
-        st.qos[q.name] = {"Priority": str(q.priority), "GrpTRES": _tres(q.gpu_limit),
-                          "MaxTRESPerUser": _tres(q.max_gpus_per_user), "MaxTRESPerJob": _tres(q.max_gpus_per_job),
-                          "Preempt": ",".join(sorted(q.preempt))}
+        st.qos[q.name] = {
+            "Priority": str(q.priority),
+            "GrpTRES": _tres(q.gpu_limit),
+            "MaxTRESPerUser": _tres(q.max_gpus_per_user),
+            "MaxTRESPerJob": _tres(q.max_gpus_per_job),
+            "Preempt": ",".join(sorted(q.preempt)),
+        }
     for c in policy.cost_centers.values():
-        st.accounts[c.name] = {"Parent": ROOT, "Fairshare": str(c.shares), "GrpTRES": _tres(c.gpu_limit),
-                               "Priority": "", "QOS": "", "DefaultQOS": ""}
+        st.accounts[c.name] = {
+            "Parent": ROOT,
+            "Fairshare": str(c.shares),
+            "GrpTRES": _tres(c.gpu_limit),
+            "Priority": "",
+            "QOS": "",
+            "DefaultQOS": "",
+        }
     for t in policy.teams.values():
-        st.accounts[t.name] = {"Parent": t.cost_center or ROOT, "Fairshare": str(t.shares),
-                               "GrpTRES": _tres(t.gpu_limit), "Priority": _num(t.priority),
-                               "QOS": ",".join(sorted(t.qos)), "DefaultQOS": t.default_qos or ""}
+        st.accounts[t.name] = {
+            "Parent": t.cost_center or ROOT,
+            "Fairshare": str(t.shares),
+            "GrpTRES": _tres(t.gpu_limit),
+            "Priority": _num(t.priority),
+            "QOS": ",".join(sorted(t.qos)),
+            "DefaultQOS": t.default_qos or "",
+        }
     for user, teams in policy.user_teams().items():
         u = policy.users.get(user, policies.User(user))
         for team in teams:
@@ -116,8 +151,14 @@ def desired(policy: policies.Policy) -> State:
     return st
 
 
-_CLEAR = {"GrpTRES": "gres/gpu=-1", "MaxTRESPerUser": "gres/gpu=-1", "MaxTRESPerJob": "gres/gpu=-1",
-          "Priority": "-1", "Preempt": "''", "DefaultQOS": "''"}
+_CLEAR = {
+    "GrpTRES": "gres/gpu=-1",
+    "MaxTRESPerUser": "gres/gpu=-1",
+    "MaxTRESPerJob": "gres/gpu=-1",
+    "Priority": "-1",
+    "Preempt": "''",
+    "DefaultQOS": "''",
+}
 
 
 def _sets(fields: dict[str, tuple[str, str]]) -> list[str]:
@@ -157,8 +198,15 @@ def plan(policy: policies.Policy, live: State) -> list[Change]:
             out.append(Change("add", "qos", name, f, ("add", "qos", name, *sets)))
     for name, q in want.qos.items():
         if name not in live.qos and q["Preempt"]:
-            out.append(Change("modify", "qos", name, {"Preempt": ("", q["Preempt"])},
-                              ("modify", "qos", "where", f"name={name}", "set", f"Preempt={q['Preempt']}")))
+            out.append(
+                Change(
+                    "modify",
+                    "qos",
+                    name,
+                    {"Preempt": ("", q["Preempt"])},
+                    ("modify", "qos", "where", f"name={name}", "set", f"Preempt={q['Preempt']}"),
+                )
+            )
         elif name in live.qos and (d := _delta(live.qos[name], q)):
             out.append(Change("modify", "qos", name, d, ("modify", "qos", "where", f"name={name}", "set", *_sets(d))))
     for name in sorted(want.accounts, key=lambda n: _depth(n, want.accounts)):
@@ -170,16 +218,29 @@ def plan(policy: policies.Policy, live: State) -> list[Change]:
             continue
         d = _delta(live.accounts[name], a, unmanaged_when_empty=("QOS", "DefaultQOS"))
         if "Parent" in d:
-            out.append(Change("modify", "account", name, {"Parent": d.pop("Parent")},
-                              ("modify", "account", "where", f"name={name}", *where_cl, "set",
-                               f"Parent={a['Parent']}")))
+            out.append(
+                Change(
+                    "modify",
+                    "account",
+                    name,
+                    {"Parent": d.pop("Parent")},
+                    ("modify", "account", "where", f"name={name}", *where_cl, "set", f"Parent={a['Parent']}"),
+                )
+            )
         if d:
-            out.append(Change("modify", "account", name, d,
-                              ("modify", "account", "where", f"name={name}", *where_cl, "set", *_sets(d))))
+            out.append(
+                Change(
+                    "modify",
+                    "account",
+                    name,
+                    d,
+                    ("modify", "account", "where", f"name={name}", *where_cl, "set", *_sets(d)),
+                )
+            )
     # A new user is created with its default account first (sacctmgr adds that association too).
-    order = sorted(want.assocs, key=lambda ua: (ua[0] in live.default_account or want.default_account[ua[0]] != ua[1]))
+    order = sorted(want.assocs, key=lambda ua: ua[0] in live.default_account or want.default_account[ua[0]] != ua[1])
     created: set[str] = set()
-    for (user, acct) in order:
+    for user, acct in order:
         u = want.assocs[(user, acct)]
         if (user, acct) not in live.assocs:
             f = {"Account": ("", acct), **{k: ("", v) for k, v in u.items()}}
@@ -189,18 +250,38 @@ def plan(policy: policies.Policy, live: State) -> list[Change]:
                 created.add(user)
             out.append(Change("add", "user", f"{user} in {acct}", f, argv))
         elif d := _delta(live.assocs[(user, acct)], u):
-            out.append(Change("modify", "user", f"{user} in {acct}", d,
-                              ("modify", "user", "where", f"name={user}", f"account={acct}", *where_cl, "set",
-                               *_sets(d))))
+            out.append(
+                Change(
+                    "modify",
+                    "user",
+                    f"{user} in {acct}",
+                    d,
+                    ("modify", "user", "where", f"name={user}", f"account={acct}", *where_cl, "set", *_sets(d)),
+                )
+            )
     for user, acct in want.default_account.items():
         if user in live.default_account and live.default_account[user] != acct:
-            out.append(Change("modify", "user", user, {"DefaultAccount": (live.default_account[user], acct)},
-                              ("modify", "user", "where", f"name={user}", "set", f"DefaultAccount={acct}")))
+            out.append(
+                Change(
+                    "modify",
+                    "user",
+                    user,
+                    {"DefaultAccount": (live.default_account[user], acct)},
+                    ("modify", "user", "where", f"name={user}", "set", f"DefaultAccount={acct}"),
+                )
+            )
     # Deletions: user associations, then accounts deepest first, then QOS.
-    for (user, acct) in live.assocs:
+    for user, acct in live.assocs:
         if (user, acct) not in want.assocs and not (acct == ROOT and user == ROOT):
-            out.append(Change("delete", "user", f"{user} in {acct}", {},
-                              ("delete", "user", "where", f"name={user}", f"account={acct}", *where_cl)))
+            out.append(
+                Change(
+                    "delete",
+                    "user",
+                    f"{user} in {acct}",
+                    {},
+                    ("delete", "user", "where", f"name={user}", f"account={acct}", *where_cl),
+                )
+            )
     gone = [a for a in live.accounts if a != ROOT and a not in want.accounts]
     for name in sorted(gone, key=lambda n: -_depth(n, live.accounts)):
         out.append(Change("delete", "account", name, {}, ("delete", "account", "where", f"name={name}", *where_cl)))

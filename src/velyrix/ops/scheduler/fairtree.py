@@ -91,8 +91,11 @@ def _level(siblings: list[Assoc], parent: Assoc, state: dict[str, int], count: i
             i += 1
         else:
             group = [a]
-            while i + len(group) < len(ordered) and ordered[i + len(group)].user is None \
-                    and ordered[i + len(group)].level_fs == a.level_fs:
+            while (
+                i + len(group) < len(ordered)
+                and ordered[i + len(group)].user is None
+                and ordered[i + len(group)].level_fs == a.level_fs
+            ):
                 group.append(ordered[i + len(group)])
             merged = []
             for acct in group:
@@ -113,9 +116,12 @@ def from_sshare(rows: list[dict[str, str]]) -> Assoc:
         depth = len(raw_acct) - len(raw_acct.lstrip(" "))
         user = r.get("User", "").strip() or None
         shares_text = r.get("RawShares", "1").strip()
-        node = Assoc(account=raw_acct.strip(), user=user,
-                     shares=float(shares_text) if shares_text.replace(".", "", 1).isdigit() else 1.0,
-                     usage=float(r.get("RawUsage", "0") or 0))
+        node = Assoc(
+            account=raw_acct.strip(),
+            user=user,
+            shares=float(shares_text) if shares_text.replace(".", "", 1).isdigit() else 1.0,
+            usage=float(r.get("RawUsage", "0") or 0),
+        )
         if root is None:
             root = node
             stack = [(depth, node)]
@@ -131,8 +137,11 @@ def from_sshare(rows: list[dict[str, str]]) -> Assoc:
     return root
 
 
-def from_policy(policy: policies.Policy, usage: dict[tuple[str, str], float],
-                extra_users: dict[tuple[str, str], float] | None = None) -> Assoc:
+def from_policy(
+    policy: policies.Policy,
+    usage: dict[tuple[str, str], float],
+    extra_users: dict[tuple[str, str], float] | None = None,
+) -> Assoc:
     """The tree a policy declares, with ``usage[(team, user)]`` (any unit) per user association.
 
     ``extra_users``: associations outside the policy that Slurm also counts, (account, user) → shares

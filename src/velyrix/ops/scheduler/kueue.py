@@ -43,17 +43,25 @@ def _share(policy: policies.Policy, team: policies.Team) -> float:
     return share
 
 
-def render(policy: policies.Policy, cluster: clusters.SchedulerCluster, *,
-           drained: dict[str, str] | None = None) -> list[dict[str, Any]]:
+def render(
+    policy: policies.Policy, cluster: clusters.SchedulerCluster, *, drained: dict[str, str] | None = None
+) -> list[dict[str, Any]]:
     """Every manifest (plain dicts, in apply order). ``drained``: node → drain source (tainted nodes)."""
     docs: list[dict[str, Any]] = []
     flavors = []
     for g in cluster.groups:
-        name = dns_name(g.gres_type if len({x.gres_type for x in cluster.groups}) == len(cluster.groups)
-                        else g.node_type)
+        name = dns_name(
+            g.gres_type if len({x.gres_type for x in cluster.groups}) == len(cluster.groups) else g.node_type
+        )
         flavors.append((name, g))
-        docs.append({"apiVersion": API, "kind": "ResourceFlavor", "metadata": {"name": name},
-                     "spec": {"nodeLabels": {NODE_TYPE_LABEL: g.node_type, GPU_PRODUCT_LABEL: g.gpu_model}}})
+        docs.append(
+            {
+                "apiVersion": API,
+                "kind": "ResourceFlavor",
+                "metadata": {"name": name},
+                "spec": {"nodeLabels": {NODE_TYPE_LABEL: g.node_type, GPU_PRODUCT_LABEL: g.gpu_model}},
+            }
+        )
     preempting = any(q.preempt for q in policy.qos.values())
     for team in policy.teams.values():
         share = _share(policy, team)
@@ -75,22 +83,42 @@ def render(policy: policies.Policy, cluster: clusters.SchedulerCluster, *,
             "queueingStrategy": "BestEffortFIFO",
             "resourceGroups": [{"coveredResources": [GPU_RESOURCE], "flavors": flavor_specs}],
             "fairSharing": {"weight": team.shares},
-            "preemption": {"reclaimWithinCohort": "Any" if team.cost_center else "Never",
-                           "withinClusterQueue": "LowerPriority" if preempting else "Never"},
+            "preemption": {
+                "reclaimWithinCohort": "Any" if team.cost_center else "Never",
+                "withinClusterQueue": "LowerPriority" if preempting else "Never",
+            },
         }
         if team.cost_center:
             spec["cohort"] = dns_name(team.cost_center)
-        docs.append({"apiVersion": API, "kind": "ClusterQueue",
-                     "metadata": {"name": dns_name(team.name),
-                                  "labels": {"velyrix.io/cost-center": dns_name(team.cost_center or team.name)}},
-                     "spec": spec})
+        docs.append(
+            {
+                "apiVersion": API,
+                "kind": "ClusterQueue",
+                "metadata": {
+                    "name": dns_name(team.name),
+                    "labels": {"velyrix.io/cost-center": dns_name(team.cost_center or team.name)},
+                },
+                "spec": spec,
+            }
+        )
     for team in policy.teams.values():
-        docs.append({"apiVersion": API, "kind": "LocalQueue",
-                     "metadata": {"name": dns_name(team.name), "namespace": dns_name(team.name)},
-                     "spec": {"clusterQueue": dns_name(team.name)}})
+        docs.append(
+            {
+                "apiVersion": API,
+                "kind": "LocalQueue",
+                "metadata": {"name": dns_name(team.name), "namespace": dns_name(team.name)},
+                "spec": {"clusterQueue": dns_name(team.name)},
+            }
+        )
     for node, source in sorted((drained or {}).items()):
-        docs.append({"apiVersion": "v1", "kind": "Node", "metadata": {"name": node},
-                     "spec": {"taints": [{"key": DRAIN_TAINT, "value": dns_name(source), "effect": "NoSchedule"}]}})
+        docs.append(
+            {
+                "apiVersion": "v1",
+                "kind": "Node",
+                "metadata": {"name": node},
+                "spec": {"taints": [{"key": DRAIN_TAINT, "value": dns_name(source), "effect": "NoSchedule"}]},
+            }
+        )
     return docs
 
 

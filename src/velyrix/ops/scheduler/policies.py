@@ -38,10 +38,24 @@ from velyrix.declarations import expressions, hcl
 _INT, _STR, _STRS = "integer", "string", "list of strings"
 SCHEMA: dict[str, dict[str, str]] = {
     "cost_center": {"shares": _INT, "gpu_limit": _INT, "description": _STR},
-    "team": {"cost_center": _STR, "shares": _INT, "gpu_limit": _INT, "priority": _INT, "qos": _STRS,
-             "default_qos": _STR, "users": _STRS, "description": _STR},
-    "qos": {"priority": _INT, "preempt": _STRS, "gpu_limit": _INT, "max_gpus_per_user": _INT,
-            "max_gpus_per_job": _INT, "description": _STR},
+    "team": {
+        "cost_center": _STR,
+        "shares": _INT,
+        "gpu_limit": _INT,
+        "priority": _INT,
+        "qos": _STRS,
+        "default_qos": _STR,
+        "users": _STRS,
+        "description": _STR,
+    },
+    "qos": {
+        "priority": _INT,
+        "preempt": _STRS,
+        "gpu_limit": _INT,
+        "max_gpus_per_user": _INT,
+        "max_gpus_per_job": _INT,
+        "description": _STR,
+    },
     "user": {"shares": _INT, "default_team": _STR},
 }
 TOP_ATTRIBUTES = {"cluster": _STR}
@@ -118,8 +132,9 @@ def load(path: str | Path) -> Policy:
     try:
         text = p.read_text()
     except OSError as exc:
-        raise errors.InvalidInputError(f"cannot read policy file {p}: {exc.strerror}",
-                                       hint="give the path of an HCL policy file") from None
+        raise errors.InvalidInputError(
+            f"cannot read policy file {p}: {exc.strerror}", hint="give the path of an HCL policy file"
+        ) from None
     return loads(text, str(p))
 
 
@@ -136,8 +151,13 @@ def loads(text: str, filename: str = "<policy>") -> Policy:
     for block in root.blocks:
         if block.type not in SCHEMA:
             near = errors.closest(block.type, SCHEMA)
-            err(block.line, block.column, f"unknown block type '{block.type}'", ", ".join(SCHEMA),
-                near[0] if near else None)
+            err(
+                block.line,
+                block.column,
+                f"unknown block type '{block.type}'",
+                ", ".join(SCHEMA),
+                near[0] if near else None,
+            )
             continue
         if len(block.labels) != 1 or not block.labels[0]:
             err(block.line, block.column, f"block '{block.type}' needs exactly one name", f'{block.type} "NAME" {{ }}')
@@ -147,10 +167,16 @@ def loads(text: str, filename: str = "<policy>") -> Policy:
             err(block.line, block.column, f"{block.type} '{name}' declared twice")
             continue
         for inner in block.blocks:
-            err(inner.line, inner.column, f"unexpected block '{inner.type}' inside {block.type} '{name}'",
-                "attributes only")
-        found[block.type][name] = (block, _attributes(block.attributes, SCHEMA[block.type],
-                                                      f"{block.type} '{name}'", err))
+            err(
+                inner.line,
+                inner.column,
+                f"unexpected block '{inner.type}' inside {block.type} '{name}'",
+                "attributes only",
+            )
+        found[block.type][name] = (
+            block,
+            _attributes(block.attributes, SCHEMA[block.type], f"{block.type} '{name}'", err),
+        )
 
     def ref(block: hcl.Block, attr: str, value: str | None, kind: str, valid: list[str]) -> None:
         if value is None or value in valid:
@@ -158,8 +184,13 @@ def loads(text: str, filename: str = "<policy>") -> Policy:
         a = next((a for a in block.attributes if a.name == attr), None)
         line, col = (a.line, a.column) if a else (block.line, block.column)
         near = errors.closest(value, valid)
-        err(line, col, f"unknown {kind} '{value}'", f"one of: {', '.join(valid) or '(none declared)'}",
-            near[0] if near else None)
+        err(
+            line,
+            col,
+            f"unknown {kind} '{value}'",
+            f"one of: {', '.join(valid) or '(none declared)'}",
+            near[0] if near else None,
+        )
 
     qos_names = list(found["qos"]) + ([BUILTIN_QOS] if BUILTIN_QOS not in found["qos"] else [])
     for name, (block, attrs) in found["team"].items():
@@ -181,7 +212,8 @@ def loads(text: str, filename: str = "<policy>") -> Policy:
     if diags:
         raise errors.SpecError(diags)
     return Policy(
-        path=filename, cluster=top.get("cluster"),
+        path=filename,
+        cluster=top.get("cluster"),
         cost_centers={n: CostCenter(n, **a) for n, (_, a) in found["cost_center"].items()},
         teams={n: Team(n, **_tuples(a)) for n, (_, a) in found["team"].items()},
         qos={n: Qos(n, **_tuples(a)) for n, (_, a) in found["qos"].items()},
@@ -199,8 +231,13 @@ def _attributes(attrs: list[hcl.Attribute], schema: dict[str, str], where: str, 
     for a in attrs:
         if a.name not in schema:
             near = errors.closest(a.name, schema)
-            err(a.line, a.column, f"unknown attribute '{a.name}' in {where}", ", ".join(schema),
-                near[0] if near else None)
+            err(
+                a.line,
+                a.column,
+                f"unknown attribute '{a.name}' in {where}",
+                ", ".join(schema),
+                near[0] if near else None,
+            )
             continue
         try:
             value = expressions.evaluate(a.expr, {})
@@ -208,14 +245,26 @@ def _attributes(attrs: list[hcl.Attribute], schema: dict[str, str], where: str, 
             err(exc.line, exc.column, exc.message, exc.expected, exc.suggestion)
             continue
         kind = schema[a.name]
-        ok = (kind == _INT and isinstance(value, int) and not isinstance(value, bool) and value >= 0
-              or kind == _STR and isinstance(value, str)
-              or kind == _STRS and isinstance(value, list) and all(isinstance(v, str) for v in value))
+        ok = (
+            kind == _INT
+            and isinstance(value, int)
+            and not isinstance(value, bool)
+            and value >= 0
+            or kind == _STR
+            and isinstance(value, str)
+            or kind == _STRS
+            and isinstance(value, list)
+            and all(isinstance(v, str) for v in value)
+        )
         if isinstance(value, float) and kind == _INT and value.is_integer() and value >= 0:
             value, ok = int(value), True
         if not ok:
-            err(a.line, a.column, f"{a.name} in {where} has a wrong value {value!r}",
-                "a non-negative " + kind if kind == _INT else kind)
+            err(
+                a.line,
+                a.column,
+                f"{a.name} in {where} has a wrong value {value!r}",
+                "a non-negative " + kind if kind == _INT else kind,
+            )
             continue
         out[a.name] = value
     return out

@@ -41,8 +41,16 @@ def _distinct_jobs(codes: np.ndarray, job_id: np.ndarray, counted: np.ndarray, n
     return np.bincount(keys >> 40, minlength=n).astype(float)
 
 
-def _group(codes: np.ndarray, n: int, gpu_s: np.ndarray, busy_s: np.ndarray | None, counted: np.ndarray,
-           waits: np.ndarray, started_in: np.ndarray, job_id: np.ndarray) -> list[dict[str, Any]]:
+def _group(
+    codes: np.ndarray,
+    n: int,
+    gpu_s: np.ndarray,
+    busy_s: np.ndarray | None,
+    counted: np.ndarray,
+    waits: np.ndarray,
+    started_in: np.ndarray,
+    job_id: np.ndarray,
+) -> list[dict[str, Any]]:
     alloc = np.bincount(codes, weights=gpu_s, minlength=n)
     busy = np.bincount(codes, weights=busy_s, minlength=n) if busy_s is not None else None
     jobs = _distinct_jobs(codes, job_id, counted, n)
@@ -50,11 +58,12 @@ def _group(codes: np.ndarray, n: int, gpu_s: np.ndarray, busy_s: np.ndarray | No
     order = np.argsort(codes, kind="stable")
     bounds = np.searchsorted(codes[order], np.arange(n + 1))
     for k in range(n):
-        idx = order[bounds[k]:bounds[k + 1]]
+        idx = order[bounds[k] : bounds[k + 1]]
         w = waits[idx][started_in[idx]]
         w = w[~np.isnan(w)]
         row: dict[str, Any] = {
-            "gpu_hours": _hours(alloc[k]), "busy_gpu_hours": _hours(busy[k]) if busy is not None else None,
+            "gpu_hours": _hours(alloc[k]),
+            "busy_gpu_hours": _hours(busy[k]) if busy is not None else None,
             "utilization": round(float(busy[k] / alloc[k]), 4) if busy is not None and alloc[k] > 0 else None,
             "jobs": int(jobs[k]),
             "wait_mean_s": round(float(w.mean()), 1) if w.size else None,
@@ -64,9 +73,18 @@ def _group(codes: np.ndarray, n: int, gpu_s: np.ndarray, busy_s: np.ndarray | No
     return out
 
 
-def build(jobs: accounting.JobTable, t_from: int, t_to: int, *, cost_center_of: dict[str, str] | None = None,
-          shares: list[accounting.ShareRow] | None = None, busy_gpu_s: dict[int, float] | None = None,
-          top_n: int = 10, now: float | None = None, cluster: str | None = None) -> dict[str, Any]:
+def build(
+    jobs: accounting.JobTable,
+    t_from: int,
+    t_to: int,
+    *,
+    cost_center_of: dict[str, str] | None = None,
+    shares: list[accounting.ShareRow] | None = None,
+    busy_gpu_s: dict[int, float] | None = None,
+    top_n: int = 10,
+    now: float | None = None,
+    cluster: str | None = None,
+) -> dict[str, Any]:
     """The report as data. Inputs: jobs, the period [t_from, t_to) in UNIX seconds, account → cost center,
     sshare rows (fair-share standing), busy GPU-seconds per job id (telemetry), how many top users."""
     cost_center_of = cost_center_of or {}
@@ -98,38 +116,59 @@ def build(jobs: accounting.JobTable, t_from: int, t_to: int, *, cost_center_of: 
     for name, row in zip(jobs.accounts, teams, strict=True):
         if row["jobs"] == 0 and row["gpu_hours"] == 0:
             continue
-        team_rows.append({"team": name, "cost_center": cost_center_of.get(name, name), **row,
-                          "fairshare": standing.get(name)})
+        team_rows.append(
+            {"team": name, "cost_center": cost_center_of.get(name, name), **row, "fairshare": standing.get(name)}
+        )
     team_rows.sort(key=lambda r: -r["gpu_hours"])
 
     cc_names = sorted({cost_center_of.get(a, a) for a in jobs.accounts})
     cc_index = {c: i for i, c in enumerate(cc_names)}
     acct_to_cc = np.array([cc_index[cost_center_of.get(a, a)] for a in jobs.accounts] or [0], dtype=np.int64)
     cc_codes = acct_to_cc[jobs.account] if len(jobs) else np.zeros(0, dtype=np.int64)
-    cc_rows = [{"cost_center": c, **row} for c, row in zip(cc_names,
-               _group(cc_codes, len(cc_names), gpu_s, busy_s, counted, waits, started_in, jobs.job_id),
-               strict=True)
-               if row["jobs"] or row["gpu_hours"]]
+    cc_rows = [
+        {"cost_center": c, **row}
+        for c, row in zip(
+            cc_names,
+            _group(cc_codes, len(cc_names), gpu_s, busy_s, counted, waits, started_in, jobs.job_id),
+            strict=True,
+        )
+        if row["jobs"] or row["gpu_hours"]
+    ]
     cc_rows.sort(key=lambda r: -r["gpu_hours"])
 
     user_alloc = np.bincount(jobs.user, weights=gpu_s, minlength=len(jobs.users))
     user_jobs = _distinct_jobs(jobs.user, jobs.job_id, counted, len(jobs.users))
     top = np.argsort(-user_alloc, kind="stable")[:top_n]
-    top_users = [{"user": jobs.users[i], "gpu_hours": _hours(user_alloc[i]), "jobs": int(user_jobs[i])}
-                 for i in top if user_jobs[i] or user_alloc[i]]
+    top_users = [
+        {"user": jobs.users[i], "gpu_hours": _hours(user_alloc[i]), "jobs": int(user_jobs[i])}
+        for i in top
+        if user_jobs[i] or user_alloc[i]
+    ]
 
     total_alloc = float(gpu_s.sum())
     return {
         "cluster": cluster,
         "period": {"from": _iso(t_from), "to": _iso(t_to), "seconds": int(t_to - t_from)},
-        "totals": {"gpu_hours": _hours(total_alloc),
-                   "busy_gpu_hours": _hours(busy_s.sum()) if busy_s is not None else None,
-                   "jobs": int(_unique(jobs.job_id[counted]).size), "users": int((user_jobs > 0).sum())},
+        "totals": {
+            "gpu_hours": _hours(total_alloc),
+            "busy_gpu_hours": _hours(busy_s.sum()) if busy_s is not None else None,
+            "jobs": int(_unique(jobs.job_id[counted]).size),
+            "users": int((user_jobs > 0).sum()),
+        },
         "teams": team_rows,
         "cost_centers": cc_rows,
         "top_users": top_users,
-        "fairshare": [{"account": s.account, "user": s.user, "fairshare": s.fairshare, "level_fs": s.level_fs,
-                       "norm_shares": s.norm_shares, "raw_usage": s.raw_usage} for s in (shares or [])],
+        "fairshare": [
+            {
+                "account": s.account,
+                "user": s.user,
+                "fairshare": s.fairshare,
+                "level_fs": s.level_fs,
+                "norm_shares": s.norm_shares,
+                "raw_usage": s.raw_usage,
+            }
+            for s in (shares or [])
+        ],
     }
 
 

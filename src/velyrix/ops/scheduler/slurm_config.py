@@ -75,20 +75,48 @@ class SlurmOptions:
     """Further ``Key=Value`` lines for slurm.conf (they win over the generated ones)."""
 
     @classmethod
-    def twin(cls, root: str | os.PathLike[str], *, controller_host: str, slurmctld_port: int, slurmd_port: int,
-             dbd_port: int, storage_port: int, slurm_user: str, auth_socket: str,
-             health_check_command: str) -> SlurmOptions:
+    def twin(
+        cls,
+        root: str | os.PathLike[str],
+        *,
+        controller_host: str,
+        slurmctld_port: int,
+        slurmd_port: int,
+        dbd_port: int,
+        storage_port: int,
+        slurm_user: str,
+        auth_socket: str,
+        health_check_command: str,
+    ) -> SlurmOptions:
         """Options for a twin: every daemon on this host under ``root``, nodes on 127.0.0.1, fake GPU files."""
         r = Path(root)
-        return cls(controller_host=controller_host, controller_addr="127.0.0.1", slurmctld_port=slurmctld_port,
-                   slurmd_port=slurmd_port, node_ports=True, node_addr="127.0.0.1", dbd_port=dbd_port,
-                   slurm_user=slurm_user, conf_dir=str(r / "etc"), state_dir=str(r / "state"),
-                   spool_dir=str(r / "spool"), log_dir=str(r / "log"), run_dir=str(r / "run"),
-                   auth_socket=auth_socket, gres_file_pattern=str(r / "dev" / "%n" / "nvidia{index}"),
-                   cgroups=False, health_check_command=health_check_command,
-                   job_map_dir=str(r / "jobmap") + "/${SLURMD_NODENAME}", reboot_program="/bin/true",
-                   priority_decay_half_life="0", priority_calc_period_min=1, config_overrides=True,
-                   storage_host="127.0.0.1", storage_port=storage_port, storage_user="slurm")
+        return cls(
+            controller_host=controller_host,
+            controller_addr="127.0.0.1",
+            slurmctld_port=slurmctld_port,
+            slurmd_port=slurmd_port,
+            node_ports=True,
+            node_addr="127.0.0.1",
+            dbd_port=dbd_port,
+            slurm_user=slurm_user,
+            conf_dir=str(r / "etc"),
+            state_dir=str(r / "state"),
+            spool_dir=str(r / "spool"),
+            log_dir=str(r / "log"),
+            run_dir=str(r / "run"),
+            auth_socket=auth_socket,
+            gres_file_pattern=str(r / "dev" / "%n" / "nvidia{index}"),
+            cgroups=False,
+            health_check_command=health_check_command,
+            job_map_dir=str(r / "jobmap") + "/${SLURMD_NODENAME}",
+            reboot_program="/bin/true",
+            priority_decay_half_life="0",
+            priority_calc_period_min=1,
+            config_overrides=True,
+            storage_host="127.0.0.1",
+            storage_port=storage_port,
+            storage_user="slurm",
+        )
 
 
 def default_partitions(cluster: clusters.SchedulerCluster) -> tuple[Partition, ...]:
@@ -99,8 +127,9 @@ def default_partitions(cluster: clusters.SchedulerCluster) -> tuple[Partition, .
     return tuple(parts)
 
 
-def render(cluster: clusters.SchedulerCluster, options: SlurmOptions | None = None, *,
-           topology_conf: str | None = None) -> dict[str, str]:
+def render(
+    cluster: clusters.SchedulerCluster, options: SlurmOptions | None = None, *, topology_conf: str | None = None
+) -> dict[str, str]:
     """Every configuration file for ``cluster``: ``{filename: text}``.
 
     ``topology_conf``: topology.conf text from the fabric plan; None computes it with
@@ -203,15 +232,24 @@ def slurm_conf(cluster: clusters.SchedulerCluster, o: SlurmOptions) -> str:
             fields += [f"CPUs={g.cpus_per_node}"]
             if g.real_memory_mb:
                 fields.append(f"RealMemory={g.real_memory_mb}")
-            fields += [f"Gres=gpu:{g.gres_type}:{g.gpus_per_node}", f"Feature={g.node_type},{g.gres_type}",
-                       "State=UNKNOWN"]
+            fields += [
+                f"Gres=gpu:{g.gres_type}:{g.gpus_per_node}",
+                f"Feature={g.node_type},{g.gres_type}",
+                "State=UNKNOWN",
+            ]
             lines.append(" ".join(fields))
     lines += ["", "# Partitions"]
     # Billing counts GPUs only: fair-share usage and GrpTRESMins budgets are in GPU-seconds.
     for p in o.partitions or default_partitions(cluster):
-        fields = [f"PartitionName={p.name}", f"Nodes={_hostlist(p.nodes)}", f"Default={'YES' if p.default else 'NO'}",
-                  f"MaxTime={p.max_time}", f"PriorityTier={p.priority_tier}", "State=UP",
-                  "TRESBillingWeights=GRES/gpu=1.0"]
+        fields = [
+            f"PartitionName={p.name}",
+            f"Nodes={_hostlist(p.nodes)}",
+            f"Default={'YES' if p.default else 'NO'}",
+            f"MaxTime={p.max_time}",
+            f"PriorityTier={p.priority_tier}",
+            "State=UP",
+            "TRESBillingWeights=GRES/gpu=1.0",
+        ]
         if p.allow_qos:
             fields.append(f"AllowQos={','.join(p.allow_qos)}")
         lines.append(" ".join(fields))
@@ -232,8 +270,11 @@ def gres_conf(cluster: clusters.SchedulerCluster, o: SlurmOptions) -> str:
 def cgroup_conf(o: SlurmOptions) -> str:
     """cgroup.conf text: confine cores, memory and GPU devices of each job."""
     c = "yes" if o.cgroups else "no"
-    return HEADER + "\n".join([f"ConstrainCores={c}", f"ConstrainRAMSpace={c}", f"ConstrainDevices={c}",
-                               "ConstrainSwapSpace=no"]) + "\n"
+    return (
+        HEADER
+        + "\n".join([f"ConstrainCores={c}", f"ConstrainRAMSpace={c}", f"ConstrainDevices={c}", "ConstrainSwapSpace=no"])
+        + "\n"
+    )
 
 
 def slurmdbd_conf(o: SlurmOptions) -> str:

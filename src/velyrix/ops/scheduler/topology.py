@@ -31,7 +31,7 @@ def fallback_topology(node_names: list[str], su_nodes: int = SU_NODES) -> str:
     for su, start in enumerate(range(0, len(node_names), su_nodes)):
         leaf = f"su{su}"
         leaves.append(leaf)
-        lines.append(f"SwitchName={leaf} Nodes={','.join(node_names[start:start + su_nodes])}")
+        lines.append(f"SwitchName={leaf} Nodes={','.join(node_names[start : start + su_nodes])}")
     if len(leaves) > 1:
         lines.append(f"SwitchName=spine Switches={','.join(leaves)}")
     return "\n".join(lines) + "\n"

@@ -26,22 +26,35 @@ class ApiKeyCreate(BaseModel):
 
 
 def out(k: models.ApiKey) -> dict[str, Any]:
-    return {"id": k.id, "tenant_id": k.tenant_id, "name": k.name, "role": k.role, "scopes": list(k.scopes),
-            "prefix": k.prefix, "created_by_key_id": k.created_by_key_id, "created_at": k.created_at,
-            "expires_at": k.expires_at, "revoked_at": k.revoked_at}
+    return {
+        "id": k.id,
+        "tenant_id": k.tenant_id,
+        "name": k.name,
+        "role": k.role,
+        "scopes": list(k.scopes),
+        "prefix": k.prefix,
+        "created_by_key_id": k.created_by_key_id,
+        "created_at": k.created_at,
+        "expires_at": k.expires_at,
+        "revoked_at": k.revoked_at,
+    }
 
 
 @router.get("", name="api_keys.list", response_model=schemas.Page[schemas.ApiKeyOut])
-def list_keys(ctx: Ctx = Depends(require("keys:read")), role: str | None = None,
-              cursor: str | None = Depends(schemas.cursor_param), limit: int = Depends(schemas.limit_param)
-              ) -> dict[str, Any]:
+def list_keys(
+    ctx: Ctx = Depends(require("keys:read")),
+    role: str | None = None,
+    cursor: str | None = Depends(schemas.cursor_param),
+    limit: int = Depends(schemas.limit_param),
+) -> dict[str, Any]:
     rows, nxt = ctx.scope.page(models.ApiKey, filters={"role": role}, cursor=cursor, limit=limit)
     return {"items": [out(r) for r in rows], "next_cursor": nxt}
 
 
 @router.post("", name="api_keys.create", status_code=201, response_model=schemas.ApiKeyCreated)
-def create_key(body: ApiKeyCreate, ctx: Ctx = Depends(require("keys:admin")),
-               idempotency_key: str | None = schemas.IDEMPOTENCY_KEY) -> Any:
+def create_key(
+    body: ApiKeyCreate, ctx: Ctx = Depends(require("keys:admin")), idempotency_key: str | None = schemas.IDEMPOTENCY_KEY
+) -> Any:
     def make() -> tuple[dict[str, Any], int]:
         expires = (models.utcnow() + dt.timedelta(seconds=body.expires_in_s)) if body.expires_in_s else None
         row, secret = ctx.scope.issue_key(name=body.name, role=body.role, scopes=body.scopes, expires_at=expires)
@@ -63,8 +76,8 @@ def revoke_key(key_id: str, response: Response, ctx: Ctx = Depends(require("keys
     excess = sorted(set(row.scopes) - ctx.principal.scopes)
     if excess:
         raise errors.PermissionDeniedError(
-            f"a key cannot revoke a key with more rights than its own (missing: {', '.join(excess)})",
-            scope=excess[0])
+            f"a key cannot revoke a key with more rights than its own (missing: {', '.join(excess)})", scope=excess[0]
+        )
     if row.revoked_at is None:
         row.revoked_at = models.utcnow()
     ctx.audit(f"api-keys/{row.id}")

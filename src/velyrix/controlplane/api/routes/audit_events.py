@@ -14,19 +14,40 @@ router = APIRouter(prefix="/v1/audit-events", tags=["audit-events"], responses=s
 
 
 def out(e: models.AuditEvent) -> dict[str, Any]:
-    return {"id": e.id, "at": e.at, "actor": e.actor, "key_id": e.key_id, "tenant_id": e.tenant_id,
-            "action": e.action, "target": e.target, "request_id": e.request_id, "source_address": e.source_address,
-            "outcome": e.outcome, "status_code": e.status_code, "error_code": e.error_code, "detail": e.detail}
+    return {
+        "id": e.id,
+        "at": e.at,
+        "actor": e.actor,
+        "key_id": e.key_id,
+        "tenant_id": e.tenant_id,
+        "action": e.action,
+        "target": e.target,
+        "request_id": e.request_id,
+        "source_address": e.source_address,
+        "outcome": e.outcome,
+        "status_code": e.status_code,
+        "error_code": e.error_code,
+        "detail": e.detail,
+    }
 
 
 @router.get("", name="audit_events.list", response_model=schemas.Page[schemas.AuditEventOut])
-def list_events(ctx: Ctx = Depends(require("audit:read")), action: str | None = None, outcome: str | None = None,
-                key_id: str | None = None, request_id: str | None = None, target: str | None = None,
-                cursor: str | None = Depends(schemas.cursor_param), limit: int = Depends(schemas.limit_param)
-                ) -> dict[str, Any]:
-    rows, nxt = ctx.scope.page(models.AuditEvent, filters={
-        "action": action, "outcome": outcome, "key_id": key_id, "request_id": request_id, "target": target},
-        cursor=cursor, limit=limit)
+def list_events(
+    ctx: Ctx = Depends(require("audit:read")),
+    action: str | None = None,
+    outcome: str | None = None,
+    key_id: str | None = None,
+    request_id: str | None = None,
+    target: str | None = None,
+    cursor: str | None = Depends(schemas.cursor_param),
+    limit: int = Depends(schemas.limit_param),
+) -> dict[str, Any]:
+    rows, nxt = ctx.scope.page(
+        models.AuditEvent,
+        filters={"action": action, "outcome": outcome, "key_id": key_id, "request_id": request_id, "target": target},
+        cursor=cursor,
+        limit=limit,
+    )
     return {"items": [out(r) for r in rows], "next_cursor": nxt}
 
 

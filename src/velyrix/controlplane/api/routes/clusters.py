@@ -19,11 +19,21 @@ IMMUTABLE = ("name", "region", "node_type")
 
 
 def out(c: Any) -> dict[str, Any]:  # an ORM entity or a row of Scope.read
-    return {"id": c.id, "tenant_id": c.tenant_id, "name": c.name, "region": c.region, "node_type": c.node_type,
-            "node_count": c.node_count, "desired_state": c.desired_state, "spec": c.spec, "plan": c.plan,
-            "status": {"phase": c.phase, "conditions": c.conditions, "phase_history": c.phase_history,
-                       "events": c.events},
-            "created_at": c.created_at, "updated_at": c.updated_at, "version": c.version}
+    return {
+        "id": c.id,
+        "tenant_id": c.tenant_id,
+        "name": c.name,
+        "region": c.region,
+        "node_type": c.node_type,
+        "node_count": c.node_count,
+        "desired_state": c.desired_state,
+        "spec": c.spec,
+        "plan": c.plan,
+        "status": {"phase": c.phase, "conditions": c.conditions, "phase_history": c.phase_history, "events": c.events},
+        "created_at": c.created_at,
+        "updated_at": c.updated_at,
+        "version": c.version,
+    }
 
 
 def _check_capacity(ctx: Ctx, spec_region: str, node_type: str, node_count: int, already: int = 0) -> None:
@@ -35,33 +45,52 @@ def _check_capacity(ctx: Ctx, spec_region: str, node_type: str, node_count: int,
     if node_count > available:
         raise errors.CapacityError(
             f"{spec_region} has {available} {node_type} nodes available, {node_count} requested",
-            hint="lower node_count, or choose another region or node type (GET /v1/regions)")
+            hint="lower node_count, or choose another region or node type (GET /v1/regions)",
+        )
 
 
 @router.get("", name="clusters.list", response_model=schemas.Page[schemas.ClusterOut])
-def list_clusters(ctx: Ctx = Depends(require("clusters:read")), name: str | None = None,
-                  region: str | None = None, phase: str | None = None,
-                  cursor: str | None = Depends(schemas.cursor_param), limit: int = Depends(schemas.limit_param)
-                  ) -> dict[str, Any]:
-    rows, nxt = ctx.scope.page(models.Cluster, filters={"name": name, "region": region, "phase": phase},
-                               cursor=cursor, limit=limit)
+def list_clusters(
+    ctx: Ctx = Depends(require("clusters:read")),
+    name: str | None = None,
+    region: str | None = None,
+    phase: str | None = None,
+    cursor: str | None = Depends(schemas.cursor_param),
+    limit: int = Depends(schemas.limit_param),
+) -> dict[str, Any]:
+    rows, nxt = ctx.scope.page(
+        models.Cluster, filters={"name": name, "region": region, "phase": phase}, cursor=cursor, limit=limit
+    )
     return {"items": [out(r) for r in rows], "next_cursor": nxt}
 
 
 @router.post("", name="clusters.create", status_code=201, response_model=schemas.ClusterOut)
-def create_cluster(body: specs.ClusterSpecBody, ctx: Ctx = Depends(require("clusters:write")),
-                   idempotency_key: str | None = schemas.IDEMPOTENCY_KEY) -> Any:
+def create_cluster(
+    body: specs.ClusterSpecBody,
+    ctx: Ctx = Depends(require("clusters:write")),
+    idempotency_key: str | None = schemas.IDEMPOTENCY_KEY,
+) -> Any:
     """Declare a cluster. The answer carries its plan; reconcilers then provision it (phase Pending)."""
 
     def make() -> tuple[dict[str, Any], int]:
         spec = specs.validate(body)
         if ctx.scope.exists(models.Cluster, name=spec.name):
-            raise errors.ConflictError(f"a cluster named '{spec.name}' exists in this tenant",
-                                       hint="update it with PUT /v1/clusters/{id}, or pick another name")
+            raise errors.ConflictError(
+                f"a cluster named '{spec.name}' exists in this tenant",
+                hint="update it with PUT /v1/clusters/{id}, or pick another name",
+            )
         _check_capacity(ctx, spec.region, spec.node_type, spec.node_count)
-        cluster = models.Cluster(name=spec.name, region=spec.region, node_type=spec.node_type,
-                                 node_count=spec.node_count, spec=specs.to_body(spec),
-                                 plan=planner.plan_cluster(spec), conditions=[], phase_history=[], events=[])
+        cluster = models.Cluster(
+            name=spec.name,
+            region=spec.region,
+            node_type=spec.node_type,
+            node_count=spec.node_count,
+            spec=specs.to_body(spec),
+            plan=planner.plan_cluster(spec),
+            conditions=[],
+            phase_history=[],
+            events=[],
+        )
         status.set_phase(cluster, "Pending", actor=ctx.principal.actor, reason="cluster declared")
         status.set_condition(cluster, "Planned", True, "PlanComputed", "plan computed from the spec")
         ctx.scope.add(cluster)
@@ -78,9 +107,14 @@ async def get_cluster(cluster_id: str, ctx: Ctx = Depends(require("clusters:read
 
 
 @router.put("/{cluster_id}", name="clusters.update", response_model=schemas.ClusterOut)
-def update_cluster(cluster_id: str, body: specs.ClusterSpecBody, request: Request, response: Response,
-                   ctx: Ctx = Depends(require("clusters:write")), if_match: str | None = schemas.IF_MATCH
-                   ) -> dict[str, Any]:
+def update_cluster(
+    cluster_id: str,
+    body: specs.ClusterSpecBody,
+    request: Request,
+    response: Response,
+    ctx: Ctx = Depends(require("clusters:write")),
+    if_match: str | None = schemas.IF_MATCH,
+) -> dict[str, Any]:
     """Replace the declared spec (node count, storage, workload, acceptance); re-plans the cluster."""
     cluster = ctx.scope.get(models.Cluster, cluster_id, "cluster")
     check_if_match(request, cluster)
@@ -88,8 +122,9 @@ def update_cluster(cluster_id: str, body: specs.ClusterSpecBody, request: Reques
         raise errors.ConflictError(f"cluster '{cluster.name}' is being deleted")
     changed = [f for f in IMMUTABLE if getattr(body, f) != getattr(cluster, f)]
     if changed:
-        raise errors.InvalidInputError(f"{', '.join(changed)} cannot change on an existing cluster",
-                                       hint="declare a new cluster instead")
+        raise errors.InvalidInputError(
+            f"{', '.join(changed)} cannot change on an existing cluster", hint="declare a new cluster instead"
+        )
     spec = specs.validate(body)
     _check_capacity(ctx, spec.region, spec.node_type, spec.node_count, already=cluster.node_count)
     cluster.node_count = spec.node_count
@@ -104,9 +139,13 @@ def update_cluster(cluster_id: str, body: specs.ClusterSpecBody, request: Reques
 
 
 @router.delete("/{cluster_id}", name="clusters.delete", status_code=202, response_model=schemas.ClusterOut)
-def delete_cluster(cluster_id: str, request: Request, response: Response,
-                   ctx: Ctx = Depends(require("clusters:write")), if_match: str | None = schemas.IF_MATCH
-                   ) -> dict[str, Any]:
+def delete_cluster(
+    cluster_id: str,
+    request: Request,
+    response: Response,
+    ctx: Ctx = Depends(require("clusters:write")),
+    if_match: str | None = schemas.IF_MATCH,
+) -> dict[str, Any]:
     """Ask for the cluster's deletion (202): reconcilers release its nodes; its volumes stay."""
     cluster = ctx.scope.get(models.Cluster, cluster_id, "cluster")
     check_if_match(request, cluster)

@@ -33,8 +33,10 @@ def acceptance_report(cluster_id: str, ctx: Ctx = Depends(require("clusters:read
     cluster = ctx.scope.get(models.Cluster, cluster_id, "cluster")
     row = ctx.scope.latest(tables.AcceptanceReport, cluster_id=cluster.id)
     if row is None:
-        raise errors.NotFoundError(f"cluster '{cluster.name}' has no acceptance report yet (phase {cluster.phase})",
-                                   hint="reports are written when validation ends (phase Ready or Degraded)")
+        raise errors.NotFoundError(
+            f"cluster '{cluster.name}' has no acceptance report yet (phase {cluster.phase})",
+            hint="reports are written when validation ends (phase Ready or Degraded)",
+        )
     return row.report
 
 
@@ -45,8 +47,12 @@ def signing_key(region: str, ctx: Ctx = Depends(require("regions:read"))) -> dic
     public = signing.public_key_b64(region)
     import base64
 
-    return {"region": region, "algorithm": "Ed25519", "public_key": public,
-            "key_id": signing.key_id(base64.b64decode(public))}
+    return {
+        "region": region,
+        "algorithm": "Ed25519",
+        "public_key": public,
+        "key_id": signing.key_id(base64.b64decode(public)),
+    }
 
 
 class DestroyBody(BaseModel):
@@ -73,8 +79,10 @@ def destroy(cluster_id: str, body: DestroyBody, ctx: Ctx = Depends(require("clus
 class FaultBody(BaseModel):
     model_config = ConfigDict(extra="forbid")
     node: str = Field(max_length=128, description="hostname of a twin node")
-    kind: str = Field(max_length=32, description="xid, ecc_dbe, ecc_sbe_storm, slow_gpu, ib_down, slow_disk, "
-                                                 "remap_failure, nvlink, thermal")
+    kind: str = Field(
+        max_length=32,
+        description="xid, ecc_dbe, ecc_sbe_storm, slow_gpu, ib_down, slow_disk, remap_failure, nvlink, thermal",
+    )
     gpu: int | None = Field(None, ge=0, le=63)
     xid: int | None = Field(None, ge=1, le=1000)
     port: int | None = Field(None, ge=0, le=63)
@@ -105,8 +113,9 @@ def inject_fault(body: FaultBody, request: Request, ctx: Ctx = Depends(require("
 
 
 @sim_router.get("/events", name="sim.events")
-def sim_events(request: Request, ctx: Ctx = Depends(require("fleet:operate")),
-               limit: int = Depends(schemas.limit_param)) -> dict[str, Any]:
+def sim_events(
+    request: Request, ctx: Ctx = Depends(require("fleet:operate")), limit: int = Depends(schemas.limit_param)
+) -> dict[str, Any]:
     """The twin's latest faults and precursors (operators)."""
     runtime = _twin(request)
     return {"now_s": runtime.sim.clock.now(), "items": [e.to_dict() for e in runtime.sim.events[-limit:]]}

@@ -17,8 +17,12 @@ def healthz() -> dict[str, str]:
     return {"status": "ok"}
 
 
-@router.get("/readyz", name="health.ready", response_model=schemas.Health,
-            responses={503: {"model": schemas.Health, "description": "database unreachable or not migrated"}})
+@router.get(
+    "/readyz",
+    name="health.ready",
+    response_model=schemas.Health,
+    responses={503: {"model": schemas.Health, "description": "database unreachable or not migrated"}},
+)
 def readyz(request: Request) -> JSONResponse:
     """Readiness: the database answers and is at the newest migration."""
     try:
@@ -26,5 +30,7 @@ def readyz(request: Request) -> JSONResponse:
     except Exception as exc:  # any failure means not ready
         return JSONResponse({"status": "unavailable", "database": type(exc).__name__}, status_code=503)
     ready = revision == request.app.state.schema_head
-    return JSONResponse({"status": "ok" if ready else "unavailable", "database": "ok", "schema_revision": revision},
-                        status_code=200 if ready else 503)
+    return JSONResponse(
+        {"status": "ok" if ready else "unavailable", "database": "ok", "schema_revision": revision},
+        status_code=200 if ready else 503,
+    )

@@ -29,8 +29,10 @@ class ReportBody(BaseModel):
     collected_at_s: float = Field(ge=0.0, description="when the sample was collected (Unix s; twin: sim s)")
     up: bool = True
     problems: list[str] = Field(default_factory=list, max_length=200)
-    sample: dict[str, Any] = Field(default_factory=dict, description="NodeSample.to_dict(), with health_level "
-                                                                     "(0-3), health_action (0-7), health_summary")
+    sample: dict[str, Any] = Field(
+        default_factory=dict,
+        description="NodeSample.to_dict(), with health_level (0-3), health_action (0-7), health_summary",
+    )
 
 
 class ReportOut(BaseModel):
@@ -43,8 +45,10 @@ class ReportOut(BaseModel):
     health_level: int | None
     health_action: str | None = Field(description="ladder rung name: IGNORE ... DRAIN_NOW, QUARANTINE, RMA")
     health_summary: str
-    actions: list[str] = Field(description="what the control plane did about the last report that changed "
-                                           "anything: drain, quarantine, replace, incident, rma")
+    actions: list[str] = Field(
+        description="what the control plane did about the last report that changed "
+        "anything: drain, quarantine, replace, incident, rma"
+    )
     reports: int
     sample: dict[str, Any]
 
@@ -90,21 +94,29 @@ class RmaOut(BaseModel):
 
 
 @router.post("/v1/nodes/{hostname}/reports", name="nodes.report", response_model=ReportAccepted)
-def report(hostname: str, body: ReportBody, request: Request,
-           ctx: Ctx = Depends(require("nodes:report"))) -> dict[str, Any]:
+def report(
+    hostname: str, body: ReportBody, request: Request, ctx: Ctx = Depends(require("nodes:report"))
+) -> dict[str, Any]:
     """A node agent's report: stored as the node's last one; a verdict of DRAIN_NOW or worse is acted on
     (quarantine, replacement from the spares, RMA record, NOC incident when no spare is left)."""
     if ctx.principal.name != f"node:{hostname}":
         raise errors.PermissionDeniedError("a node token reports for its own node only", scope="nodes:report")
     if body.hostname != hostname:
-        raise errors.InvalidInputError(f"body hostname '{body.hostname}' differs from the path's '{hostname}'",
-                                       hint="send the report to /v1/nodes/<this node's hostname>/reports")
+        raise errors.InvalidInputError(
+            f"body hostname '{body.hostname}' differs from the path's '{hostname}'",
+            hint="send the report to /v1/nodes/<this node's hostname>/reports",
+        )
     node = ctx.scope.find(models.Node, "node", name=hostname)
     row, done = ctx.scope.record_report(node, body.model_dump(), getattr(request.app.state, "report_handler", None))
     ctx.audit(f"nodes/{node.id}/reports", detail={"health_action": row.health_action, "actions": done})
     ctx.commit()
-    return {"node_id": node.id, "hostname": node.name, "health_action": row.health_action, "actions": done,
-            "reports": row.reports}
+    return {
+        "node_id": node.id,
+        "hostname": node.name,
+        "health_action": row.health_action,
+        "actions": done,
+        "reports": row.reports,
+    }
 
 
 @router.get("/v1/nodes/{node_id}/report", name="nodes.last_report", response_model=ReportOut)
@@ -113,21 +125,26 @@ def last_report(node_id: str, ctx: Ctx = Depends(require("nodes:read"))) -> dict
     node = ctx.scope.get(models.Node, node_id, "node")
     row = ctx.scope.latest(health_tables.NodeReport, node_id=node.id)
     if row is None:
-        raise errors.NotFoundError(f"node '{node.name}' has not reported yet",
-                                   hint="its agent reports with --control-plane URL --node-token T")
+        raise errors.NotFoundError(
+            f"node '{node.name}' has not reported yet", hint="its agent reports with --control-plane URL --node-token T"
+        )
     return node_health.report_out(row, node.name)
 
 
-@router.post("/v1/nodes/{node_id}/credentials", name="nodes.rotate_token", status_code=201,
-             response_model=NodeTokenOut)
+@router.post("/v1/nodes/{node_id}/credentials", name="nodes.rotate_token", status_code=201, response_model=NodeTokenOut)
 def rotate_token(node_id: str, ctx: Ctx = Depends(require("fleet:operate"))) -> dict[str, Any]:
     """Issue a new token for the node's agent; earlier tokens stop working on their next request."""
     node = ctx.scope.get(models.Node, node_id, "node")
     row, token = ctx.scope.issue_node_token(node)
     ctx.audit(f"nodes/{node.id}/credentials", status_code=201, detail={"prefix": row.prefix})
     ctx.commit()
-    return {"node_id": node.id, "hostname": node.name, "prefix": row.prefix, "node_token": token,
-            "created_at": row.created_at}
+    return {
+        "node_id": node.id,
+        "hostname": node.name,
+        "prefix": row.prefix,
+        "node_token": token,
+        "created_at": row.created_at,
+    }
 
 
 def _incident(i: Any) -> dict[str, Any]:
@@ -135,19 +152,27 @@ def _incident(i: Any) -> dict[str, Any]:
 
 
 @router.get("/v1/incidents", name="incidents.list", response_model=schemas.Page[IncidentOut])
-def list_incidents(ctx: Ctx = Depends(require("nodes:read")), cluster_id: str | None = None,
-                   priority: str | None = None, cursor: str | None = Depends(schemas.cursor_param),
-                   limit: int = Depends(schemas.limit_param)) -> dict[str, Any]:
+def list_incidents(
+    ctx: Ctx = Depends(require("nodes:read")),
+    cluster_id: str | None = None,
+    priority: str | None = None,
+    cursor: str | None = Depends(schemas.cursor_param),
+    limit: int = Depends(schemas.limit_param),
+) -> dict[str, Any]:
     """NOC incidents (tenants: those of their clusters; provider keys: all)."""
-    rows, nxt = ctx.scope.page(health_tables.Incident, filters={"cluster_id": cluster_id, "priority": priority},
-                               cursor=cursor, limit=limit)
+    rows, nxt = ctx.scope.page(
+        health_tables.Incident, filters={"cluster_id": cluster_id, "priority": priority}, cursor=cursor, limit=limit
+    )
     return {"items": [_incident(r) for r in rows], "next_cursor": nxt}
 
 
 @router.get("/v1/rma-records", name="rma.list", response_model=schemas.Page[RmaOut])
-def list_rma(ctx: Ctx = Depends(require("fleet:operate")), node_id: str | None = None,
-             cursor: str | None = Depends(schemas.cursor_param),
-             limit: int = Depends(schemas.limit_param)) -> dict[str, Any]:
+def list_rma(
+    ctx: Ctx = Depends(require("fleet:operate")),
+    node_id: str | None = None,
+    cursor: str | None = Depends(schemas.cursor_param),
+    limit: int = Depends(schemas.limit_param),
+) -> dict[str, Any]:
     """Parts to return to the vendor, with their evidence (provider only)."""
     rows, nxt = ctx.scope.page(health_tables.RmaRecord, filters={"node_id": node_id}, cursor=cursor, limit=limit)
     return {"items": [{k: getattr(r, k) for k in RmaOut.model_fields} for r in rows], "next_cursor": nxt}

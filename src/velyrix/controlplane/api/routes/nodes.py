@@ -26,8 +26,10 @@ class NodeCreate(BaseModel):
 
 
 class NodeCreated(schemas.NodeOut):
-    node_token: str = Field(description="the node agent's token (`vlxn_...`, scope nodes:report); shown once, "
-                                        "never stored; rotate with POST /v1/nodes/{id}/credentials")
+    node_token: str = Field(
+        description="the node agent's token (`vlxn_...`, scope nodes:report); shown once, "
+        "never stored; rotate with POST /v1/nodes/{id}/credentials"
+    )
 
 
 class NodeUpdate(BaseModel):
@@ -37,28 +39,58 @@ class NodeUpdate(BaseModel):
 
 
 def out(n: Any) -> dict[str, Any]:  # an ORM entity or a row of Scope.read
-    return {"id": n.id, "name": n.name, "region": n.region, "node_type": n.node_type, "tenant_id": n.tenant_id,
-            "cluster_id": n.cluster_id, "provisioning_state": n.provisioning_state, "fleet_stage": n.fleet_stage,
-            "hardware": n.hardware, "labels": n.labels, "last_error": n.last_error, "created_at": n.created_at,
-            "updated_at": n.updated_at, "version": n.version}
+    return {
+        "id": n.id,
+        "name": n.name,
+        "region": n.region,
+        "node_type": n.node_type,
+        "tenant_id": n.tenant_id,
+        "cluster_id": n.cluster_id,
+        "provisioning_state": n.provisioning_state,
+        "fleet_stage": n.fleet_stage,
+        "hardware": n.hardware,
+        "labels": n.labels,
+        "last_error": n.last_error,
+        "created_at": n.created_at,
+        "updated_at": n.updated_at,
+        "version": n.version,
+    }
 
 
 @router.get("", name="nodes.list", response_model=schemas.Page[schemas.NodeOut])
-def list_nodes(ctx: Ctx = Depends(require("nodes:read")), region: str | None = None, node_type: str | None = None,
-               cluster_id: str | None = None, provisioning_state: str | None = None, fleet_stage: str | None = None,
-               name: str | None = Query(None, max_length=128, description="hostname"),
-               cursor: str | None = Depends(schemas.cursor_param), limit: int = Depends(schemas.limit_param)
-               ) -> dict[str, Any]:
-    rows, nxt = ctx.scope.page(models.Node, filters={
-        "region": region, "node_type": node_type, "cluster_id": cluster_id,
-        "provisioning_state": provisioning_state, "fleet_stage": fleet_stage, "name": name}, cursor=cursor,
-        limit=limit)
+def list_nodes(
+    ctx: Ctx = Depends(require("nodes:read")),
+    region: str | None = None,
+    node_type: str | None = None,
+    cluster_id: str | None = None,
+    provisioning_state: str | None = None,
+    fleet_stage: str | None = None,
+    name: str | None = Query(None, max_length=128, description="hostname"),
+    cursor: str | None = Depends(schemas.cursor_param),
+    limit: int = Depends(schemas.limit_param),
+) -> dict[str, Any]:
+    rows, nxt = ctx.scope.page(
+        models.Node,
+        filters={
+            "region": region,
+            "node_type": node_type,
+            "cluster_id": cluster_id,
+            "provisioning_state": provisioning_state,
+            "fleet_stage": fleet_stage,
+            "name": name,
+        },
+        cursor=cursor,
+        limit=limit,
+    )
     return {"items": [out(r) for r in rows], "next_cursor": nxt}
 
 
 @router.post("", name="nodes.create", status_code=201, response_model=NodeCreated)
-def register_node(body: NodeCreate, ctx: Ctx = Depends(require("fleet:operate")),
-                  idempotency_key: str | None = schemas.IDEMPOTENCY_KEY) -> Any:
+def register_node(
+    body: NodeCreate,
+    ctx: Ctx = Depends(require("fleet:operate")),
+    idempotency_key: str | None = schemas.IDEMPOTENCY_KEY,
+) -> Any:
     """Register a node of the fleet (free, ``enrolled``, stage ``burn-in``: intake inspects and burns it in
     through the driver before it is sold). The answer carries the node agent's token once (``node_token``)."""
 
@@ -67,8 +99,11 @@ def register_node(body: NodeCreate, ctx: Ctx = Depends(require("fleet:operate"))
         catalog.node_type(body.node_type)
         if ctx.scope.exists(models.Node, name=body.name):
             raise errors.ConflictError(f"node '{body.name}' is registered already")
-        node = ctx.scope.add(models.Node(name=body.name, region=body.region, node_type=body.node_type,
-                                         hardware=body.hardware, labels=body.labels))
+        node = ctx.scope.add(
+            models.Node(
+                name=body.name, region=body.region, node_type=body.node_type, hardware=body.hardware, labels=body.labels
+            )
+        )
         _cred, token = ctx.scope.issue_node_token(node)
         ctx.audit(f"nodes/{node.id}", status_code=201, detail={"name": node.name})
         return {**out(node), "node_token": token}, 201
@@ -83,9 +118,14 @@ async def get_node(node_id: str, ctx: Ctx = Depends(require("nodes:read"))) -> R
 
 
 @router.patch("/{node_id}", name="nodes.update", response_model=schemas.NodeOut)
-def update_node(node_id: str, body: NodeUpdate, request: Request, response: Response,
-                ctx: Ctx = Depends(require("fleet:operate")), if_match: str | None = schemas.IF_MATCH
-                ) -> dict[str, Any]:
+def update_node(
+    node_id: str,
+    body: NodeUpdate,
+    request: Request,
+    response: Response,
+    ctx: Ctx = Depends(require("fleet:operate")),
+    if_match: str | None = schemas.IF_MATCH,
+) -> dict[str, Any]:
     """Replace a node's inventory or labels."""
     node = ctx.scope.get(models.Node, node_id, "node")
     check_if_match(request, node)

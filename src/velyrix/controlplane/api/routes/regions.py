@@ -21,11 +21,22 @@ def out(ctx: Ctx, name: str) -> dict[str, Any]:
     for node_type, total in sorted(region.capacity.items()):
         spare = int(total * region.spare_fraction)
         used = in_use.get(node_type, 0)
-        capacity.append({"node_type": node_type, "total_nodes": total, "spare_nodes": spare,
-                         "in_use_nodes": used, "available_nodes": max(0, total - spare - used)})
-    return {"name": region.name, "description": region.description,
-            "scalable_unit_nodes": region.scalable_unit_nodes, "spare_fraction": region.spare_fraction,
-            "capacity": capacity}
+        capacity.append(
+            {
+                "node_type": node_type,
+                "total_nodes": total,
+                "spare_nodes": spare,
+                "in_use_nodes": used,
+                "available_nodes": max(0, total - spare - used),
+            }
+        )
+    return {
+        "name": region.name,
+        "description": region.description,
+        "scalable_unit_nodes": region.scalable_unit_nodes,
+        "spare_fraction": region.spare_fraction,
+        "capacity": capacity,
+    }
 
 
 @router.get("", name="regions.list", response_model=schemas.Page[schemas.RegionOut])
@@ -38,6 +49,9 @@ def get_region(region: str, ctx: Ctx = Depends(require("regions:read"))) -> dict
     names = catalog.region_names()
     if region not in names:
         near = errors.closest(region, names)
-        raise errors.NotFoundError(kind="region", name=region,
-                                   hint=(f"did you mean '{near[0]}'? " if near else "") + "valid: " + ", ".join(names))
+        raise errors.NotFoundError(
+            kind="region",
+            name=region,
+            hint=(f"did you mean '{near[0]}'? " if near else "") + "valid: " + ", ".join(names),
+        )
     return out(ctx, region)

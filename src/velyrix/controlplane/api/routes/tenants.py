@@ -28,21 +28,34 @@ class TenantUpdate(BaseModel):
 
 
 def out(t: models.Tenant) -> dict[str, Any]:
-    return {"id": t.id, "name": t.name, "display_name": t.display_name, "created_at": t.created_at,
-            "updated_at": t.updated_at, "version": t.version}
+    return {
+        "id": t.id,
+        "name": t.name,
+        "display_name": t.display_name,
+        "created_at": t.created_at,
+        "updated_at": t.updated_at,
+        "version": t.version,
+    }
 
 
 @router.get("", name="tenants.list", response_model=schemas.Page[schemas.TenantOut])
-def list_tenants(ctx: Ctx = Depends(require("tenants:read")), name: str | None = None,
-                 cursor: str | None = Depends(schemas.cursor_param), limit: int = Depends(schemas.limit_param)
-                 ) -> dict[str, Any]:
+def list_tenants(
+    ctx: Ctx = Depends(require("tenants:read")),
+    name: str | None = None,
+    cursor: str | None = Depends(schemas.cursor_param),
+    limit: int = Depends(schemas.limit_param),
+) -> dict[str, Any]:
     rows, nxt = ctx.scope.page(models.Tenant, filters={"name": name}, cursor=cursor, limit=limit)
     return {"items": [out(r) for r in rows], "next_cursor": nxt}
 
 
 @router.post("", name="tenants.create", status_code=201, response_model=schemas.TenantOut)
-def create_tenant(body: TenantCreate, request: Request, ctx: Ctx = Depends(require("tenants:admin")),
-                  idempotency_key: str | None = schemas.IDEMPOTENCY_KEY) -> Any:
+def create_tenant(
+    body: TenantCreate,
+    request: Request,
+    ctx: Ctx = Depends(require("tenants:admin")),
+    idempotency_key: str | None = schemas.IDEMPOTENCY_KEY,
+) -> Any:
     def make() -> tuple[dict[str, Any], int]:
         if ctx.scope.exists(models.Tenant, name=body.name):
             raise errors.ConflictError(f"tenant name '{body.name}' is taken", hint="choose another name")
@@ -61,9 +74,14 @@ def get_tenant(tenant_id: str, response: Response, ctx: Ctx = Depends(require("t
 
 
 @router.patch("/{tenant_id}", name="tenants.update", response_model=schemas.TenantOut)
-def update_tenant(tenant_id: str, body: TenantUpdate, request: Request, response: Response,
-                  ctx: Ctx = Depends(require("tenants:write")), if_match: str | None = schemas.IF_MATCH
-                  ) -> dict[str, Any]:
+def update_tenant(
+    tenant_id: str,
+    body: TenantUpdate,
+    request: Request,
+    response: Response,
+    ctx: Ctx = Depends(require("tenants:write")),
+    if_match: str | None = schemas.IF_MATCH,
+) -> dict[str, Any]:
     tenant = ctx.scope.get(models.Tenant, tenant_id, "tenant")
     check_if_match(request, tenant)
     tenant.display_name = body.display_name

@@ -40,31 +40,53 @@ class VolumeUpdate(BaseModel):
 
 
 def out(v: Any) -> dict[str, Any]:  # an ORM entity or a row of Scope.read
-    return {"id": v.id, "tenant_id": v.tenant_id, "name": v.name, "region": v.region, "tier": v.tier,
-            "size_tb": v.size_tb, "forbid_deletion": v.forbid_deletion, "cluster_id": v.cluster_id,
-            "state": v.state, "created_at": v.created_at, "updated_at": v.updated_at, "version": v.version}
+    return {
+        "id": v.id,
+        "tenant_id": v.tenant_id,
+        "name": v.name,
+        "region": v.region,
+        "tier": v.tier,
+        "size_tb": v.size_tb,
+        "forbid_deletion": v.forbid_deletion,
+        "cluster_id": v.cluster_id,
+        "state": v.state,
+        "created_at": v.created_at,
+        "updated_at": v.updated_at,
+        "version": v.version,
+    }
 
 
 def _mountable(ctx: Ctx, cluster_id: str, region: str) -> str:
     cluster = ctx.scope.get(models.Cluster, cluster_id, "cluster")
     if cluster.region != region:
-        raise errors.InvalidInputError(f"cluster '{cluster.name}' is in {cluster.region}, the volume in {region}",
-                                       hint="a volume mounts only on clusters of its region")
+        raise errors.InvalidInputError(
+            f"cluster '{cluster.name}' is in {cluster.region}, the volume in {region}",
+            hint="a volume mounts only on clusters of its region",
+        )
     return cluster.id
 
 
 @router.get("", name="volumes.list", response_model=schemas.Page[schemas.VolumeOut])
-def list_volumes(ctx: Ctx = Depends(require("volumes:read")), region: str | None = None, tier: str | None = None,
-                 cluster_id: str | None = None, cursor: str | None = Depends(schemas.cursor_param),
-                 limit: int = Depends(schemas.limit_param)) -> dict[str, Any]:
-    rows, nxt = ctx.scope.page(models.Volume, filters={"region": region, "tier": tier, "cluster_id": cluster_id},
-                               cursor=cursor, limit=limit)
+def list_volumes(
+    ctx: Ctx = Depends(require("volumes:read")),
+    region: str | None = None,
+    tier: str | None = None,
+    cluster_id: str | None = None,
+    cursor: str | None = Depends(schemas.cursor_param),
+    limit: int = Depends(schemas.limit_param),
+) -> dict[str, Any]:
+    rows, nxt = ctx.scope.page(
+        models.Volume, filters={"region": region, "tier": tier, "cluster_id": cluster_id}, cursor=cursor, limit=limit
+    )
     return {"items": [out(r) for r in rows], "next_cursor": nxt}
 
 
 @router.post("", name="volumes.create", status_code=201, response_model=schemas.VolumeOut)
-def create_volume(body: VolumeCreate, ctx: Ctx = Depends(require("volumes:write")),
-                  idempotency_key: str | None = schemas.IDEMPOTENCY_KEY) -> Any:
+def create_volume(
+    body: VolumeCreate,
+    ctx: Ctx = Depends(require("volumes:write")),
+    idempotency_key: str | None = schemas.IDEMPOTENCY_KEY,
+) -> Any:
     def make() -> tuple[dict[str, Any], int]:
         catalog.region(body.region)
         if body.tier not in catalog.storage_tier_names():
@@ -72,9 +94,16 @@ def create_volume(body: VolumeCreate, ctx: Ctx = Depends(require("volumes:write"
         if ctx.scope.exists(models.Volume, name=body.name):
             raise errors.ConflictError(f"a volume named '{body.name}' exists in this tenant")
         cluster_id = _mountable(ctx, body.cluster_id, body.region) if body.cluster_id else None
-        volume = ctx.scope.add(models.Volume(name=body.name, region=body.region, tier=body.tier,
-                                             size_tb=body.size_tb, forbid_deletion=body.forbid_deletion,
-                                             cluster_id=cluster_id))
+        volume = ctx.scope.add(
+            models.Volume(
+                name=body.name,
+                region=body.region,
+                tier=body.tier,
+                size_tb=body.size_tb,
+                forbid_deletion=body.forbid_deletion,
+                cluster_id=cluster_id,
+            )
+        )
         ctx.audit(f"volumes/{volume.id}", status_code=201, detail={"tier": volume.tier, "size_tb": volume.size_tb})
         return out(volume), 201
 
@@ -88,15 +117,21 @@ async def get_volume(volume_id: str, ctx: Ctx = Depends(require("volumes:read"))
 
 
 @router.patch("/{volume_id}", name="volumes.update", response_model=schemas.VolumeOut)
-def update_volume(volume_id: str, body: VolumeUpdate, request: Request, response: Response,
-                  ctx: Ctx = Depends(require("volumes:write")), if_match: str | None = schemas.IF_MATCH
-                  ) -> dict[str, Any]:
+def update_volume(
+    volume_id: str,
+    body: VolumeUpdate,
+    request: Request,
+    response: Response,
+    ctx: Ctx = Depends(require("volumes:write")),
+    if_match: str | None = schemas.IF_MATCH,
+) -> dict[str, Any]:
     volume = ctx.scope.get(models.Volume, volume_id, "volume")
     check_if_match(request, volume)
     if body.size_tb is not None:
         if body.size_tb < volume.size_tb:
-            raise errors.InvalidInputError(f"size_tb can only grow (now {volume.size_tb} TB)",
-                                           hint="create a smaller volume and copy the data")
+            raise errors.InvalidInputError(
+                f"size_tb can only grow (now {volume.size_tb} TB)", hint="create a smaller volume and copy the data"
+            )
         volume.size_tb = body.size_tb
     if body.forbid_deletion is not None:
         volume.forbid_deletion = body.forbid_deletion
@@ -110,8 +145,12 @@ def update_volume(volume_id: str, body: VolumeUpdate, request: Request, response
 
 
 @router.delete("/{volume_id}", name="volumes.delete", status_code=204, response_class=Response)
-def delete_volume(volume_id: str, request: Request, ctx: Ctx = Depends(require("volumes:write")),
-                  if_match: str | None = schemas.IF_MATCH) -> Response:
+def delete_volume(
+    volume_id: str,
+    request: Request,
+    ctx: Ctx = Depends(require("volumes:write")),
+    if_match: str | None = schemas.IF_MATCH,
+) -> Response:
     """Delete a volume and its data; refused (409 ``deletion_forbidden``) while forbid_deletion is set."""
     volume = ctx.scope.get(models.Volume, volume_id, "volume")
     check_if_match(request, volume)

@@ -12,8 +12,7 @@ config = context.config
 
 
 def _run(connection: Connection) -> None:
-    context.configure(connection=connection, target_metadata=target_metadata, render_as_batch=True,
-                      compare_type=True)
+    context.configure(connection=connection, target_metadata=target_metadata, render_as_batch=True, compare_type=True)
     with context.begin_transaction():
         context.run_migrations()
 
@@ -22,7 +21,8 @@ connection = config.attributes.get("connection")
 if connection is not None:
     _run(connection)
 else:  # the ``alembic`` command line (autogenerate during development)
-    eng = engine_from_config(config.get_section(config.config_ini_section, {}), prefix="sqlalchemy.",
-                             poolclass=pool.NullPool)
+    eng = engine_from_config(
+        config.get_section(config.config_ini_section, {}), prefix="sqlalchemy.", poolclass=pool.NullPool
+    )
     with eng.connect() as conn:
         _run(conn)

@@ -11,5 +11,17 @@ from velyrix.fleet.drivers.sim.faults import KINDS as FAULT_KINDS
 from velyrix.fleet.drivers.sim.faults import Fault
 from velyrix.fleet.drivers.sim.region import SimEvent, SimRegion
 
-__all__ = ["FAULT_KINDS", "Fault", "SimBMC", "SimClock", "SimDelays", "SimDriver", "SimEvent", "SimGPU",
-           "SimIBPort", "SimNVMe", "SimNode", "SimRegion"]
+__all__ = [
+    "FAULT_KINDS",
+    "Fault",
+    "SimBMC",
+    "SimClock",
+    "SimDelays",
+    "SimDriver",
+    "SimEvent",
+    "SimGPU",
+    "SimIBPort",
+    "SimNVMe",
+    "SimNode",
+    "SimRegion",
+]

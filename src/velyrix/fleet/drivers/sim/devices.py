@@ -11,8 +11,17 @@ from velyrix.catalog import records
 from velyrix.fleet import acceptance, hardware
 from velyrix.fleet.drivers.sim import models
 
-IB_COUNTERS = ("symbol_error", "link_downed", "port_rcv_errors", "port_xmit_wait", "port_xmit_data",
-               "port_rcv_data", "port_xmit_packets", "port_rcv_packets", "link_error_recovery")
+IB_COUNTERS = (
+    "symbol_error",
+    "link_downed",
+    "port_rcv_errors",
+    "port_xmit_wait",
+    "port_xmit_data",
+    "port_rcv_data",
+    "port_xmit_packets",
+    "port_rcv_packets",
+    "link_error_recovery",
+)
 """Counter file names under /sys/class/infiniband/<dev>/ports/<port>/counters/ that the twin keeps."""
 
 
@@ -70,10 +79,15 @@ class SimGPU:
             self.bf16_tflops_measured = 0.0
             self.hbm_gb_s_measured = 0.0
             return
-        self.bf16_tflops_measured = (self.peak_bf16_tflops * acceptance.GEMM_SHARE_OF_PEAK * self._noise[0]
-                                     * self.compute_factor)
-        self.hbm_gb_s_measured = self.peak_hbm_gb_s * acceptance.HBM_SHARE_OF_PEAK * self._noise[1] * min(
-            1.0, 0.5 + 0.5 * self.compute_factor)
+        self.bf16_tflops_measured = (
+            self.peak_bf16_tflops * acceptance.GEMM_SHARE_OF_PEAK * self._noise[0] * self.compute_factor
+        )
+        self.hbm_gb_s_measured = (
+            self.peak_hbm_gb_s
+            * acceptance.HBM_SHARE_OF_PEAK
+            * self._noise[1]
+            * min(1.0, 0.5 + 0.5 * self.compute_factor)
+        )
 
     def add_xid(self, at_s: float, xid: int) -> None:
         self.xid_events.append((at_s, xid))
@@ -100,8 +114,13 @@ class SimGPU:
         self.fb_free_mib = self.fb_total_mib - self.fb_used_mib
 
     def info(self) -> hardware.GPUInfo:
-        return hardware.GPUInfo(index=self.index, uuid=self.uuid, serial=self.serial, model=self.name,
-                                memory_gb=round(self.fb_total_mib * 2**20 / 1e9, 1))
+        return hardware.GPUInfo(
+            index=self.index,
+            uuid=self.uuid,
+            serial=self.serial,
+            model=self.name,
+            memory_gb=round(self.fb_total_mib * 2**20 / 1e9, 1),
+        )
 
 
 @dataclass(eq=False)
@@ -176,14 +195,22 @@ class SimNode:
 
     def hardware(self) -> hardware.NodeHardware:
         """The inventory inspection reports."""
-        nics = tuple(hardware.NICInfo(device=p.device, role="compute", speed_gbps=p.rate_gbps, mac=p.mac,
-                                      rail=i, firmware=p.firmware) for i, p in enumerate(self.ib_ports))
+        nics = tuple(
+            hardware.NICInfo(
+                device=p.device, role="compute", speed_gbps=p.rate_gbps, mac=p.mac, rail=i, firmware=p.firmware
+            )
+            for i, p in enumerate(self.ib_ports)
+        )
         return hardware.NodeHardware(
-            hostname=self.hostname, node_type=self.node_type, serial=self.serial,
-            gpus=tuple(g.info() for g in self.gpus), nics=nics + tuple(self.other_nics),
+            hostname=self.hostname,
+            node_type=self.node_type,
+            serial=self.serial,
+            gpus=tuple(g.info() for g in self.gpus),
+            nics=nics + tuple(self.other_nics),
             bmc=hardware.BMCInfo(address=self.bmc.address, mac=self.bmc.mac, firmware=self.bmc.firmware),
             nvme=tuple(hardware.NVMeInfo(name=d.name, serial=d.serial, capacity_tb=d.capacity_tb) for d in self.nvme),
-            firmware=dict(self.firmware), position=self.position,
+            firmware=dict(self.firmware),
+            position=self.position,
         )
 
     def step(self, dt_s: float) -> None:

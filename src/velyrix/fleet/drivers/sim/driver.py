@@ -74,8 +74,9 @@ class SimDriver(base.Driver):
 
     # --- plumbing -------------------------------------------------------------------------------
 
-    def _submit(self, kind: str, node: str, request_id: str, delay_s: float,
-                effect: Callable[[], dict[str, Any]]) -> base.Operation:
+    def _submit(
+        self, kind: str, node: str, request_id: str, delay_s: float, effect: Callable[[], dict[str, Any]]
+    ) -> base.Operation:
         if request_id in self._ops:
             return self.operation(request_id)
         if node:
@@ -123,12 +124,14 @@ class SimDriver(base.Driver):
             if not sim.powered:
                 raise errors.ConflictError(f"node '{node}' is powered off; power it on before inspection")
             return {"hardware": sim.hardware().to_dict()}
+
         return self._submit("inspect", node, request_id, self.delays.inspect_s, effect)
 
     def power(self, node: str, on: bool, *, request_id: str) -> base.Operation:
         def effect() -> dict[str, Any]:
             self.region.node(node).powered = on
             return {"powered": on}
+
         return self._submit("power", node, request_id, self.delays.power_s, effect)
 
     def provision(self, node: str, *, image: str, firmware: Mapping[str, str], request_id: str) -> base.Operation:
@@ -142,6 +145,7 @@ class SimDriver(base.Driver):
             sim.firmware.update(self._stuck_firmware.get(node, {}))
             sim.tenant_data = True
             return {"image": image, "firmware": dict(sim.firmware)}
+
         return self._submit("provision", node, request_id, self.delays.provision_s, effect)
 
     def attach_networks(self, node: str, networks: base.NetworkAttachment, *, request_id: str) -> base.Operation:
@@ -151,38 +155,47 @@ class SimDriver(base.Driver):
             sim = self.region.node(node)
             sim.networks = {"vlan": networks.vlan, "vrf": networks.vrf, "pkey": networks.pkey}
             return dict(sim.networks)
+
         return self._submit("attach_networks", node, request_id, self.delays.networks_s, effect)
 
     def detach_networks(self, node: str, *, request_id: str) -> base.Operation:
         def effect() -> dict[str, Any]:
             self.region.node(node).networks = None
             return {}
+
         return self._submit("detach_networks", node, request_id, self.delays.networks_s, effect)
 
-    def attach_storage(self, node: str, volumes: Sequence[base.VolumeAttachment], *,
-                       request_id: str) -> base.Operation:
+    def attach_storage(self, node: str, volumes: Sequence[base.VolumeAttachment], *, request_id: str) -> base.Operation:
         wanted = list(volumes)
 
         def effect() -> dict[str, Any]:
             sim = self.region.node(node)
             sim.mounts = [v.volume_id for v in wanted]
             return {"mounts": list(sim.mounts)}
+
         return self._submit("attach_storage", node, request_id, self.delays.storage_s, effect)
 
     def run_acceptance(self, node: str, *, request_id: str, tests: Sequence[str] = ()) -> base.Operation:
         def effect() -> dict[str, Any]:
             return measure_node(self.region.node(node), request_id)
+
         return self._submit("acceptance", node, request_id, self.delays.acceptance_s, effect)
 
-    def run_cluster_tests(self, nodes: Sequence[str], *, request_id: str, tests: Sequence[str] = (),
-                          volumes: Sequence[base.VolumeAttachment] = ()) -> base.Operation:
+    def run_cluster_tests(
+        self,
+        nodes: Sequence[str],
+        *,
+        request_id: str,
+        tests: Sequence[str] = (),
+        volumes: Sequence[base.VolumeAttachment] = (),
+    ) -> base.Operation:
         names = list(nodes)
         targets = list(volumes)
 
         def effect() -> dict[str, Any]:
             return self._cluster_measurements([self.region.node(n) for n in names], request_id, targets)
-        return self._submit("cluster_tests", names[0] if names else "", request_id, self.delays.cluster_tests_s,
-                            effect)
+
+        return self._submit("cluster_tests", names[0] if names else "", request_id, self.delays.cluster_tests_s, effect)
 
     def sanitize(self, node: str, *, request_id: str) -> base.Operation:
         def effect() -> dict[str, Any]:
@@ -191,12 +204,14 @@ class SimDriver(base.Driver):
             sim.powered = True
             digest = hashlib.sha256(f"{node}/{request_id}".encode()).hexdigest()[:16]
             return {"certificate": f"nist-800-88-purge-{digest}", "method": "NVMe format --ses=1 (crypto erase)"}
+
         return self._submit("sanitize", node, request_id, self.delays.sanitize_s, effect)
 
     # --- measurements ---------------------------------------------------------------------------
 
-    def _cluster_measurements(self, nodes: list[SimNode], request_id: str,
-                              volumes: list[base.VolumeAttachment]) -> dict[str, Any]:
+    def _cluster_measurements(
+        self, nodes: list[SimNode], request_id: str, volumes: list[base.VolumeAttachment]
+    ) -> dict[str, Any]:
         if not nodes:
             return {"all_reduce_busbw_gb_s": 0.0, "storage_write_gb_s": 0.0, "storage_read_gb_s": 0.0}
         nt = reader.node_type(nodes[0].node_type)
@@ -214,8 +229,12 @@ class SimDriver(base.Driver):
             write = min(size * tier.param("write_gb_s_per_tb"), tier.param("max_write_gb_s"), clients)
             read = min(size * tier.param("read_gb_s_per_tb"), tier.param("max_read_gb_s"), clients)
         factor = STORAGE_EFFICIENCY * _jitter(request_id, "st")
-        return {"all_reduce_busbw_gb_s": round(busbw, 2), "storage_write_gb_s": round(write * factor, 1),
-                "storage_read_gb_s": round(read * factor, 1), "nodes": len(nodes)}
+        return {
+            "all_reduce_busbw_gb_s": round(busbw, 2),
+            "storage_write_gb_s": round(write * factor, 1),
+            "storage_read_gb_s": round(read * factor, 1),
+            "nodes": len(nodes),
+        }
 
 
 def _jitter(request_id: str, salt: str) -> float:
@@ -231,19 +250,48 @@ def measure_node(sim: SimNode, request_id: str = "") -> dict[str, Any]:
     for g in sim.gpus:
         g.refresh_measured()
         links = g.model.nvlink_links
-        gpus.append({
-            "index": g.index, "uuid": g.uuid, "serial": g.serial, "responsive": g.responsive,
-            "bf16_tflops": round(g.bf16_tflops_measured, 1), "hbm_gb_s": round(g.hbm_gb_s_measured, 1),
-            "nvlink_links_up": g.nvlink_links_up if g.responsive else 0, "nvlink_links_total": links,
-            "nvlink_gb_s": round(nt.nvlink_gb_s * acceptance.NVLINK_SHARE_OF_PEAK * g.nvlink_links_up / links
-                                 * _jitter(request_id, f"nv{g.index}"), 1) if g.responsive else 0.0,
-            "ecc_dbe_volatile": g.ecc_dbe_volatile, "remap_failure": g.remap_failure,
-            "remap_pending": g.remap_pending, "throttle_reasons": g.throttle_reasons,
-        })
-    ports = [{"device": p.device, "port": p.port, "state": p.state, "rate_gbps": p.rate_gbps if p.state == "ACTIVE"
-              else 0} for p in sim.ib_ports]
-    nvme = {"read_gb_s": round(sum(d.read_gb_s_measured for d in sim.nvme), 2),
-            "write_gb_s": round(sum(d.write_gb_s_measured for d in sim.nvme), 2),
-            "drives": len(sim.nvme), "media_errors": sum(d.media_errors for d in sim.nvme)}
-    return {"node": sim.hostname, "node_type": sim.node_type, "serial": sim.serial, "gpus": gpus, "ib_ports": ports,
-            "nvme": nvme, "firmware": dict(sim.firmware)}
+        gpus.append(
+            {
+                "index": g.index,
+                "uuid": g.uuid,
+                "serial": g.serial,
+                "responsive": g.responsive,
+                "bf16_tflops": round(g.bf16_tflops_measured, 1),
+                "hbm_gb_s": round(g.hbm_gb_s_measured, 1),
+                "nvlink_links_up": g.nvlink_links_up if g.responsive else 0,
+                "nvlink_links_total": links,
+                "nvlink_gb_s": round(
+                    nt.nvlink_gb_s
+                    * acceptance.NVLINK_SHARE_OF_PEAK
+                    * g.nvlink_links_up
+                    / links
+                    * _jitter(request_id, f"nv{g.index}"),
+                    1,
+                )
+                if g.responsive
+                else 0.0,
+                "ecc_dbe_volatile": g.ecc_dbe_volatile,
+                "remap_failure": g.remap_failure,
+                "remap_pending": g.remap_pending,
+                "throttle_reasons": g.throttle_reasons,
+            }
+        )
+    ports = [
+        {"device": p.device, "port": p.port, "state": p.state, "rate_gbps": p.rate_gbps if p.state == "ACTIVE" else 0}
+        for p in sim.ib_ports
+    ]
+    nvme = {
+        "read_gb_s": round(sum(d.read_gb_s_measured for d in sim.nvme), 2),
+        "write_gb_s": round(sum(d.write_gb_s_measured for d in sim.nvme), 2),
+        "drives": len(sim.nvme),
+        "media_errors": sum(d.media_errors for d in sim.nvme),
+    }
+    return {
+        "node": sim.hostname,
+        "node_type": sim.node_type,
+        "serial": sim.serial,
+        "gpus": gpus,
+        "ib_ports": ports,
+        "nvme": nvme,
+        "firmware": dict(sim.firmware),
+    }

@@ -23,17 +23,17 @@ KINDS = ("xid", "ecc_dbe", "ecc_sbe_storm", "slow_gpu", "ib_down", "slow_disk", 
 # the GPUs drop off the bus (XID 79). Software causes surface as the XID the application sees.
 CAUSE_FAULTS: dict[str, tuple[str, int | None]] = {
     "faulty_gpu": ("xid", 79),
-    "gpu_hbm3_memory": ("ecc_dbe", None),          # precursor: single-bit ECC storm
+    "gpu_hbm3_memory": ("ecc_dbe", None),  # precursor: single-bit ECC storm
     "software_bug": ("xid", 13),
-    "network_switch_cable": ("ib_down", None),      # precursor: symbol errors / link recoveries
+    "network_switch_cable": ("ib_down", None),  # precursor: symbol errors / link recoveries
     "unplanned_host_maintenance": ("xid", 79),
-    "gpu_sram_memory": ("remap_failure", None),     # precursor: remaps filling a bank
+    "gpu_sram_memory": ("remap_failure", None),  # precursor: remaps filling a bank
     "gpu_system_processor": ("xid", 119),
-    "nic": ("ib_down", None),                       # precursor: link errors
+    "nic": ("ib_down", None),  # precursor: link errors
     "nccl_watchdog_timeout": ("xid", 109),
-    "silent_data_corruption": ("slow_gpu", None),   # found by GEMM-vs-peer checks: results/speed off
+    "silent_data_corruption": ("slow_gpu", None),  # found by GEMM-vs-peer checks: results/speed off
     "gpu_thermal_interface_sensor": ("thermal", None),  # precursor: rising temperature
-    "ssd": ("slow_disk", None),                     # precursor: media errors
+    "ssd": ("slow_disk", None),  # precursor: media errors
     "power_supply": ("xid", 79),
     "server_chassis": ("xid", 79),
     "io_expansion_board": ("xid", 79),
@@ -44,10 +44,10 @@ CAUSE_FAULTS: dict[str, tuple[str, int | None]] = {
 
 # Fault kind -> the precursor trend that announces it, with its rate per simulated hour.
 TRENDS: dict[str, tuple[str, float]] = {
-    "ecc_dbe": ("ecc_sbe", 2000.0),         # correctable ECC climbing (XID 92 "high SBE rate" fires on the way)
-    "remap_failure": ("remap", 1.5),        # uncorrectable-row remaps filling a bank (8 per bank; REFERENCE §3)
-    "ib_down": ("link_errors", 200.0),      # symbol errors, with link_error_recovery every ~50
-    "thermal": ("temperature", 4.0),        # degrees C per hour
+    "ecc_dbe": ("ecc_sbe", 2000.0),  # correctable ECC climbing (XID 92 "high SBE rate" fires on the way)
+    "remap_failure": ("remap", 1.5),  # uncorrectable-row remaps filling a bank (8 per bank; REFERENCE §3)
+    "ib_down": ("link_errors", 200.0),  # symbol errors, with link_error_recovery every ~50
+    "thermal": ("temperature", 4.0),  # degrees C per hour
     "slow_disk": ("media_errors", 3.0),
 }
 
@@ -114,7 +114,7 @@ def apply(node: SimNode, fault: Fault, now_s: float) -> None:
     if kind == "xid":
         assert fault.xid is not None
         gpu.add_xid(now_s, fault.xid)
-        if fault.xid == 79:          # fallen off the bus: gone until reboot/repair
+        if fault.xid == 79:  # fallen off the bus: gone until reboot/repair
             gpu.responsive = False
         elif fault.xid in (48, 94, 95):
             gpu.ecc_dbe_volatile += 1
@@ -180,7 +180,7 @@ def advance_trend(node: SimNode, trend: Trend, to_s: float) -> None:
             gpu.add_xid(trend.last_s, 92)
     elif trend.kind == "remap":
         for _ in range(whole):
-            if gpu.remap_bank_max >= 7:   # the eighth and the failing ninth come with the terminal fault
+            if gpu.remap_bank_max >= 7:  # the eighth and the failing ninth come with the terminal fault
                 break
             gpu.remapped_rows_uncorrectable += 1
             gpu.remap_bank_max += 1
@@ -201,8 +201,14 @@ def advance_trend(node: SimNode, trend: Trend, to_s: float) -> None:
 def repair(node: SimNode, now_s: float) -> None:
     """Replace every faulty part of ``node`` (the RMA came back): counters that live on the part reset."""
     for gpu in node.gpus:
-        if gpu.responsive and gpu.compute_factor == 1.0 and not gpu.remap_failure and gpu.ecc_dbe_volatile == 0 \
-                and gpu.nvlink_links_up == gpu.model.nvlink_links and gpu.thermal_offset_c == 0.0:
+        if (
+            gpu.responsive
+            and gpu.compute_factor == 1.0
+            and not gpu.remap_failure
+            and gpu.ecc_dbe_volatile == 0
+            and gpu.nvlink_links_up == gpu.model.nvlink_links
+            and gpu.thermal_offset_c == 0.0
+        ):
             continue
         gpu.responsive = True
         gpu.compute_factor = 1.0

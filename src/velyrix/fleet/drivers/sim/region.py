@@ -34,8 +34,13 @@ class SimEvent:
     cause: str | None = None
 
     def to_dict(self) -> dict[str, Any]:
-        return {"at_s": self.at_s, "hostname": self.hostname, "kind": self.kind, "fault": self.fault.to_dict(),
-                "cause": self.cause}
+        return {
+            "at_s": self.at_s,
+            "hostname": self.hostname,
+            "kind": self.kind,
+            "fault": self.fault.to_dict(),
+            "cause": self.cause,
+        }
 
 
 def _short(region: str) -> str:
@@ -74,8 +79,9 @@ class SimRegion:
     # --- construction ---------------------------------------------------------------------------
 
     @classmethod
-    def build(cls, region: str, node_counts: dict[str, int] | None = None, seed: int = 0,
-              clock: SimClock | None = None) -> SimRegion:
+    def build(
+        cls, region: str, node_counts: dict[str, int] | None = None, seed: int = 0, clock: SimClock | None = None
+    ) -> SimRegion:
         """Build the twin of catalog region ``region``.
 
         ``node_counts`` (node type -> nodes) defaults to the region's catalog capacity; nodes fill scalable
@@ -106,8 +112,9 @@ class SimRegion:
         raw = self.rng.integers(0, 256, size=5)
         return "02:" + ":".join(f"{int(b):02x}" for b in raw)
 
-    def _make_node(self, node_type: str, index: int, su_nodes: int, baseline: dict[str, str],
-                   plan: Any | None = None) -> SimNode:
+    def _make_node(
+        self, node_type: str, index: int, su_nodes: int, baseline: dict[str, str], plan: Any | None = None
+    ) -> SimNode:
         nt = reader.node_type(node_type)
         model = reader.gpu_model(nt.gpu_model)
         pos = topology.position(self.name, index, nt.compute_nics, su_nodes, plan)
@@ -117,33 +124,75 @@ class SimRegion:
         noise = self.rng.normal(1.0, models.NOISE, size=(nt.gpus_per_node, 2))
         gpus = []
         for g in range(nt.gpus_per_node):
-            gpu = SimGPU(index=g, uuid="GPU-" + str(uuid.UUID(bytes=self.rng.bytes(16), version=4)),
-                         serial=self._serial("165"), name=nt.gpu_model, model=model, fb_total_mib=fb_mib,
-                         peak_bf16_tflops=nt.bf16_dense_tflops, peak_hbm_gb_s=nt.hbm_bandwidth_gb_s,
-                         mem_clock_mhz=model.mem_clock_mhz, sm_clock_mhz=model.idle_sm_clock_mhz,
-                         power_w=model.idle_w, fb_free_mib=fb_mib, nvlink_links_up=model.nvlink_links,
-                         _noise=(float(min(noise[g, 0], 1.0 + 3 * models.NOISE)),
-                                 float(min(noise[g, 1], 1.0 + 3 * models.NOISE))))
+            gpu = SimGPU(
+                index=g,
+                uuid="GPU-" + str(uuid.UUID(bytes=self.rng.bytes(16), version=4)),
+                serial=self._serial("165"),
+                name=nt.gpu_model,
+                model=model,
+                fb_total_mib=fb_mib,
+                peak_bf16_tflops=nt.bf16_dense_tflops,
+                peak_hbm_gb_s=nt.hbm_bandwidth_gb_s,
+                mem_clock_mhz=model.mem_clock_mhz,
+                sm_clock_mhz=model.idle_sm_clock_mhz,
+                power_w=model.idle_w,
+                fb_free_mib=fb_mib,
+                nvlink_links_up=model.nvlink_links,
+                _noise=(
+                    float(min(noise[g, 0], 1.0 + 3 * models.NOISE)),
+                    float(min(noise[g, 1], 1.0 + 3 * models.NOISE)),
+                ),
+            )
             gpu.refresh_measured()
             gpus.append(gpu)
         cx7 = baseline.get("cx7_firmware", "")
-        ports = [SimIBPort(device=f"mlx5_{r}", port=1, state="ACTIVE", rate_gbps=nt.compute_nic_gbps,
-                           mac=self._mac(), firmware=cx7) for r in range(nt.compute_nics)]
-        other = [hardware.NICInfo(device=f"mlx5_{nt.compute_nics + s}", role="storage", speed_gbps=nt.storage_nic_gbps,
-                                  mac=self._mac(), firmware=cx7) for s in range(nt.storage_nics)]
+        ports = [
+            SimIBPort(
+                device=f"mlx5_{r}", port=1, state="ACTIVE", rate_gbps=nt.compute_nic_gbps, mac=self._mac(), firmware=cx7
+            )
+            for r in range(nt.compute_nics)
+        ]
+        other = [
+            hardware.NICInfo(
+                device=f"mlx5_{nt.compute_nics + s}",
+                role="storage",
+                speed_gbps=nt.storage_nic_gbps,
+                mac=self._mac(),
+                firmware=cx7,
+            )
+            for s in range(nt.storage_nics)
+        ]
         other.append(hardware.NICInfo(device="eno1", role="inband", speed_gbps=nt.inband_nic_gbps, mac=self._mac()))
         drive_tb = round(nt.local_nvme_tb / nt.local_nvme_drives, 2)
         read = nt.local_nvme_read_gb_s / nt.local_nvme_drives * models.NVME_EFFICIENCY
         write = nt.local_nvme_write_gb_s / nt.local_nvme_drives * models.NVME_EFFICIENCY
-        drives = [SimNVMe(name=f"nvme{d}n1", serial=self._serial("S6"), capacity_tb=drive_tb, read_gb_s_measured=read,
-                          write_gb_s_measured=write, healthy_read_gb_s=read, healthy_write_gb_s=write)
-                  for d in range(nt.local_nvme_drives)]
-        bmc = SimBMC(address=f"10.{200 + su // 256}.{su % 256}.{slot + 10}", mac=self._mac(),
-                     firmware=baseline.get("bmc", ""))
-        return SimNode(hostname=hostname, node_type=node_type, serial=self._serial("SN"), bmc=bmc, gpus=gpus,
-                       ib_ports=ports, nvme=drives, firmware=dict(baseline),
-                       position=pos,
-                       other_nics=other)
+        drives = [
+            SimNVMe(
+                name=f"nvme{d}n1",
+                serial=self._serial("S6"),
+                capacity_tb=drive_tb,
+                read_gb_s_measured=read,
+                write_gb_s_measured=write,
+                healthy_read_gb_s=read,
+                healthy_write_gb_s=write,
+            )
+            for d in range(nt.local_nvme_drives)
+        ]
+        bmc = SimBMC(
+            address=f"10.{200 + su // 256}.{su % 256}.{slot + 10}", mac=self._mac(), firmware=baseline.get("bmc", "")
+        )
+        return SimNode(
+            hostname=hostname,
+            node_type=node_type,
+            serial=self._serial("SN"),
+            bmc=bmc,
+            gpus=gpus,
+            ib_ports=ports,
+            nvme=drives,
+            firmware=dict(baseline),
+            position=pos,
+            other_nics=other,
+        )
 
     # --- persistence ----------------------------------------------------------------------------
 
@@ -153,8 +202,12 @@ class SimRegion:
     def state(self) -> dict[str, Any]:
         """The driver-visible state of every node and the clock, as JSON-able data (see ``restore``)."""
         with self.lock:
-            return {"region": self.name, "seed": self.seed, "clock_s": self.clock.now(),
-                    "nodes": {h: {f: getattr(n, f) for f in self.STATE_FIELDS} for h, n in self.nodes.items()}}
+            return {
+                "region": self.name,
+                "seed": self.seed,
+                "clock_s": self.clock.now(),
+                "nodes": {h: {f: getattr(n, f) for f in self.STATE_FIELDS} for h, n in self.nodes.items()},
+            }
 
     def restore(self, state: dict[str, Any]) -> None:
         """Put back what ``state`` recorded (unknown hostnames are ignored); the clock does not go back."""
@@ -182,8 +235,9 @@ class SimRegion:
 
     # --- time and faults ------------------------------------------------------------------------
 
-    def enable_spontaneous(self, on: bool = True, *, rate_per_1000_node_days: float | None = None,
-                           precursor_window_s: float | None = None) -> None:
+    def enable_spontaneous(
+        self, on: bool = True, *, rate_per_1000_node_days: float | None = None, precursor_window_s: float | None = None
+    ) -> None:
         """Turn spontaneous faults on or off; the rate defaults to the catalog's default node failure rate."""
         self.spontaneous = on
         if rate_per_1000_node_days is not None:
@@ -201,8 +255,17 @@ class SimRegion:
             trend = faults.TRENDS.get(fault.kind)
             if precursor_s > 0 and trend is not None:
                 kind, rate = trend
-                self.trends.append(faults.Trend(hostname=hostname, kind=kind, fault=fault, rate_per_h=rate,
-                                                started_s=now, until_s=now + precursor_s, last_s=now))
+                self.trends.append(
+                    faults.Trend(
+                        hostname=hostname,
+                        kind=kind,
+                        fault=fault,
+                        rate_per_h=rate,
+                        started_s=now,
+                        until_s=now + precursor_s,
+                        last_s=now,
+                    )
+                )
                 self.events.append(SimEvent(now, hostname, "precursor", fault, cause))
                 return
             faults.apply(node, fault, now)
@@ -252,13 +315,26 @@ class SimRegion:
             cause = rates.causes[int(self.rng.choice(len(rates.causes), p=shares / shares.sum()))]
             kind, xid = faults.CAUSE_FAULTS.get(cause.name, ("xid", 79))
             node = self.nodes[hostname]
-            fault = faults.Fault(kind=kind, xid=xid, gpu=int(self.rng.integers(len(node.gpus))),
-                                 port=int(self.rng.integers(len(node.ib_ports))) if kind == "ib_down" else None,
-                                 drive=int(self.rng.integers(len(node.nvme))) if kind == "slow_disk" else None)
+            fault = faults.Fault(
+                kind=kind,
+                xid=xid,
+                gpu=int(self.rng.integers(len(node.gpus))),
+                port=int(self.rng.integers(len(node.ib_ports))) if kind == "ib_down" else None,
+                drive=int(self.rng.integers(len(node.nvme))) if kind == "slow_disk" else None,
+            )
             trend = faults.TRENDS.get(kind)
             if cause.precursor and trend is not None:
-                self.trends.append(faults.Trend(hostname=hostname, kind=trend[0], fault=fault, rate_per_h=trend[1],
-                                                started_s=at, until_s=at + self.precursor_window_s, last_s=at))
+                self.trends.append(
+                    faults.Trend(
+                        hostname=hostname,
+                        kind=trend[0],
+                        fault=fault,
+                        rate_per_h=trend[1],
+                        started_s=at,
+                        until_s=at + self.precursor_window_s,
+                        last_s=at,
+                    )
+                )
                 self.events.append(SimEvent(at, hostname, "precursor", fault, cause.name))
             else:
                 faults.apply(node, fault, at)
