@@ -25,7 +25,7 @@ from fastapi import FastAPI
 from sqlalchemy import orm
 
 from velyrix.controlplane import status
-from velyrix.controlplane.db import health_tables, models
+from velyrix.controlplane.db import models
 from velyrix.controlplane.reconcile import cluster as cluster_mod
 from velyrix.controlplane.reconcile.store import DbTransitionStore
 from velyrix.fleet import states
@@ -55,21 +55,17 @@ class ClusterEventSeam(SchedulerSeam):
         self._event("HealthReboot", f"{node} rebooted: {reason}")
 
 
-def open_incident(
-    session: orm.Session, cluster: models.Cluster, node: models.Node, detail: str
-) -> health_tables.Incident:
+def open_incident(session: orm.Session, cluster: models.Cluster, node: models.Node, detail: str) -> models.Incident:
     """Open (or extend) the capacity incident of ``cluster`` through ``noc.NocBook`` and keep it in the
     database: one open incident per cluster, P1 when more than ``noc.P1_FRACTION`` of its nodes are out."""
     key = f"capacity:{cluster.id}"
     rows = {
         r.number: r
         for r in session.scalars(
-            sa.select(health_tables.Incident).where(
-                health_tables.Incident.key == key, health_tables.Incident.resolved_at.is_(None)
-            )
+            sa.select(models.Incident).where(models.Incident.key == key, models.Incident.resolved_at.is_(None))
         )
     }
-    taken = session.scalar(sa.select(sa.func.count()).select_from(health_tables.Incident)) or 0
+    taken = session.scalar(sa.select(sa.func.count()).select_from(models.Incident)) or 0
     book = noc.NocBook(
         incidents=[
             noc.Incident(
@@ -92,7 +88,7 @@ def open_incident(
     )
     row = rows.get(inc.id)
     if row is None:
-        row = health_tables.Incident(number=inc.id, key=key, tenant_id=cluster.tenant_id, cluster_id=cluster.id)
+        row = models.Incident(number=inc.id, key=key, tenant_id=cluster.tenant_id, cluster_id=cluster.id)
         session.add(row)
     row.priority, row.title, row.nodes, row.detail = inc.priority, inc.title, list(inc.nodes), inc.detail
     session.flush()
@@ -126,7 +122,7 @@ def handle(session: orm.Session, node: models.Node, verdict: Verdict, previous_a
     done = remediator.handle(verdict)
     for rma in remediator.rma:
         session.add(
-            health_tables.RmaRecord(
+            models.RmaRecord(
                 tenant_id=None,
                 node_id=node.id,
                 node_name=node.name,

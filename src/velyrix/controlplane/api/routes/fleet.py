@@ -13,7 +13,7 @@ from velyrix.controlplane import status
 from velyrix.controlplane.api import schemas
 from velyrix.controlplane.api.context import Ctx, require
 from velyrix.controlplane.db import models
-from velyrix.controlplane.reconcile import signing, tables
+from velyrix.controlplane.reconcile import signing
 
 router = APIRouter(tags=["acceptance"], responses=schemas.PROBLEM_RESPONSES)
 sim_router = APIRouter(prefix="/v1/sim", tags=["sim"], responses=schemas.PROBLEM_RESPONSES)
@@ -31,7 +31,7 @@ class NoTwinError(errors.VelyrixError):
 def acceptance_report(cluster_id: str, ctx: Ctx = Depends(require("clusters:read"))) -> dict[str, Any]:
     """The latest signed acceptance report of the cluster: ``{"report": {...}, "signature": {...}}``."""
     cluster = ctx.scope.get(models.Cluster, cluster_id, "cluster")
-    row = ctx.scope.latest(tables.AcceptanceReport, cluster_id=cluster.id)
+    row = ctx.scope.latest(models.AcceptanceReport, cluster_id=cluster.id)
     if row is None:
         raise errors.NotFoundError(
             f"cluster '{cluster.name}' has no acceptance report yet (phase {cluster.phase})",
