@@ -1,7 +1,7 @@
 """Health verdicts reported by node agents, carried out on the control plane's database.
 
 The control plane stores each report (``velyrix.controlplane.node_health``) and hands a verdict of
-DRAIN_NOW or worse to ``handle``, which runs ``velyrix.ops.remediation.Remediator`` on the node's row:
+DRAIN_NOW or worse to ``handle``, which runs ``velyrix.ops.remediation.remediator.Remediator`` on the node's row:
 
 - drains go to ``ClusterEventSeam`` (recorded as Warning events of the node's cluster; a tenant's scheduler
   follows the node's stage, the Slurm seam lives with the scheduler);
@@ -32,7 +32,8 @@ from velyrix.fleet import states
 from velyrix.health.drains import SchedulerSeam
 from velyrix.health.engine import Verdict
 from velyrix.health.ladder import Action
-from velyrix.ops import noc, remediation
+from velyrix.ops import noc
+from velyrix.ops.remediation.remediator import Remediator
 
 
 class ClusterEventSeam(SchedulerSeam):
@@ -114,7 +115,7 @@ def handle(session: orm.Session, node: models.Node, verdict: Verdict, previous_a
 
     if verdict.action >= Action.QUARANTINE:
         node.last_error = f"health: {verdict.summary()}"[:2000]
-    remediator = remediation.Remediator(
+    remediator = Remediator(
         seam=ClusterEventSeam(cluster), nodes={node.name: node}, store=DbTransitionStore(session), replacer=replace
     )
     if previous_action and previous_action in Action.__members__ and Action[previous_action] >= Action.RESET_GPU:
