@@ -9,6 +9,8 @@ from __future__ import annotations
 import os
 import socket
 
+from velyrix.settings import ReconcileSettings as ReconcileSettings  # re-exported: reconcilers take it from here
+
 PENDING = "Pending"
 """Declared through the API; nothing done yet."""
 ALLOCATING = "Allocating"
