@@ -111,7 +111,7 @@ def environment_reads(src: Path = ROOT) -> list[str]:
             continue
         for node in ast.walk(ast.parse(path.read_text(), str(path))):
             if _reads_environment(node):
-                found.append(f"{path.relative_to(src.parent)}:{getattr(node, 'lineno', 0)}")
+                found.append(f"{path.relative_to(src)}:{getattr(node, 'lineno', 0)}")
     return sorted(found)
 
 
