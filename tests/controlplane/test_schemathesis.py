@@ -18,7 +18,7 @@ from schemathesis.generation.modes import GenerationMode
 from schemathesis.specs.openapi.checks import negative_data_rejection, positive_data_acceptance
 
 from tests.controlplane.conftest import World, auth
-from velyrix.controlplane.api.app import ROUTERS
+from velyrix.ops.service import ROUTERS
 from velyrix.controlplane.auth import roles
 
 EXAMPLES_PER_OPERATION = 50

@@ -18,7 +18,7 @@ from velyrix.ops.billing import rendering, views
 
 router = APIRouter(tags=["billing"], responses=schemas.PROBLEM_RESPONSES)
 FORMAT = Query("json", description="json, html or pdf")
-MONTH = Query(..., pattern=r"^20[0-9]{2}-(0[1-9]|1[0-2])$", description="YYYY-MM")
+MONTH = Query(None, pattern=r"^20[0-9]{2}-(0[1-9]|1[0-2])$", description="YYYY-MM (default: the last month)")
 
 
 class InvoiceOut(BaseModel):
@@ -142,12 +142,12 @@ def get_credit_note(credit_note_id: str, ctx: Ctx = Depends(require("billing:rea
 @router.get("/v1/usage-events", name="usage_events.list", response_model=schemas.Page[dict[str, Any]])
 def list_usage(
     ctx: Ctx = Depends(require("billing:read")),
-    month: str = MONTH,
+    month: str | None = MONTH,
     cursor: str | None = Depends(schemas.cursor_param),
     limit: int = Depends(schemas.limit_param),
 ) -> dict[str, Any]:
     """Stored usage events of a month (CloudEvents 1.0 shape); meters are their sums."""
-    items, nxt = views.usage(ctx.scope, month, cursor, limit)
+    items, nxt = views.usage(ctx.scope, month or views.last_month(), cursor, limit)
     return {"items": items, "next_cursor": nxt}
 
 
@@ -190,10 +190,10 @@ def close_month(body: CloseBody, ctx: Ctx = Depends(require("billing:admin"))) -
 def sla_report(
     tenant_id: str,
     ctx: Ctx = Depends(require("billing:read")),
-    month: str = MONTH,
+    month: str | None = MONTH,
     format: Literal["json", "html", "pdf"] = FORMAT,
 ) -> Any:
     """The tenant's monthly SLA report: availability per cluster with its minute-by-minute evidence,
     incidents, capacity (JSON, HTML with charts, or PDF)."""
-    data = views.report(ctx.scope, tenant_id, month)
+    data = views.report(ctx.scope, tenant_id, month or views.last_month())
     return _document(data, format, rendering.report_html, rendering.report_pdf)

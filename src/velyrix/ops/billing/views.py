@@ -23,6 +23,13 @@ def check_month(month: str) -> str:
     return month
 
 
+def last_month(now: dt.datetime | None = None) -> str:
+    """The calendar month before ``now`` (default: the wall clock), ``YYYY-MM``."""
+    first = (now or dt.datetime.now(dt.UTC)).replace(day=1)
+    prev = first - dt.timedelta(days=1)
+    return f"{prev.year:04d}-{prev.month:02d}"
+
+
 def invoice_out(r: Any) -> dict[str, Any]:
     return {
         "id": r.id,
