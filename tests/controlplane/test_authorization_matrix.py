@@ -15,8 +15,8 @@ import pytest
 from fastapi.routing import APIRoute
 
 from tests.controlplane.conftest import PROVIDER_ROLES, TENANT_ROLES, World, auth, cluster_body, unique
-from velyrix.ops.service import ROUTERS
 from velyrix.controlplane.auth import keys, roles
+from velyrix.ops.service import ROUTERS
 
 ROUTES = [r for router in ROUTERS for r in router.routes if isinstance(r, APIRoute) and r.path.startswith("/v1")]
 BAD_KEYS = ("none", "malformed", "unknown", "revoked", "expired")

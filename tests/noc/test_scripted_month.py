@@ -13,7 +13,7 @@ from typing import Any
 
 import pytest
 
-from tests.controlplane.conftest import auth
+from tests.controlplane.conftest import Recorder, auth
 from velyrix.controlplane.auth import principals
 from velyrix.controlplane.db import models, models_noc
 from velyrix.controlplane.reconcile.store import DbTransitionStore
@@ -67,7 +67,7 @@ def app(tmp_path_factory: pytest.TempPathFactory) -> Any:
     from velyrix.ops.service import create_app
 
     application = create_app(f"sqlite:///{tmp_path_factory.mktemp('db') / 'month.db'}")
-    yield application
+    yield Recorder(application)
     application.state.engine.dispose()
 
 

@@ -8,6 +8,7 @@ import datetime as dt
 from typing import Any
 
 import sqlalchemy as sa
+from sqlalchemy import orm
 from sqlalchemy.orm import Mapped, mapped_column
 
 from velyrix.controlplane.db import models
@@ -199,3 +200,42 @@ class BillingMonth(models.Base):
     closed_at: Mapped[dt.datetime] = mapped_column(default=models.utcnow)
     closed_by: Mapped[str] = mapped_column(sa.String(200))
     summary: Mapped[dict[str, Any]] = mapped_column(default=dict)
+
+
+def _open_segments(session: orm.Session, volume_id: str) -> list[VolumeSegment]:
+    with session.no_autoflush:
+        found = session.scalars(
+            sa.select(VolumeSegment).where(VolumeSegment.volume_id == volume_id, VolumeSegment.ends_at.is_(None))
+        )
+        pending = [o for o in session.new if isinstance(o, VolumeSegment) and o.volume_id == volume_id]
+        return [*found, *(p for p in pending if p.ends_at is None)]
+
+
+def _segment(volume: models.Volume, at: dt.datetime) -> VolumeSegment:
+    return VolumeSegment(
+        volume_id=volume.id,
+        tenant_id=volume.tenant_id,
+        cluster_id=volume.cluster_id,
+        tier=volume.tier,
+        size_tb=str(volume.size_tb),
+        starts_at=at,
+    )
+
+
+@sa.event.listens_for(orm.Session, "before_flush")
+def _volume_history(session: orm.Session, _context: Any, _instances: Any) -> None:
+    """Metering's state history of volumes, whoever changes them (routes, reconcilers): a segment opens
+    when a volume is created, closes and reopens when its size changes, closes when it is deleted."""
+    now = models.utcnow()
+    for obj in list(session.new):
+        if isinstance(obj, models.Volume):
+            session.add(_segment(obj, now))
+    for obj in list(session.dirty):
+        if isinstance(obj, models.Volume) and sa.inspect(obj).attrs.size_tb.history.has_changes():
+            for seg in _open_segments(session, obj.id):
+                seg.ends_at = now
+            session.add(_segment(obj, now))
+    for obj in list(session.deleted):
+        if isinstance(obj, models.Volume):
+            for seg in _open_segments(session, obj.id):
+                seg.ends_at = now

@@ -11,7 +11,6 @@ from sqlalchemy import orm
 from velyrix.controlplane.db import models, models_noc
 from velyrix.fleet import states, transitions
 
-
 _HELD = frozenset({states.ALLOCATED, states.PROVISIONING, states.ACTIVE})
 """Provisioning states in which a node is held for its tenant; leaving them (deprovisioning, failure,
 release) ends the allocation that metering bills."""
