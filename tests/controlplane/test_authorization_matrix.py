@@ -48,6 +48,12 @@ def body_for(route: APIRoute, world: World, principal_role: str, cluster_name: s
         "incidents.act": {"action": "note", "text": "investigating"},
         "contracts.set": {"hcl": 'contract "gold" {\n  availability_target_percent = 99.95\n}\n'},
         "billing_months.close": {"month": next(MONTHS)},
+        "alerts.alertmanager": {
+            "version": "4",
+            "groupKey": unique("{}:{alertname=\"GpuXid\"}"),
+            "status": "firing",
+            "alerts": [{"status": "firing", "labels": {"alertname": "GpuXid"}, "fingerprint": "f00d"}],
+        },
     }
     if route.name == "maintenance_windows.create":
         return {

@@ -10,9 +10,10 @@ from fastapi import APIRouter, FastAPI
 
 from velyrix.controlplane.api import app as controlplane_api
 from velyrix.ops.billing import routes as billing_routes
+from velyrix.ops.noc import intake_routes
 from velyrix.ops.noc import routes as noc_routes
 
-OPS_ROUTERS: tuple[APIRouter, ...] = (noc_routes.router, billing_routes.router)
+OPS_ROUTERS: tuple[APIRouter, ...] = (noc_routes.router, intake_routes.router, billing_routes.router)
 """Routers the ops layer adds (NOC incidents; billing, SLA contracts and reports)."""
 
 ROUTERS: tuple[APIRouter, ...] = (*controlplane_api.ROUTERS, *OPS_ROUTERS)

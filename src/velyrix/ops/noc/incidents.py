@@ -48,12 +48,12 @@ def state_of(session: orm.Session, incident: health_tables.Incident) -> models_n
     )
     session.add(row)
     entry = lifecycle.TimelineEntry("opened", incident.opened_at, "velyrix", incident.title)
-    _record(session, incident, entry)
+    record(session, incident, entry)
     session.flush()
     return row
 
 
-def _record(session: orm.Session, incident: health_tables.Incident, entry: lifecycle.TimelineEntry) -> None:
+def record(session: orm.Session, incident: health_tables.Incident, entry: lifecycle.TimelineEntry) -> None:
     session.add(
         models_noc.IncidentEvent(
             incident_id=incident.id,
@@ -84,7 +84,7 @@ def act(
         if action == "postmortem":
             row.postmortem = text
         incident.resolved_at = row.resolved_at
-    _record(session, incident, entry)
+    record(session, incident, entry)
     session.flush()
     return row
 
@@ -137,7 +137,7 @@ def sweep(session: orm.Session, now: dt.datetime, pager: Pager) -> list[str]:
             for target in page.targets:
                 pager(target, content)
                 sent.append(f"{incident.number} {incident.priority} level {page.level} -> {target}")
-            _record(
+            record(
                 session,
                 incident,
                 lifecycle.TimelineEntry(
