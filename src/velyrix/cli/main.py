@@ -50,6 +50,7 @@ COMMANDS: tuple[tuple[str, tuple[str, ...]], ...] = (
     ("goodput", ("goodput",)),
     ("health", ("health",)),
     ("scheduler", ("scheduler",)),
+    ("noc", ("noc", "invoice", "sla")),
 )
 
 

@@ -12,6 +12,9 @@ def register(app: typer.Typer) -> None:
     app.command("server")(server)
     app.add_typer(db_app, name="db")
     app.add_typer(admin_app, name="admin")
+    from velyrix.cli import noc
+
+    admin_app.add_typer(noc.contract_app, name="contract")
 
 
 def server(

@@ -6,7 +6,18 @@ from __future__ import annotations
 
 from typing import Any
 
-from fastapi import FastAPI
+from fastapi import APIRouter, FastAPI
+
+from velyrix.controlplane.api import app as controlplane_api
+from velyrix.ops.billing import routes as billing_routes
+from velyrix.ops.noc import intake_routes
+from velyrix.ops.noc import routes as noc_routes
+
+OPS_ROUTERS: tuple[APIRouter, ...] = (noc_routes.router, intake_routes.router, billing_routes.router)
+"""Routers the ops layer adds (NOC incidents; billing, SLA contracts and reports)."""
+
+ROUTERS: tuple[APIRouter, ...] = (*controlplane_api.ROUTERS, *OPS_ROUTERS)
+"""Every router of the service as it runs (the authorization matrix is built from this table)."""
 
 
 def create_app(*args: Any, **kwargs: Any) -> FastAPI:
@@ -14,4 +25,8 @@ def create_app(*args: Any, **kwargs: Any) -> FastAPI:
     from velyrix.controlplane.api import create_app as controlplane_app
     from velyrix.ops.remediation import node_reports
 
-    return node_reports.install(controlplane_app(*args, **kwargs))
+    app = node_reports.install(controlplane_app(*args, **kwargs))
+    for router in OPS_ROUTERS:
+        app.include_router(router)
+    app.openapi_schema = None
+    return app

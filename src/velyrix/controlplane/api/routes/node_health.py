@@ -1,6 +1,6 @@
 """Node agents and node health: agents report to ``POST /v1/nodes/{hostname}/reports`` with their node
 token (``vlxn_``, scope ``nodes:report``); operators rotate a node's token; the last report of a node,
-NOC incidents and RMA records are readable (see ``velyrix.controlplane.node_health``)."""
+RMA records are readable (NOC incidents: ``velyrix.ops.noc.routes``) (see ``velyrix.controlplane.node_health``)."""
 
 from __future__ import annotations
 
@@ -70,20 +70,6 @@ class NodeTokenOut(BaseModel):
     created_at: dt.datetime
 
 
-class IncidentOut(BaseModel):
-    id: str
-    number: str
-    key: str
-    priority: str
-    title: str
-    tenant_id: str | None
-    cluster_id: str | None
-    nodes: list[str]
-    detail: str
-    opened_at: dt.datetime
-    resolved_at: dt.datetime | None
-
-
 class RmaOut(BaseModel):
     id: str
     node_id: str
@@ -148,25 +134,6 @@ def rotate_token(node_id: str, ctx: Ctx = Depends(require("fleet:operate"))) -> 
         "node_token": token,
         "created_at": row.created_at,
     }
-
-
-def _incident(i: Any) -> dict[str, Any]:
-    return {k: getattr(i, k) for k in IncidentOut.model_fields}
-
-
-@router.get("/v1/incidents", name="incidents.list", response_model=schemas.Page[IncidentOut])
-def list_incidents(
-    ctx: Ctx = Depends(require("nodes:read")),
-    cluster_id: str | None = None,
-    priority: str | None = None,
-    cursor: str | None = Depends(schemas.cursor_param),
-    limit: int = Depends(schemas.limit_param),
-) -> dict[str, Any]:
-    """NOC incidents (tenants: those of their clusters; provider keys: all)."""
-    rows, nxt = ctx.scope.page(
-        health_tables.Incident, filters={"cluster_id": cluster_id, "priority": priority}, cursor=cursor, limit=limit
-    )
-    return {"items": [_incident(r) for r in rows], "next_cursor": nxt}
 
 
 @router.get("/v1/rma-records", name="rma.list", response_model=schemas.Page[RmaOut])

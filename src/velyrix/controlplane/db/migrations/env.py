@@ -5,7 +5,7 @@ from __future__ import annotations
 from alembic import context
 from sqlalchemy import Connection, engine_from_config, pool
 
-from velyrix.controlplane.db import models
+from velyrix.controlplane.db import models, models_noc  # noqa: F401  (models_noc: its tables in the metadata)
 
 target_metadata = models.Base.metadata
 config = context.config

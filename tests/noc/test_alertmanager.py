@@ -1,0 +1,232 @@
+"""Alert intake and paging with real parts: Debian's ``prometheus-alertmanager`` posting to Velyrix
+through a proxy that answers the first delivery 503 (Alertmanager retries), a real SMTP server
+(``aiosmtpd``) receiving the escalation's email."""
+
+from __future__ import annotations
+
+import datetime as dt
+import http.server
+import shutil
+import subprocess
+import threading
+import time
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import httpx
+import pytest
+
+from velyrix.testing import postgres
+
+AM = shutil.which("prometheus-alertmanager")
+
+
+def wait_for(check: Any, timeout_s: float = 60.0, what: str = "condition") -> Any:
+    deadline = time.monotonic() + timeout_s
+    while time.monotonic() < deadline:
+        value = check()
+        if value:
+            return value
+        time.sleep(0.2)
+    raise AssertionError(f"timed out waiting for {what}")
+
+
+@pytest.fixture
+def served(tmp_path: Path) -> Iterator[tuple[str, Any, str]]:
+    import uvicorn
+
+    from velyrix.controlplane.auth import principals
+    from velyrix.ops.service import create_app
+
+    app = create_app(f"sqlite:///{tmp_path / 'am.db'}")
+    with app.state.sessionmaker() as s:
+        key = principals.issue_key(s, tenant_id=None, name="alertmanager", role="operator")[1]
+        s.commit()
+    port = postgres.free_port()
+    server = uvicorn.Server(uvicorn.Config(app, host="127.0.0.1", port=port, log_level="warning"))
+    thread = threading.Thread(target=server.run, daemon=True)
+    thread.start()
+    wait_for(lambda: server.started, 10, "uvicorn")
+    yield f"http://127.0.0.1:{port}", app, key
+    server.should_exit = True
+    thread.join(timeout=10)
+    app.state.engine.dispose()
+
+
+class FlakyProxy:
+    """Forwards POSTs to ``upstream``; answers the first ``fail`` of them 503 without forwarding."""
+
+    def __init__(self, upstream: str, fail: int = 1) -> None:
+        self.upstream, self.fail, self.seen, self.forwarded = upstream, fail, 0, []
+        proxy = self
+
+        class Handler(http.server.BaseHTTPRequestHandler):
+            def do_POST(self) -> None:
+                body = self.rfile.read(int(self.headers.get("content-length", 0)))
+                proxy.seen += 1
+                if proxy.seen <= proxy.fail:
+                    self.send_response(503)
+                    self.end_headers()
+                    return
+                r = httpx.post(
+                    proxy.upstream + self.path,
+                    content=body,
+                    headers={
+                        "authorization": self.headers.get("authorization", ""),
+                        "content-type": "application/json",
+                    },
+                )
+                proxy.forwarded.append((r.status_code, r.json()))
+                self.send_response(r.status_code)
+                self.end_headers()
+
+            def log_message(self, *args: Any) -> None:
+                return
+
+        self.server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self.port = self.server.server_address[1]
+        threading.Thread(target=self.server.serve_forever, daemon=True).start()
+
+
+@pytest.fixture
+def alertmanager(served: tuple[str, Any, str], tmp_path: Path) -> Iterator[tuple[str, FlakyProxy]]:
+    if AM is None:
+        pytest.skip("prometheus-alertmanager not installed (scripts/apt-packages.txt)")
+    url, _app, key = served
+    proxy = FlakyProxy(url)
+    config = tmp_path / "alertmanager.yml"
+    config.write_text(
+        f"""route:
+  receiver: velyrix
+  group_by: [alertname]
+  group_wait: 1s
+  group_interval: 1s
+  repeat_interval: 2s
+receivers:
+  - name: velyrix
+    webhook_configs:
+      - url: http://127.0.0.1:{proxy.port}/v1/alerts/alertmanager
+        send_resolved: true
+        max_alerts: 1
+        http_config:
+          authorization:
+            credentials: {key}
+"""
+    )
+    port = postgres.free_port()
+    proc = subprocess.Popen(
+        [
+            AM,
+            f"--config.file={config}",
+            f"--storage.path={tmp_path / 'am-data'}",
+            f"--web.listen-address=127.0.0.1:{port}",
+            "--cluster.listen-address=",
+            "--log.level=warn",
+        ],
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
+    am = f"http://127.0.0.1:{port}"
+    try:
+        wait_for(lambda: _ready(am), 30, "alertmanager ready")
+        yield am, proxy
+    finally:
+        proc.terminate()
+        proc.wait(timeout=10)
+        proxy.server.shutdown()
+
+
+def _ready(am: str) -> bool:
+    try:
+        return httpx.get(am + "/-/ready", timeout=1).status_code == 200
+    except httpx.HTTPError:
+        return False
+
+
+def _alerts(ends: dt.datetime | None) -> list[dict[str, Any]]:
+    now = dt.datetime.now(dt.UTC)
+    out = []
+    for instance in ("gpu-001", "gpu-002"):
+        a: dict[str, Any] = {
+            "labels": {"alertname": "GpuFellOffTheBus", "severity": "critical", "instance": instance},
+            "annotations": {"summary": "GPU fell off the bus (XID 79)"},
+            "startsAt": (now - dt.timedelta(minutes=1)).isoformat(),
+        }
+        if ends:
+            a["endsAt"] = ends.isoformat()
+        out.append(a)
+    return out
+
+
+def test_one_group_posted_again_and_retried_opens_one_incident_then_mitigates(
+    served: tuple[str, Any, str], alertmanager: tuple[str, FlakyProxy]
+) -> None:
+    from velyrix.controlplane.db import health_tables
+    from velyrix.ops.noc import incidents
+
+    _url, app, _key = served
+    am, proxy = alertmanager
+    assert httpx.post(am + "/api/v2/alerts", json=_alerts(None), timeout=5).status_code == 200
+    wait_for(lambda: len(proxy.forwarded) >= 3, 60, "three deliveries after the 503")
+    assert proxy.seen >= 4 and all(code == 200 for code, _ in proxy.forwarded)
+    with app.state.sessionmaker() as s:
+        rows = s.query(health_tables.Incident).all()
+        assert len(rows) == 1 and rows[0].priority == "P1" and rows[0].key.startswith("alertmanager:")
+        timeline = incidents.timeline(s, rows[0].id)
+        assert sum(1 for e in timeline if e.kind == "alert") == 1  # max_alerts 1: one alert shown
+        assert any("1 more alerts of the group truncated" in e.text for e in timeline)
+    assert [body["changed"] for _, body in proxy.forwarded][1:3] == [False, False]
+
+    assert httpx.post(am + "/api/v2/alerts", json=_alerts(dt.datetime.now(dt.UTC)), timeout=5).status_code == 200
+
+    def mitigated() -> bool:
+        with app.state.sessionmaker() as s:
+            inc = s.query(health_tables.Incident).one()
+            return incidents.state_of(s, inc).state == "mitigated"
+
+    wait_for(mitigated, 60, "the resolved group to mitigate the incident")
+
+
+def test_unacknowledged_p1_emails_the_next_level_at_its_delay(tmp_path: Path) -> None:
+    from aiosmtpd.controller import Controller
+
+    from velyrix.ops.noc import incidents, paging
+    from velyrix.ops.service import create_app
+
+    class Inbox:
+        def __init__(self) -> None:
+            self.messages: list[tuple[list[str], bytes]] = []
+
+        async def handle_DATA(self, server: Any, session: Any, envelope: Any) -> str:
+            self.messages.append((list(envelope.rcpt_tos), envelope.content))
+            return "250 OK"
+
+    inbox = Inbox()
+    port = postgres.free_port()
+    smtp = Controller(inbox, hostname="127.0.0.1", port=port)
+    smtp.start()
+    app = create_app(f"sqlite:///{tmp_path / 'p.db'}")
+    pager = paging.Pager(smtp_port=port)
+    opened = dt.datetime(2026, 11, 3, tzinfo=dt.UTC)
+    try:
+        with app.state.sessionmaker() as s:
+            incidents.open_incident(
+                s,
+                key="k",
+                priority="P1",
+                title="cluster down",
+                tenant_id=None,
+                cluster_id=None,
+                source="test",
+                at=opened,
+            )
+            incidents.sweep(s, opened + dt.timedelta(minutes=14, seconds=59), pager)
+            assert [r for r, _ in inbox.messages] == [["noc-oncall@velyrix.example"]]
+            incidents.sweep(s, opened + dt.timedelta(minutes=15), pager)
+            assert [r for r, _ in inbox.messages][1:] == [["noc-lead@velyrix.example"]]
+            assert b"[P1] INC-00001: cluster down" in inbox.messages[1][1]
+            s.commit()
+    finally:
+        smtp.stop()
+        app.state.engine.dispose()
