@@ -7,7 +7,7 @@ from fastapi import FastAPI
 from sqlalchemy import orm
 
 import velyrix
-from velyrix.controlplane.api import context, problems
+from velyrix.controlplane.api import context, edge, problems
 from velyrix.controlplane.api.routes import (
     api_keys,
     audit_events,
@@ -62,5 +62,6 @@ def create_app(database_url: str | None = None, *, engine: sa.Engine | None = No
     for router in ROUTERS:
         app.include_router(router)
     problems.install(app)
+    app.add_middleware(edge.EdgeMiddleware, refuse=problems.refuse)  # inside: the request id is set first
     app.add_middleware(context.RequestIdMiddleware)
     return app
