@@ -213,7 +213,7 @@ def render_report(con: Any, signed: dict[str, Any], max_nodes: int = 12) -> None
         nodes.add_row(
             node["name"],
             str(node["su"]),
-            str(node["serial"]),
+            common.safe(node["serial"]),
             str(len(node["gpu_uuids"])),
             closest,
             "yes" if node["passed"] else "[red]no[/]",
@@ -242,7 +242,7 @@ def render_report(con: Any, signed: dict[str, Any], max_nodes: int = 12) -> None
                 r["failed"],
                 str(r["replacement"]),
                 r["phase"],
-                r["reason"].split(";")[0][:100],
+                common.safe(r["reason"].split(";")[0][:100]),
                 r.get("sanitize_certificate", "after delivery"),
             )
         con.print(rt)
@@ -278,7 +278,7 @@ def verify_acceptance(
             + ("" if public_key else " [yellow](key not pinned: use --public-key to check who signed)[/]")
         )
         return
-    con.print(f"[red]INVALID[/]: {result.reason}")
+    con.print(f"[red]INVALID[/]: {common.safe(result.reason)}")
     raise typer.Exit(1)
 
 

@@ -29,13 +29,14 @@ from typing import Any
 from starlette.requests import Request
 
 from velyrix import errors
+from velyrix.declarations import rules
 
 MAX_PATH_BYTES = 2048
 MAX_QUERY_BYTES = 4096
-MAX_DEPTH = 32
-MAX_STRING_CHARS = 16_384
+MAX_DEPTH = rules.MAX_NESTING
+MAX_STRING_CHARS = rules.MAX_STRING_CHARS
 MAX_KEY_CHARS = 256
-MAX_NUMBER = 2.0**53
+MAX_NUMBER = rules.MAX_NUMBER
 BODY_TIMEOUT_S = 10.0
 DEFAULT_BODY_BYTES = 64 * 1024
 """The body limit of every route not named in ``BODY_LIMITS``."""
@@ -48,7 +49,7 @@ BODY_LIMITS: tuple[tuple[str, re.Pattern[str], int], ...] = (
 """(method, path pattern, bytes): routes whose body may exceed ``DEFAULT_BODY_BYTES``."""
 
 _BAD_CHARS = re.compile("[\x00-\x08\x0b\x0c\x0e-\x1f\x7f\ud800-\udfff]")
-_BAD_IN_STRINGS = re.compile("[\x00\ud800-\udfff]")
+_BAD_IN_STRINGS = rules.BAD_TEXT
 
 
 class EdgeError(errors.VelyrixError):
