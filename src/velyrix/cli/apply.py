@@ -77,9 +77,9 @@ def render_diff(con: Any, address: str, action: str, changes: list[tuple[str, An
     con.print(f"  {sign} [bold]{address}[/] {verb}")
     for field, old, new in changes:
         if action == "create":
-            con.print(f"      [green]+[/] {field} = {new}")
+            con.print(f"      [green]+[/] {field} = {common.safe(new)}")
         else:
-            con.print(f"      [yellow]~[/] {field}: {old} [dim]->[/] {new}")
+            con.print(f"      [yellow]~[/] {field}: {common.safe(old)} [dim]->[/] {common.safe(new)}")
 
 
 def confirm(con: Any, auto_approve: bool, what: str) -> None:
@@ -119,7 +119,7 @@ def follow(
             events = st.get("events") or []
             for ev in events[seen_events:] if seen_events else events[-3:]:
                 style = "yellow" if ev.get("type") == "Warning" else "dim"
-                bar.console.print(f"  [{style}]{event_line(ev)}[/]")
+                bar.console.print(f"  [{style}]{common.safe(event_line(ev))}[/]")
             seen_events = len(events)
             phase = st["phase"]
             done = PHASE_ORDER.index(phase) if phase in PHASE_ORDER else len(PHASE_ORDER) - 1
@@ -197,7 +197,7 @@ def apply(
             failed = True
             con.print(f"[red]{body['name']}: {phase}[/]")
             for line in reasons(cluster):
-                con.print(f"  [red]{line}[/]")
+                con.print(f"  [red]{common.safe(line)}[/]")
     if failed:
         raise typer.Exit(1)
     con.print("\n[green bold]Apply complete.[/]")
@@ -290,7 +290,7 @@ def render_cluster(con: Any, cluster: dict[str, Any], nodes: list[dict[str, Any]
     for col in ("type", "status", "reason", "message"):
         cond.add_column(col)
     for c in st.get("conditions", []):
-        cond.add_row(c["type"], c["status"], c["reason"], c["message"])
+        cond.add_row(*(common.safe(c[k]) for k in ("type", "status", "reason", "message")))
     con.print(cond)
     if nodes:
         per_su = Counter(((n.get("hardware") or {}).get("position") or {}).get("su") for n in nodes)
@@ -302,4 +302,4 @@ def render_cluster(con: Any, cluster: dict[str, Any], nodes: list[dict[str, Any]
             + ", ".join(f"SU{su}: {v}" for su, v in sorted(per_su.items(), key=lambda x: str(x[0])))
         )
     for ev in (st.get("events") or [])[-5:]:
-        con.print(f"  [dim]{ev['at'][:19]} {event_line(ev)}[/]")
+        con.print(f"  [dim]{ev['at'][:19]} {common.safe(event_line(ev))}[/]")

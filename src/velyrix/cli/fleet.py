@@ -198,7 +198,7 @@ def verify_acceptance(
             + ("" if public_key else " [yellow](key not pinned: use --public-key to check who signed)[/]")
         )
         return
-    con.print(f"[red]INVALID[/]: {result.reason}")
+    con.print(f"[red]INVALID[/]: {common.safe(result.reason)}")
     raise typer.Exit(1)
 
 

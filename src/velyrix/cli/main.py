@@ -73,11 +73,12 @@ _register(sys.argv[1:])
 
 def _print_error(exc: errors.VelyrixError) -> None:
     from rich.console import Console
+    from rich.markup import escape
 
     console = Console(stderr=True, highlight=False, soft_wrap=True)
-    console.print(f"[bold red]Error:[/] {exc.message}", markup=True)
+    console.print(f"[bold red]Error:[/] {escape(exc.message)}", markup=True)  # messages quote user text
     if exc.hint:
-        console.print(f"[yellow]Hint:[/] {exc.hint}", markup=True)
+        console.print(f"[yellow]Hint:[/] {escape(exc.hint)}", markup=True)
 
 
 def run() -> None:

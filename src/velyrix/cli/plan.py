@@ -48,6 +48,7 @@ def plan(
 
     spec_file = loader.load(file, variables=common.parse_vars(var), var_files=var_file or [])
     result = planner.plan_file(spec_file)
+    common.require_finite(result, "the plan")
     if json_out:
         common.print_json(result)
         return
@@ -61,7 +62,7 @@ def render(result: dict[str, Any]) -> None:
     con = common.console()
     for res in result["resources"]:
         summary = Table(
-            title=f"{res['address']}  ({res['name']}, {res['region']})",
+            title=common.safe(f"{res['address']}  ({res['name']}, {res['region']})"),
             show_header=False,
             title_justify="left",
             title_style="bold",

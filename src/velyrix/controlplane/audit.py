@@ -5,6 +5,7 @@ deletes an event, and the database refuses UPDATE and DELETE on the table (trigg
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass
 from typing import Any
 
@@ -14,6 +15,21 @@ from velyrix.controlplane.auth.principals import Principal
 from velyrix.controlplane.db import models
 
 MUTATING_METHODS = frozenset({"POST", "PUT", "PATCH", "DELETE"})
+_UNSTORABLE = re.compile("[\x00-\x1f\x7f\ud800-\udfff]")
+
+
+def storable(text: str, limit: int) -> str:
+    """``text`` as a column can hold it: control characters and lone surrogates (which PostgreSQL refuses)
+    escaped as ``\\xNN`` / ``\\uNNNN``, cut to ``limit`` characters (the column's length)."""
+    clean = _UNSTORABLE.sub(
+        lambda m: f"\\x{ord(m.group()):02x}" if ord(m.group()) < 256 else f"\\u{ord(m.group()):04x}", text
+    )
+    return clean if len(clean) <= limit else clean[: limit - 3] + "..."
+
+
+def _escape(match: re.Match[str]) -> str:
+    code = ord(match.group())
+    return f"\\x{code:02x}" if code < 256 else f"\\u{code:04x}"
 
 
 @dataclass(frozen=True)
@@ -48,14 +64,14 @@ def record(
         actor=principal.actor if principal else "anonymous",
         key_id=principal.key_id if principal else None,
         tenant_id=tenant_id if tenant_id is not None else (principal.tenant_id if principal else None),
-        action=action,
-        target=target[:200],
+        action=storable(action, 64),
+        target=storable(target, 200),
         request_id=info.request_id,
         source_address=info.source_address,
         outcome=outcome,
         status_code=status_code,
         error_code=error_code,
-        detail={"method": info.method, "path": info.path, **(detail or {})},
+        detail={"method": info.method, "path": storable(info.path, 2048), **(detail or {})},
     )
     session.add(event)
     return event

@@ -11,6 +11,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from velyrix import errors
+from velyrix.declarations import rules
 
 
 @dataclass
@@ -108,6 +109,18 @@ def parse(text: str, filename: str) -> Block:
     import hcl2
     from lark import exceptions as lark_exc
 
+    too_deep = _too_deep(text)
+    if too_deep is not None:
+        raise errors.SpecError(
+            [
+                errors.Diagnostic(
+                    filename,
+                    *too_deep,
+                    f"nested deeper than {rules.MAX_NESTING} levels of (), [] and {{}}",
+                    expected=f"at most {rules.MAX_NESTING} levels",
+                )
+            ]
+        )
     try:
         tree = hcl2.parses_to_tree(text if text.endswith("\n") else text + "\n")
     except lark_exc.UnexpectedInput as exc:
@@ -115,11 +128,45 @@ def parse(text: str, filename: str) -> Block:
         raise errors.SpecError([diagnostic or _syntax_diagnostic(exc, filename)]) from None
     except lark_exc.LarkError as exc:
         raise errors.SpecError([errors.Diagnostic(filename, 1, 1, f"cannot parse HCL: {exc}")]) from None
+    except RecursionError:  # a shape the nesting scan does not see (e.g. a long chain of operators)
+        raise errors.SpecError([errors.Diagnostic(filename, 1, 1, "expression too complex to parse")]) from None
     root = Block(type="", labels=[], line=1, column=1)
     for child in tree.children:
         if getattr(child, "data", None) == "body":
             _body(child, root)
     return root
+
+
+def _too_deep(text: str) -> tuple[int, int] | None:
+    """(line, column) of the first bracket nested deeper than ``rules.MAX_NESTING``, outside strings and
+    comments; None when the text stays within it."""
+    depth, line, col, i, n = 0, 1, 0, 0, len(text)
+    in_string = False
+    while i < n:
+        ch = text[i]
+        col += 1
+        if ch == "\n":
+            line, col = line + 1, 0
+        elif in_string:
+            if ch == "\\":
+                i += 1
+                col += 1
+            elif ch == '"':
+                in_string = False
+        elif ch == '"':
+            in_string = True
+        elif ch == "#" or text.startswith("//", i):
+            end = text.find("\n", i)
+            i = n if end < 0 else end
+            continue
+        elif ch in "([{":
+            depth += 1
+            if depth > rules.MAX_NESTING:
+                return line, col
+        elif ch in ")]}":
+            depth = max(0, depth - 1)
+        i += 1
+    return None
 
 
 def _unterminated_string(text: str, filename: str, error_line: int) -> errors.Diagnostic | None:

@@ -13,7 +13,7 @@ from pathlib import Path
 from typing import Any
 
 from velyrix import catalog, errors
-from velyrix.declarations import expressions, hcl, models, schema
+from velyrix.declarations import expressions, hcl, models, rules, schema
 from velyrix.declarations.checks import Checker as _Checker
 from velyrix.declarations.checks import catalog_checks as _catalog_checks
 from velyrix.declarations.checks import cross_checks as _cross_checks
@@ -305,6 +305,13 @@ def _typed(value: Any, spec: schema.AttrSchema, attr: hcl.Attribute, chk: _Check
                 line, col, f"'{name}' must be a string, got {_describe(value)}", expected=f"a quoted string{words}"
             )
             return _INVALID
+        problem = rules.text_problem(value) or (rules.name_problem(value) if name == "name" else None)
+        if problem:
+            suggestion = rules.suggest_name(value) if name == "name" else None
+            chk.error(
+                line, col, f"'{name}' = {_quoted(value)} {problem}", expected="a valid name", suggestion=suggestion
+            )
+            return _INVALID
         allowed = schema.ALLOWED_WORDS.get(name)
         if allowed and value not in allowed:
             chk.unknown(line, col, f"{name}", value, allowed)
@@ -316,6 +323,10 @@ def _typed(value: Any, spec: schema.AttrSchema, attr: hcl.Attribute, chk: _Check
             return _INVALID
         return value
     number_ok = isinstance(value, (int, float)) and not isinstance(value, bool)
+    problem = rules.number_problem(value) if number_ok else None
+    if problem:
+        chk.error(line, col, f"'{name}' = {value!r} {problem}", expected="a finite number within +-2**53")
+        return _INVALID
     if spec.type == "integer" and number_ok and isinstance(value, float) and value.is_integer():
         value = int(value)
     if not number_ok or (spec.type == "integer" and not isinstance(value, int)):
@@ -332,6 +343,11 @@ def _typed(value: Any, spec: schema.AttrSchema, attr: hcl.Attribute, chk: _Check
         chk.error(line, col, f"'{name}' = {value} is out of range in {where}", expected=f"a value <= {spec.maximum:g}")
         return _INVALID
     return value
+
+
+def _quoted(value: str) -> str:
+    """``value`` in double quotes, verbatim but with non-printable characters escaped (NUL as \\x00)."""
+    return json.dumps(value, ensure_ascii=False) if value.isprintable() else json.dumps(value)
 
 
 def _is_number(text: str) -> bool:
@@ -367,6 +383,10 @@ def _resource(
     rtype, rname = block.labels
     if rtype not in schema.RESOURCE_TYPES:
         chk.unknown(block.line, block.column, "resource type", rtype, schema.RESOURCE_TYPES)
+        return None
+    label_issue = rules.text_problem(rname, 63) or rules.label_problem(rname)
+    if label_issue:
+        chk.error(block.line, block.column, f"resource label {_quoted(rname)} {label_issue}", expected="an identifier")
         return None
     address = f"{rtype}.{rname}"
     where = f"resource {address}"

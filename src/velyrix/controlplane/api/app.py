@@ -10,7 +10,7 @@ from fastapi import FastAPI
 from sqlalchemy import orm
 
 import velyrix
-from velyrix.controlplane.api import context, problems
+from velyrix.controlplane.api import context, edge, problems
 from velyrix.controlplane.api.routes import (
     acceptance,
     api_keys,
@@ -66,5 +66,6 @@ def create_app(database_url: str | None = None, *, engine: sa.Engine | None = No
     for router in ROUTERS:
         app.include_router(router)
     problems.install(app)
+    app.add_middleware(edge.EdgeMiddleware, refuse=problems.refuse)  # inside: the request id is set first
     app.add_middleware(context.RequestIdMiddleware)
     return app
