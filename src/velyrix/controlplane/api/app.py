@@ -2,15 +2,21 @@
 
 from __future__ import annotations
 
+import contextlib
+from collections.abc import AsyncIterator
+from typing import Any
+
 import sqlalchemy as sa
 from fastapi import FastAPI
 from sqlalchemy import orm
 
 import velyrix
+from velyrix.controlplane import audit
 from velyrix.controlplane.api import context, problems
 from velyrix.controlplane.api.routes import (
     api_keys,
     audit_events,
+    audit_log,
     clusters,
     fleet,
     health,
@@ -20,6 +26,7 @@ from velyrix.controlplane.api.routes import (
     tenants,
     volumes,
 )
+from velyrix.controlplane.audit import checkpoints
 from velyrix.controlplane.db import engine as engine_mod
 from velyrix.controlplane.db import migrate as migrate_mod
 
@@ -32,6 +39,7 @@ ROUTERS = (
     volumes.router,
     regions.router,
     audit_events.router,
+    audit_log.router,
     fleet.router,
     fleet.sim_router,
     node_health.router,
@@ -62,5 +70,24 @@ def create_app(database_url: str | None = None, *, engine: sa.Engine | None = No
     for router in ROUTERS:
         app.include_router(router)
     problems.install(app)
+    _audit_checkpoints(app)
     app.add_middleware(context.RequestIdMiddleware)
     return app
+
+
+def _audit_checkpoints(app: FastAPI) -> None:
+    """Sequence audit events into the Merkle log; publish a checkpoint at start and at every interval."""
+    audit.log.install()
+    publisher = checkpoints.Publisher(app.state.sessionmaker, checkpoints.interval_s())
+    app.state.audit_checkpoints = publisher
+
+    @contextlib.asynccontextmanager
+    async def lifespan(_app: Any) -> AsyncIterator[None]:
+        publisher.tick()
+        publisher.start()
+        try:
+            yield
+        finally:
+            publisher.stop()
+
+    app.router.lifespan_context = lifespan

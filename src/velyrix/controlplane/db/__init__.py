@@ -4,8 +4,8 @@ Alembic migrations shipped in the package (``migrate``).
 Use ``from velyrix.controlplane import db`` then ``db.upgrade()`` and ``with db.session() as s: ...``.
 """
 
-from velyrix.controlplane.db import models
+from velyrix.controlplane.db import models, models_evidence
 from velyrix.controlplane.db.engine import database_url, make_engine, session
 from velyrix.controlplane.db.migrate import upgrade
 
-__all__ = ["database_url", "make_engine", "models", "session", "upgrade"]
+__all__ = ["database_url", "make_engine", "models", "models_evidence", "session", "upgrade"]
