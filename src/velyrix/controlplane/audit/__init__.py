@@ -66,6 +66,7 @@ def record(
         detail=json.loads(json.dumps({"method": info.method, "path": info.path, **(detail or {})}, default=str)),
     )
     session.add(event)
+    log.enqueue(session, event)
     return event
 
 

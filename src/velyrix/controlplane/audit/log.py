@@ -55,8 +55,7 @@ def iso(at: dt.datetime | str) -> str:
 
 def event_dict(row: dict[str, Any] | models.AuditEvent) -> dict[str, Any]:
     """The fields of an audit event (ORM object or a raw row mapping) in their canonical JSON values."""
-    get = row.get if isinstance(row, dict) else lambda name: getattr(row, name)
-    out = {name: get(name) for name in FIELDS}
+    out: dict[str, Any] = {name: (row[name] if isinstance(row, dict) else getattr(row, name)) for name in FIELDS}
     out["at"] = iso(out["at"])
     if isinstance(out["detail"], str):  # a raw SQLite row: JSON text
         out["detail"] = json.loads(out["detail"])
@@ -134,10 +133,18 @@ def append(session: orm.Session, events: Sequence[models.AuditEvent]) -> int:
     return start
 
 
+def enqueue(session: orm.Session, event: models.AuditEvent) -> None:
+    """Make ``event`` the next leaf when ``session`` commits (in the order of the calls)."""
+    pending = session.info.setdefault(_PENDING, [])
+    if not any(e is event for e in pending):
+        pending.append(event)
+
+
 def _collect(session: orm.Session, _ctx: Any, _instances: Any) -> None:
-    new = [o for o in session.new if isinstance(o, models.AuditEvent)]
-    if new:
-        session.info.setdefault(_PENDING, []).extend(sorted(new, key=lambda e: e.id))
+    """Audit events added without ``enqueue`` join the queue too (in id order)."""
+    new = sorted((o for o in session.new if isinstance(o, models.AuditEvent)), key=lambda e: e.id)
+    for event in new:
+        enqueue(session, event)
 
 
 def _sequence(session: orm.Session) -> None:

@@ -146,3 +146,27 @@ def check(
     result.findings.sort(key=lambda f: (f.kind != "bad-checkpoint", f.index))
     result.checked = result.tree_size
     return result
+
+
+def check_inclusion(bundle: dict[str, Any], public_key: str | None = None) -> tuple[bool, str]:
+    """Verify an inclusion proof bundle (``GET /v1/audit-log/proofs/inclusion/{id}``) offline: the
+    checkpoint's signature, the event's leaf hash and the audit path up to the signed root."""
+    try:
+        event, index, size = bundle["event"], int(bundle["leaf_index"]), int(bundle["tree_size"])
+        path = [bytes.fromhex(h) for h in bundle["audit_path"]]
+        checkpoint = bundle["checkpoint"]
+        body = checkpoint["report"]
+        signed_root = bytes.fromhex(body["root_hash"])
+    except (KeyError, TypeError, ValueError) as exc:
+        return False, f"not an audit inclusion proof: missing or malformed {exc}"
+    bad = check_checkpoints([checkpoint], public_key)
+    if bad:
+        return False, bad[0].message
+    if int(body["tree_size"]) != size:
+        return False, f"the proof is for {size} leaves but the checkpoint signs {body['tree_size']}"
+    leaf = merkle.leaf_hash(log.canonical(event, index))
+    if bundle.get("leaf_hash") not in (None, leaf.hex()):
+        return False, f"event {event.get('id')} does not hash to the proof's leaf (altered)"
+    if not merkle.verify_inclusion(index, size, leaf, path, signed_root):
+        return False, f"the audit path does not lead from event {event.get('id')} to the signed root"
+    return True, f"event {event.get('id')} is leaf {index} of the log of {size} leaves signed at {body['timestamp']}"
