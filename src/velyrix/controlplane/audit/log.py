@@ -1,10 +1,10 @@
 """The audit log as a Merkle tree in the database: every audit event becomes leaf ``idx`` at commit.
 
-Layout (tables in ``db.models_evidence``): ``audit_log_head`` holds the tree size; ``audit_leaves`` the
-leaf hash of each event (``SHA-256(0x00 || canonical event)``); ``audit_nodes`` every complete inner
-node. A session commit that carries new audit events bumps the head (its row lock orders concurrent
-writers), writes the leaves and the inner nodes they complete (on average one per leaf), all in the
-transaction of the events. Proofs read O(log n) stored nodes (``merkle.pieces``).
+Layout (tables in ``db.models_evidence``): ``audit_log_head`` holds the tree size; ``audit_leaves`` one
+row per event: its leaf hash (``SHA-256(0x00 || canonical event)``) and, packed in ``parents``, the inner
+nodes that this leaf completes (``holder``), so an append is one row. A session commit that carries new
+audit events bumps the head (its row lock orders concurrent writers) and writes the leaves, in the
+transaction of the events. Proofs read O(log n) stored nodes in one query (``merkle.pieces``).
 
 The canonical event is JSON with sorted keys and no spaces of ``FIELDS`` plus ``index``; ``at`` is UTC
 with microseconds (``2026-12-01T10:40:00.000000Z``). Anyone holding the event and its index can
@@ -72,64 +72,108 @@ def canonical_row(row: dict[str, Any] | models.AuditEvent, index: int) -> bytes:
     return canonical(event_dict(row), index)
 
 
-def tree_rows(
-    leaf_data: Sequence[bytes], event_ids: Sequence[str]
-) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
-    """Rows of ``audit_leaves`` and ``audit_nodes`` for a log of ``leaf_data`` from leaf 0 (a backfill)."""
+def tree_rows(leaf_data: Sequence[bytes], event_ids: Sequence[str]) -> list[dict[str, Any]]:
+    """Rows of ``audit_leaves`` for a log of ``leaf_data`` from leaf 0 (a backfill, a benchmark)."""
     nodes: dict[merkle.NodeKey, bytes] = {}
     leaves = []
     for i, (data, event_id) in enumerate(zip(leaf_data, event_ids, strict=True)):
         h = nodes[(0, i)] = merkle.leaf_hash(data)
-        leaves.append({"idx": i, "event_id": event_id, "leaf_hash": h})
-        nodes.update(merkle.new_nodes(i, h, [nodes[k] for k in merkle.left_siblings(i)]))
-    inner = [{"level": lv, "idx": i, "hash": h} for (lv, i), h in nodes.items() if lv > 0]
-    return leaves, inner
+        made = merkle.new_nodes(i, h, [nodes[k] for k in merkle.left_siblings(i)])
+        nodes.update(made)
+        leaves.append({"idx": i, "event_id": event_id, "leaf_hash": h, "parents": b"".join(n for _, n in made)})
+    return leaves
+
+
+def holder(key: merkle.NodeKey) -> tuple[int, int]:
+    """(leaf row, byte offset) that stores node ``key``: the leaf completing a node keeps it in ``parents``
+    (level ``k`` at offset ``32 * (k - 1)``); level 0 is the row's own ``leaf_hash`` (offset -1)."""
+    level, idx = key
+    return ((idx + 1) << level) - 1, 32 * (level - 1)
+
+
+_SELECT = "SELECT idx, leaf_hash, parents FROM audit_leaves WHERE idx IN ({marks})"
+_BUMP = "UPDATE audit_log_head SET tree_size = tree_size + {n} WHERE id = 1 RETURNING tree_size"
+_INSERT = {
+    "sqlite": "INSERT INTO audit_leaves (idx, event_id, leaf_hash, parents) VALUES (?, ?, ?, ?)",
+    "postgresql": "INSERT INTO audit_leaves (idx, event_id, leaf_hash, parents) VALUES (%s, %s, %s, %s)",
+}
+
+
+def _conn(session: orm.Session | sa.Connection) -> sa.Connection:
+    return session.connection() if isinstance(session, orm.Session) else session
 
 
 def fetch_nodes(session: orm.Session | sa.Connection, keys: Iterable[merkle.NodeKey]) -> dict[merkle.NodeKey, bytes]:
-    """The stored hashes of ``keys`` (level 0 from ``audit_leaves``); absent ones are left out."""
-    by_level: dict[int, list[int]] = {}
-    for level, idx in keys:
-        by_level.setdefault(level, []).append(idx)
+    """The stored hashes of ``keys``, in one query; absent ones are left out."""
+    wanted = {key: holder(key) for key in keys}
+    rows = sorted({row for row, _ in wanted.values()})
+    if not rows:
+        return {}
+    conn = _conn(session)
+    mark = "?" if conn.dialect.name == "sqlite" else "%s"
+    got = {
+        int(idx): (bytes(h), bytes(p or b""))
+        for idx, h, p in conn.exec_driver_sql(_SELECT.format(marks=", ".join([mark] * len(rows))), tuple(rows))
+    }
+    return _pick(wanted, got)
+
+
+def _pick(
+    wanted: dict[merkle.NodeKey, tuple[int, int]], got: dict[int, tuple[bytes, bytes]]
+) -> dict[merkle.NodeKey, bytes]:
     found: dict[merkle.NodeKey, bytes] = {}
-    for level, idxs in by_level.items():
-        if level == 0:
-            stmt = sa.select(ev.AuditLeaf.idx, ev.AuditLeaf.leaf_hash).where(ev.AuditLeaf.idx.in_(idxs))
-        else:
-            stmt = sa.select(ev.AuditNode.idx, ev.AuditNode.hash).where(
-                ev.AuditNode.level == level, ev.AuditNode.idx.in_(idxs)
-            )
-        found.update({(level, i): bytes(h) for i, h in session.execute(stmt)})
+    for key, (row, offset) in wanted.items():
+        if row in got:
+            leaf, parents = got[row]
+            value = leaf if key[0] == 0 else parents[offset : offset + 32]
+            if len(value) == 32:
+                found[key] = value
     return found
 
 
-def append(session: orm.Session, events: Sequence[models.AuditEvent]) -> int:
-    """Make ``events`` the next leaves of the log, in the session's transaction; returns the first index."""
-    head = ev.AuditLogHead
-    end = session.execute(
-        sa.update(head)
-        .where(head.id == 1)
-        .values(tree_size=head.tree_size + len(events))
-        .returning(head.tree_size)
-        .execution_options(synchronize_session=False)
-    ).scalar_one_or_none()
+# PostgreSQL, one event: bump the head and read the stored left siblings in one round trip. The sibling
+# at level k of leaf i (k below the trailing one bits of i: 2**(k+1) divides i + 1) is held by row i - 2**k.
+_PG_BUMP_AND_SIBLINGS = """
+WITH h AS (UPDATE audit_log_head SET tree_size = tree_size + 1 WHERE id = 1 RETURNING tree_size - 1 AS i)
+SELECT h.i, l.idx, l.leaf_hash, l.parents FROM h
+LEFT JOIN generate_series(0, 62) AS k ON mod(h.i + 1, 1::bigint << (k + 1)) = 0
+LEFT JOIN audit_leaves l ON l.idx = h.i - (1::bigint << k)
+"""
+
+
+def _bump(conn: sa.Connection, count: int) -> tuple[int, dict[merkle.NodeKey, bytes]]:
+    """(first new index, stored nodes already read) after growing the head by ``count``."""
+    if conn.dialect.name == "postgresql" and count == 1:
+        rows = conn.exec_driver_sql(_PG_BUMP_AND_SIBLINGS).all()
+        if not rows:
+            raise errors.VelyrixError("the audit log has no head row", hint="run: velyrix db upgrade")
+        index = int(rows[0][0])
+        got = {int(r[1]): (bytes(r[2]), bytes(r[3] or b"")) for r in rows if r[1] is not None}
+        return index, _pick({k: holder(k) for k in merkle.left_siblings(index)}, got)
+    end = conn.exec_driver_sql(_BUMP.format(n=count)).scalar_one_or_none()
     if end is None:
         raise errors.VelyrixError("the audit log has no head row", hint="run: velyrix db upgrade")
-    start = end - len(events)
-    made: dict[merkle.NodeKey, bytes] = {}
-    leaves, inner = [], []
+    return int(end) - count, {}
+
+
+def append(session: orm.Session, events: Sequence[models.AuditEvent]) -> int:
+    """Make ``events`` the next leaves of the log, in the session's transaction; returns the first index.
+
+    Driver-level statements (no ORM): one UPDATE of the head, one SELECT of the left siblings when the
+    leaf completes inner nodes (on PostgreSQL one statement for both), one INSERT for the leaves
+    (bench/bench_audit.py measures the cost)."""
+    conn = _conn(session)
+    start, made = _bump(conn, len(events))
+    rows = []
     for i, event in enumerate(events, start):
         h = made[(0, i)] = merkle.leaf_hash(canonical_row(event, i))
-        leaves.append({"idx": i, "event_id": event.id, "leaf_hash": h})
         want = merkle.left_siblings(i)
         missing = [k for k in want if k not in made]
-        made.update(fetch_nodes(session, missing) if missing else {})
-        for key, node in merkle.new_nodes(i, h, [made[k] for k in want]):
-            made[key] = node
-            inner.append({"level": key[0], "idx": key[1], "hash": node})
-    session.execute(sa.insert(ev.AuditLeaf), leaves)
-    if inner:
-        session.execute(sa.insert(ev.AuditNode), inner)
+        made.update(fetch_nodes(conn, missing) if missing else {})
+        completed = merkle.new_nodes(i, h, [made[k] for k in want])
+        made.update(completed)
+        rows.append((i, event.id, h, b"".join(n for _, n in completed)))
+    conn.exec_driver_sql(_INSERT[conn.dialect.name], rows if len(rows) > 1 else rows[0])
     return start
 
 

@@ -1,5 +1,5 @@
-"""Tables of the evidence area (migration ``0006``): the audit log's Merkle tree (its head, leaves and
-stored inner nodes) and its signed checkpoints. Every table is append-only by trigger except the head,
+"""Tables of the evidence area (migration ``0006``): the audit log's Merkle tree (its head, and leaves
+with the inner nodes they complete) and its signed checkpoints. Every table is append-only by trigger except the head,
 whose tree size may only grow (``velyrix.controlplane.audit.log`` explains the layout)."""
 
 from __future__ import annotations
@@ -25,7 +25,8 @@ class AuditLogHead(models.Base):
 
 
 class AuditLeaf(models.Base):
-    """Leaf ``idx`` of the audit log: the event it commits to and ``SHA-256(0x00 || canonical event)``."""
+    """Leaf ``idx`` of the audit log: the event it commits to, ``SHA-256(0x00 || canonical event)``, and the
+    inner nodes this leaf completes (levels 1..k, 32 bytes each; ``audit.log.holder``)."""
 
     __tablename__ = "audit_leaves"
     tenancy = "global"
@@ -33,17 +34,7 @@ class AuditLeaf(models.Base):
     idx: Mapped[int] = mapped_column(sa.BigInteger, primary_key=True, autoincrement=False)
     event_id: Mapped[str] = mapped_column(sa.String(32), unique=True)
     leaf_hash: Mapped[bytes] = mapped_column(sa.LargeBinary(32))
-
-
-class AuditNode(models.Base):
-    """A complete inner node: the hash of leaves ``[idx * 2**level, (idx + 1) * 2**level)``, level >= 1."""
-
-    __tablename__ = "audit_nodes"
-    tenancy = "global"
-
-    level: Mapped[int] = mapped_column(sa.SmallInteger, primary_key=True, autoincrement=False)
-    idx: Mapped[int] = mapped_column(sa.BigInteger, primary_key=True, autoincrement=False)
-    hash: Mapped[bytes] = mapped_column(sa.LargeBinary(32))
+    parents: Mapped[bytes] = mapped_column(sa.LargeBinary(2048), default=b"")
 
 
 class AuditCheckpoint(models.Base):

@@ -1,6 +1,6 @@
-"""Evidence: the audit log's Merkle tree (head, leaves, inner nodes) and its signed checkpoints. The leaf,
-node and checkpoint tables are append-only by trigger; the head's tree size may only grow. Audit events
-written before this revision become the first leaves, in id (creation) order.
+"""Evidence: the audit log's Merkle tree (head; leaves with the inner nodes they complete) and its signed
+checkpoints. The leaf and checkpoint tables are append-only by trigger; the head's tree size may only
+grow. Audit events written before this revision become the first leaves, in id (creation) order.
 
 Revision ID: 0006
 Revises: 0003
@@ -17,7 +17,7 @@ down_revision = "0003"
 branch_labels = None
 depends_on = None
 
-APPEND_ONLY = ("audit_leaves", "audit_nodes", "audit_checkpoints")
+APPEND_ONLY = ("audit_leaves", "audit_checkpoints")
 
 _PG_APPEND_ONLY = """
 CREATE OR REPLACE FUNCTION velyrix_evidence_append_only() RETURNS trigger AS $$
@@ -50,15 +50,9 @@ def upgrade() -> None:
         sa.Column("idx", sa.BigInteger(), autoincrement=False, nullable=False),
         sa.Column("event_id", sa.String(length=32), nullable=False),
         sa.Column("leaf_hash", sa.LargeBinary(length=32), nullable=False),
+        sa.Column("parents", sa.LargeBinary(length=2048), nullable=False),
         sa.PrimaryKeyConstraint("idx"),
         sa.UniqueConstraint("event_id"),
-    )
-    op.create_table(
-        "audit_nodes",
-        sa.Column("level", sa.SmallInteger(), autoincrement=False, nullable=False),
-        sa.Column("idx", sa.BigInteger(), autoincrement=False, nullable=False),
-        sa.Column("hash", sa.LargeBinary(length=32), nullable=False),
-        sa.PrimaryKeyConstraint("level", "idx"),
     )
     op.create_table(
         "audit_checkpoints",
@@ -80,15 +74,13 @@ def _backfill() -> None:
 
     bind = op.get_bind()
     rows = bind.execute(sa.text("SELECT * FROM audit_events ORDER BY id")).mappings().all()
-    leaves, nodes = log.tree_rows([log.canonical_row(dict(r), i) for i, r in enumerate(rows)], [r["id"] for r in rows])
+    leaves = log.tree_rows([log.canonical_row(dict(r), i) for i, r in enumerate(rows)], [r["id"] for r in rows])
     op.bulk_insert(
         sa.table("audit_log_head", sa.column("id"), sa.column("tree_size")), [{"id": 1, "tree_size": len(rows)}]
     )
     if leaves:
-        leaf_table = sa.table("audit_leaves", sa.column("idx"), sa.column("event_id"), sa.column("leaf_hash"))
-        op.bulk_insert(leaf_table, leaves)
-    if nodes:
-        op.bulk_insert(sa.table("audit_nodes", sa.column("level"), sa.column("idx"), sa.column("hash")), nodes)
+        columns = [sa.column(c) for c in ("idx", "event_id", "leaf_hash", "parents")]
+        op.bulk_insert(sa.table("audit_leaves", *columns), leaves)
 
 
 def _triggers() -> None:
@@ -132,5 +124,5 @@ def downgrade() -> None:
         op.execute("DROP FUNCTION IF EXISTS velyrix_audit_log_head_grows()")
     with op.batch_alter_table("audit_checkpoints", schema=None) as batch_op:
         batch_op.drop_index(batch_op.f("ix_audit_checkpoints_tree_size"))
-    for table in ("audit_checkpoints", "audit_nodes", "audit_leaves", "audit_log_head"):
+    for table in ("audit_checkpoints", "audit_leaves", "audit_log_head"):
         op.drop_table(table)
