@@ -51,6 +51,7 @@ COMMANDS: tuple[tuple[str, tuple[str, ...]], ...] = (
     ("health", ("health",)),
     ("scheduler", ("scheduler",)),
     ("noc", ("noc", "invoice", "sla")),
+    ("audit", ("audit",)),
 )
 
 

@@ -1,16 +1,22 @@
 """Audit events: every mutation attempt writes one, successful ones in the same transaction as the
 change, refused ones (401/403/404/409/412/422...) in their own. The API has no route that changes or
 deletes an event, and the database refuses UPDATE and DELETE on the table (trigger, migration 0001).
+
+Each event is also a leaf of the audit log's Merkle tree (``log``), sequenced when its transaction
+commits; ``checkpoints`` signs the tree's size and root, ``verify`` finds the first missing or altered
+event of a log copy against the checkpoints a client saw.
 """
 
 from __future__ import annotations
 
+import json
 import re
 from dataclasses import dataclass
 from typing import Any
 
 from sqlalchemy import orm
 
+from velyrix.controlplane.audit import log
 from velyrix.controlplane.auth.principals import Principal
 from velyrix.controlplane.db import models
 
@@ -61,6 +67,7 @@ def record(
     principal's tenant (pass it for provider actions on a tenant, e.g. creating one).
     """
     event = models.AuditEvent(
+        at=models.utcnow(),
         actor=principal.actor if principal else "anonymous",
         key_id=principal.key_id if principal else None,
         tenant_id=tenant_id if tenant_id is not None else (principal.tenant_id if principal else None),
@@ -71,7 +78,14 @@ def record(
         outcome=outcome,
         status_code=status_code,
         error_code=error_code,
-        detail={"method": info.method, "path": storable(info.path, 2048), **(detail or {})},
+        # through JSON once: the stored value and the Merkle leaf (log.canonical) see the same data
+        detail=json.loads(
+            json.dumps({"method": info.method, "path": storable(info.path, 2048), **(detail or {})}, default=str)
+        ),
     )
     session.add(event)
+    log.enqueue(session, event)
     return event
+
+
+log.install()
