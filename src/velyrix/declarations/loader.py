@@ -14,9 +14,8 @@ from pathlib import Path
 from typing import Any
 
 from velyrix import catalog, errors
-from velyrix.declarations import configuration, diagnostics, evaluation, files, hcl, models, schema
+from velyrix.declarations import configuration, diagnostics, evaluation, files, hcl, models, schema, typeexpr
 from velyrix.declarations import variables as variables_mod
-
 
 _Checker = diagnostics.Checker
 
@@ -192,6 +191,7 @@ def _typed(value: Any, spec: schema.AttrSchema, attr: hcl.Attribute, chk: _Check
         return value
     if isinstance(value, str) and value in spec.words:
         return value
+    value = _converted(value, spec.type)
     words = f" or {' / '.join(repr(w) for w in spec.words)}" if spec.words else ""
     if spec.type == "string":
         if not isinstance(value, str):
@@ -226,6 +226,18 @@ def _typed(value: Any, spec: schema.AttrSchema, attr: hcl.Attribute, chk: _Check
         chk.error(line, col, f"'{name}' = {value} is out of range in {where}", expected=f"a value <= {spec.maximum:g}")
         return _INVALID
     return value
+
+
+def _converted(value: Any, kind: str) -> Any:
+    """Terraform's automatic conversion to an argument's type: ``"64"`` for a number, ``8`` or ``true``
+    for a string, ``"true"`` for a bool; a value that does not convert is returned unchanged."""
+    target = {"integer": typeexpr.NUMBER, "number": typeexpr.NUMBER, "string": typeexpr.STRING}.get(kind, kind)
+    if value is None or isinstance(value, (list, dict)) or target not in typeexpr.PRIMITIVES:
+        return value
+    try:
+        return typeexpr.convert(value, target)
+    except evaluation.ExpressionError:
+        return value
 
 
 def _is_number(text: str) -> bool:
