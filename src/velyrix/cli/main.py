@@ -51,6 +51,7 @@ COMMANDS: tuple[tuple[str, tuple[str, ...]], ...] = (
     ("goodput", ("goodput",)),
     ("health", ("health",)),
     ("scheduler", ("scheduler",)),
+    ("output", ("output",)),
 )
 
 
