@@ -128,12 +128,6 @@ def _change(
                 f"({', '.join(f for f, *_ in moved)} changed)",
                 hint="keep name, region and node_type, or remove prevent_destroy first",
             )
-        if not any(f == "name" for f, *_ in moved):
-            raise errors.InvalidInputError(
-                f"{address} must be replaced ({', '.join(f for f, *_ in moved)} cannot change on an existing "
-                "cluster), and the new cluster needs a new name: the old one keeps its name until it is deleted",
-                hint="give the cluster a new name, or destroy it first: velyrix destroy FILE -target " + address,
-            )
         return Change(address, "replace", body, live, moved, life.depends_on)
     body = _ignoring(body, live, life.ignore_changes)
     action, fields = diff(body, live)
