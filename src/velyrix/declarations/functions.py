@@ -195,7 +195,9 @@ def tolist(value: Any) -> list[Any]:
 
 
 def file_(base_dir: str, path: Any) -> str:
-    target = Path(base_dir) / function_strings._s(path, "path")
+    """The text of a file; a relative path starts at the current directory, as in Terraform
+    (``base_dir`` is accepted for ``path.module``-free callers and not used for relative paths)."""
+    target = Path(function_strings._s(path, "path"))
     try:
         data = target.read_bytes()[: MAX_FILE_BYTES + 1]
     except OSError as exc:
@@ -245,7 +247,7 @@ FUNCTIONS: dict[str, tuple[Callable[..., Any], int, int | None]] = {
     "toset": (lambda v: typeexpr._distinct(_list(v)), 1, 1),
     "tomap": (tomap, 1, 1),
     "file": (file_, 1, 1),
-    "fileexists": (lambda base, p: (Path(base) / function_strings._s(p)).is_file(), 1, 1),
+    "fileexists": (lambda base, p: Path(function_strings._s(p)).is_file(), 1, 1),
 }
 NEEDS_BASE_DIR = ("file", "fileexists")
 EVALUATED_LAZILY = ("try", "can")
