@@ -187,7 +187,7 @@ def assign(
 def _set_raw(var: Declared, raw: str, values: dict[str, Any], chk: diagnostics.Checker, file: str, what: str) -> None:
     """A value given as text: primitive types take it as a string, others parse it as an HCL expression."""
     try:
-        if var.type in typeexpr.PRIMITIVES:
+        if var.type in typeexpr.PRIMITIVES and not (var.typed and var.type == typeexpr.ANY):
             value: Any = raw
         else:
             root = hcl.parse(f"v = {raw}\n", file)

@@ -39,5 +39,5 @@ def problems(text: str, **kw: Any) -> list[str]:
 
 def value(expr: str, prelude: str = "") -> Any:
     """The value of ``expr`` through an output of a minimal configuration."""
-    spec = load(prelude + cluster() + f"output \"x\" {{\n  value = {expr}\n}}\n")
+    spec = load(prelude + cluster() + f'output "x" {{\n  value = {expr}\n}}\n')
     return spec.outputs["x"].value

@@ -46,7 +46,7 @@ CASES: dict[str, list[tuple[str, Any]]] = {
     "parseint": [('parseint("ff", 16)', 255)],
     "base64encode": [('base64encode("velyrix")', "dmVseXJpeA==")],
     "base64decode": [('base64decode("dmVseXJpeA==")', "velyrix")],
-    "jsonencode": [('jsonencode({a = 1, b = [true]})', '{"a":1,"b":[true]}')],
+    "jsonencode": [("jsonencode({a = 1, b = [true]})", '{"a":1,"b":[true]}')],
     "jsondecode": [('jsondecode("{\\"n\\": 64}")', {"n": 64})],
     "urlencode": [('urlencode("a b/c")', "a%20b%2Fc")],
     "csvdecode": [('csvdecode("a,b\\n1,2")', [{"a": "1", "b": "2"}])],
@@ -54,7 +54,7 @@ CASES: dict[str, list[tuple[str, Any]]] = {
     "sha1": [('sha1("x")', "11f6ad8ec52a2984abaafd7c3b516503785c2072")],
     "sha256": [('sha256("x")', "2d711642b726b04401627ca9fbac32f5c8530fb1903cc4db02258717921a4881")],
     "sha512": [('length(sha512("x"))', 128)],
-    "length": [('length([1, 2, 3])', 3), ('length({a = 1})', 1), ('length("hgx")', 3)],
+    "length": [("length([1, 2, 3])", 3), ("length({a = 1})", 1), ('length("hgx")', 3)],
     "lookup": [('lookup({a = 1}, "a", 0)', 1), ('lookup({a = 1}, "b", 0)', 0)],
     "merge": [("merge({a = 1, b = 2}, {b = 3})", {"a": 1, "b": 3})],
     "keys": [("keys({b = 1, a = 2})", ["a", "b"])],
@@ -113,9 +113,9 @@ def test_every_function_has_a_case_and_a_documented_line() -> None:
 
 
 def test_wrong_arguments_are_reported_with_position_and_closest_name() -> None:
-    out = problems(cluster(node_count='lenght([1])'))
+    out = problems(cluster(node_count="lenght([1])"))
     assert "main.tf:5:" in out[0] and "unknown function 'lenght'" in out[0] and "did you mean 'length'" in out[0]
-    out = problems(cluster(node_count='max()'))
+    out = problems(cluster(node_count="max()"))
     assert "max(): takes at least 1 argument" in out[0]
     out = problems(cluster(node_count='lookup({a = 1}, "b")'))
     assert "no key 'b'" in out[0]
