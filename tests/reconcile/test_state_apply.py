@@ -5,15 +5,41 @@ the configuration, saved plans (``-out``), ``-target``, ``-refresh-only``, ``pre
 from __future__ import annotations
 
 import json
+import threading
+import time
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
+import pytest
 import sqlalchemy as sa
+import uvicorn
 
-from tests.reconcile.test_fleet_api_cli import Plane, plane, served  # noqa: F401 - fixtures
+from tests.reconcile.test_fleet_api_cli import Plane
 from velyrix.controlplane.db import models
+from velyrix.testing.postgres import free_port
 
 HEAD = 'provider "velyrix" { region = "us-east-1" }\n'
+
+
+@pytest.fixture
+def served(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[Plane]:
+    """A control plane on loopback (SQLite, twin region) with the CLI logged in as a tenant."""
+    monkeypatch.setenv("VELYRIX_HOME", str(tmp_path))
+    plane = Plane(tmp_path)
+    port = free_port()
+    server = uvicorn.Server(uvicorn.Config(plane.app, host="127.0.0.1", port=port, log_level="warning"))
+    thread = threading.Thread(target=server.run, daemon=True)
+    thread.start()
+    while not server.started:
+        time.sleep(0.02)
+    plane.runtime.start()
+    monkeypatch.setenv("VELYRIX_ENDPOINT", f"http://127.0.0.1:{port}")
+    monkeypatch.setenv("VELYRIX_API_KEY", plane.tenant_key)
+    yield plane
+    plane.runtime.stop()
+    server.should_exit = True
+    thread.join(5)
 
 
 def cluster(label: str, name: str, nodes: int, extra: str = "") -> str:

@@ -8,7 +8,10 @@ import json
 from pathlib import Path
 from typing import Any
 
+import pytest
+
 from tests.declarations.terraform.helpers import PROVIDER, cluster
+from velyrix import errors
 from velyrix.declarations import loader
 
 VARIABLE = 'variable "nodes" {\n  type = number\n  default = 2\n}\n'
@@ -26,12 +29,9 @@ def test_a_directory_is_one_configuration_with_per_file_positions(tmp_path: Path
     spec = loader.load(d, env={})
     assert spec.clusters[0].node_count == 2 and spec.clusters[0].position.file == str(d / "b.tf")
     (d / "c.tf").write_text(cluster("bad", name='"x"', node_cont="1"))
-    try:
+    with pytest.raises(errors.SpecError) as info:
         loader.load(d, env={})
-    except Exception as exc:  # noqa: BLE001 - the message is the assertion
-        assert f"{d / 'c.tf'}:7:3: unknown attribute 'node_cont'" in str(exc)
-    else:
-        raise AssertionError("c.tf should fail")
+    assert f"{d / 'c.tf'}:7:3: unknown attribute 'node_cont'" in str(info.value)
 
 
 def test_tf_json_configuration(tmp_path: Path) -> None:
@@ -65,12 +65,9 @@ def test_tf_json_configuration(tmp_path: Path) -> None:
     text = json.dumps(doc, indent=2)
     path.write_text(text)
     line = text[: text.index('"node_cont"')].count("\n") + 1
-    try:
+    with pytest.raises(errors.SpecError) as info:
         loader.load(path, env={})
-    except Exception as exc:  # noqa: BLE001
-        assert f"{path}:{line}:9:" in str(exc) and "did you mean 'node_count'" in str(exc)
-    else:
-        raise AssertionError("node_cont should fail")
+    assert f"{path}:{line}:9:" in str(info.value) and "did you mean 'node_count'" in str(info.value)
 
 
 def test_precedence_env_then_tfvars_then_auto_then_var_file_then_var(tmp_path: Path) -> None:
