@@ -19,6 +19,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from velyrix import errors
 from velyrix.declarations import diagnostics, evaluation, expansion, hcl, models, schema, terraform, variables
 
 SUPPORTED = ("terraform", "provider", "variable", "locals", "output", "resource")
@@ -79,7 +80,7 @@ class Locals(evaluation.Namespace):
         if name in self.values:
             return self.values[name]
         if name not in self.attrs:
-            near = diagnostics.errors.closest(name, self.attrs)
+            near = errors.closest(name, self.attrs)
             raise evaluation.ExpressionError(
                 line,
                 column,

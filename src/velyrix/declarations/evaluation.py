@@ -9,86 +9,33 @@ Errors are ``expressions.ExpressionError`` carrying line and column of the offen
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
 from typing import Any
 
 from velyrix import errors
-from velyrix.declarations import expressions, functions, hcl, templates, typeexpr
+from velyrix.declarations import (
+    expressions,
+    functions,
+    hcl,
+    operations,
+    templates,
+    typeexpr,
+)
+from velyrix.declarations import (
+    references as references_mod,
+)
+from velyrix.declarations import (
+    scope as scope_mod,
+)
+from velyrix.declarations.scope import Bound, JsonList, JsonObject, Literal, Namespace, Scope, attr_name
+
+__all__ = ["Bound", "JsonList", "JsonObject", "Literal", "Namespace", "Scope", "evaluate", "references", "traversal"]
 
 ExpressionError = expressions.ExpressionError
 MISSING: Any = expressions._MISSING
-
-
-class Namespace:
-    """A name space whose members are computed on demand (``local``, a resource type); subclasses
-    implement ``get`` and ``names``."""
-
-    kind = "name"
-
-    def get(self, name: str, line: int, column: int) -> Any:
-        raise NotImplementedError
-
-    def names(self) -> list[str]:
-        raise NotImplementedError
-
-
-@dataclass
-class Bound:
-    """An expression that carries its own scope (the content of an expanded ``dynamic`` block)."""
-
-    expr: Any
-    scope: Scope
-
-
-@dataclass
-class Literal:
-    """A value already known (a JSON number, bool or null of a ``.tf.json`` file), with its position."""
-
-    value: Any
-    line: int = 1
-    column: int = 1
-
-
-@dataclass
-class JsonList:
-    """A JSON array of a ``.tf.json`` file: a list of expression nodes."""
-
-    items: list[Any]
-    line: int = 1
-    column: int = 1
-
-
-@dataclass
-class JsonObject:
-    """A JSON object of a ``.tf.json`` file: keys to expression nodes."""
-
-    items: dict[str, Any]
-    line: int = 1
-    column: int = 1
-
-
-@dataclass
-class Scope:
-    """What names mean while evaluating: ``roots`` (``var``, ``local``, ``count``, ``each``, ``path``,
-    resource types) and ``names`` bound by ``for`` expressions and ``dynamic`` iterators."""
-
-    roots: dict[str, Any] = field(default_factory=dict)
-    names: dict[str, Any] = field(default_factory=dict)
-    base_dir: str = "."
-
-    def bind(self, **names: Any) -> Scope:
-        """A child scope with more bare names bound."""
-        return Scope(self.roots, {**self.names, **names}, self.base_dir)
-
-    def with_roots(self, **roots: Any) -> Scope:
-        """A child scope with more roots (``count``, ``each``)."""
-        return Scope({**self.roots, **roots}, dict(self.names), self.base_dir)
-
-
-def _trees(node: Any) -> list[Any]:
-    from lark import Tree
-
-    return [c for c in node.children if isinstance(c, Tree) and c.data != "new_line_or_comment"]
+_trees = scope_mod.trees
+references = references_mod.references
+traversal = references_mod.traversal
+operate = operations.operate
 
 
 def evaluate(node: Any, scope: Scope) -> Any:
@@ -208,50 +155,6 @@ def _binary(node: Any, scope: Scope) -> Any:
     return operate(op, left, right, line, col)
 
 
-def operate(op: str, left: Any, right: Any, line: int, col: int) -> Any:
-    """``left op right`` by Terraform's rules (arithmetic converts numeric strings; ``==`` compares types)."""
-    if op == "==":
-        return typeexpr.equal(left, right)
-    if op == "!=":
-        return not typeexpr.equal(left, right)
-    if op in ("&&", "||"):
-        a = typeexpr.convert(left, typeexpr.BOOL, line, col, what=f"left operand of '{op}'")
-        b = typeexpr.convert(right, typeexpr.BOOL, line, col, what=f"right operand of '{op}'")
-        return (a and b) if op == "&&" else (a or b)
-    try:
-        a = typeexpr.convert(left, typeexpr.NUMBER, line, col, what=f"left operand of '{op}'")
-        b = typeexpr.convert(right, typeexpr.NUMBER, line, col, what=f"right operand of '{op}'")
-    except ExpressionError as exc:
-        raise ExpressionError(
-            line, col, f"unsupported operation {_show(left)} {op} {_show(right)}: {exc.message}", expected="numbers"
-        ) from None
-    if a is None or b is None:
-        raise ExpressionError(line, col, f"unsupported operation with null: {_show(left)} {op} {_show(right)}")
-    return _arith(op, a, b, line, col)
-
-
-def _arith(op: str, a: float, b: float, line: int, col: int) -> Any:
-    if op in ("<", ">", "<=", ">="):
-        return {"<": a < b, ">": a > b, "<=": a <= b, ">=": a >= b}[op]
-    if op in ("/", "%") and b == 0:
-        raise ExpressionError(line, col, "division by zero")
-    if op == "+":
-        return typeexpr.number(a + b)
-    if op == "-":
-        return typeexpr.number(a - b)
-    if op == "*":
-        return typeexpr.number(a * b)
-    if op == "/":
-        return typeexpr.number(a / b)
-    if op == "%":
-        return typeexpr.number(a - b * int(a / b))  # Terraform's remainder keeps the sign of the dividend
-    raise ExpressionError(line, col, f"unknown operator '{op}'")
-
-
-def _show(value: Any) -> str:
-    return typeexpr.show(value)
-
-
 # --- references, indexes, splats -------------------------------------------------------------------
 
 
@@ -263,18 +166,8 @@ def _get_attr(node: Any, scope: Scope) -> Any:
     if root is not None and root not in scope.names:
         if root not in scope.roots:
             raise _unknown_root(root, name, scope, *hcl._pos(target))
-        return _member(scope.roots[root], name, line, col, root)
-    return _member(evaluate(target, scope), name, line, col, None)
-
-
-def attr_name(step: Any) -> str:
-    """The name of a ``.name`` step (``get_attr``)."""
-    from lark import Tree
-
-    for child in step.children:
-        if isinstance(child, Tree) and child.data in ("identifier", "literal_value"):
-            return str(child.children[0])
-    return hcl._identifier(step)
+        return operations.member(scope.roots[root], name, line, col, root)
+    return operations.member(evaluate(target, scope), name, line, col, None)
 
 
 def _root_name(node: Any) -> str | None:
@@ -303,29 +196,6 @@ def _unknown_root(root: str, name: str, scope: Scope, line: int, col: int) -> Ex
     )
 
 
-def _member(value: Any, name: str, line: int, col: int, root: str | None) -> Any:
-    if isinstance(value, Namespace):
-        return value.get(name, line, col)
-    if isinstance(value, dict):
-        if name not in value:
-            near = errors.closest(name, value)
-            where = f"'{root}'" if root else "the object"
-            raise ExpressionError(
-                line,
-                col,
-                f"{where} has no attribute '{name}'",
-                expected="one of " + ", ".join(sorted(value)) if value else "an existing attribute",
-                suggestion=near[0] if near else None,
-            )
-        found = value[name]
-        if found is MISSING:
-            raise ExpressionError(line, col, f"'{root}.{name}' has no value")
-        return found
-    if isinstance(value, list) and name.isdigit():
-        return _index(value, int(name), line, col)
-    raise ExpressionError(line, col, f"cannot read attribute '{name}' of {_show(value)}", expected="an object or a map")
-
-
 def _index_expr(node: Any, scope: Scope) -> Any:
     target, idx = _trees(node)
     value = evaluate(target, scope)
@@ -334,34 +204,7 @@ def _index_expr(node: Any, scope: Scope) -> Any:
         key: Any = int(str([c for c in idx.children if str(c) != "."][0]))
     else:
         key = evaluate(_trees(idx)[0], scope)
-    return _index(value, key, line, col)
-
-
-def _index(value: Any, key: Any, line: int, col: int) -> Any:
-    if isinstance(value, Namespace):
-        return value.get(str(key), line, col)
-    if isinstance(value, list):
-        n = typeexpr.convert(key, typeexpr.NUMBER, line, col, what="index")
-        if not isinstance(n, int) or isinstance(n, bool):
-            raise ExpressionError(line, col, f"index {_show(key)} is not a whole number", expected="0, 1, 2 ...")
-        if not 0 <= n < len(value):
-            raise ExpressionError(
-                line, col, f"index {n} is out of range for a list of {len(value)}", expected=f"0..{len(value) - 1}"
-            )
-        return value[n]
-    if isinstance(value, dict):
-        k = str(typeexpr.convert(key, typeexpr.STRING, line, col, what="key"))
-        if k not in value:
-            near = errors.closest(k, value)
-            raise ExpressionError(
-                line,
-                col,
-                f"the map has no element {k!r}",
-                expected="one of " + ", ".join(sorted(value)) if value else "a key of the map",
-                suggestion=near[0] if near else None,
-            )
-        return value[k]
-    raise ExpressionError(line, col, f"cannot index {_show(value)}", expected="a list or a map")
+    return operations.index(value, key, line, col)
 
 
 def _splat(node: Any, scope: Scope) -> Any:
@@ -378,11 +221,11 @@ def _splat(node: Any, scope: Scope) -> Any:
         for step in steps:
             line, col = hcl._pos(step)
             if step.data == "get_attr":
-                item = _member(item, attr_name(step), line, col, None)
+                item = operations.member(item, attr_name(step), line, col, None)
             elif step.data == "short_index":
-                item = _index(item, int(str([c for c in step.children if str(c) != "."][0])), line, col)
+                item = operations.index(item, int(str([c for c in step.children if str(c) != "."][0])), line, col)
             else:
-                item = _index(item, evaluate(_trees(step)[0], scope), line, col)
+                item = operations.index(item, evaluate(_trees(step)[0], scope), line, col)
         out.append(item)
     return out
 
@@ -405,7 +248,9 @@ def _for(node: Any, scope: Scope) -> Any:
     elif isinstance(source, list):
         pairs = list(enumerate(source))
     else:
-        raise ExpressionError(line, col, f"a for expression cannot iterate over {_show(source)}", "a list or a map")
+        raise ExpressionError(
+            line, col, f"a for expression cannot iterate over {typeexpr.show(source)}", "a list or a map"
+        )
     grouping = any(isinstance(c, Token) and str(c) == "..." for c in node.children)
     is_object = node.data == "for_object_expr"
     out_list: list[Any] = []
@@ -462,7 +307,7 @@ def _call(node: Any, scope: Scope) -> Any:
         args = args[:-1] + list(args[-1])
     try:
         return functions.call(name, args, scope.base_dir)
-    except functions.FunctionError as exc:
+    except typeexpr.FunctionError as exc:
         raise ExpressionError(line, col, f"{name}(): {exc}", expected=exc.expected) from None
 
 
@@ -530,7 +375,7 @@ def _render_for(part: templates.ForDirective, scope: Scope) -> str:
     elif isinstance(source, list):
         pairs = list(enumerate(source))
     else:
-        raise ExpressionError(part.line, part.column, f"%{{for}} cannot iterate over {_show(source)}")
+        raise ExpressionError(part.line, part.column, f"%{{for}} cannot iterate over {typeexpr.show(source)}")
     out = []
     for key, val in pairs:
         names = {part.names[0]: key, part.names[1]: val} if len(part.names) == 2 else {part.names[0]: val}
@@ -561,49 +406,3 @@ _HANDLERS: dict[str, Any] = {
     "heredoc_template": _heredoc,
     "heredoc_template_trim": _heredoc,
 }
-
-
-def references(node: Any) -> list[tuple[str, ...]]:
-    """Every traversal ``root.a.b`` in ``node`` as a tuple of names (for ``depends_on`` and sensitivity)."""
-    from lark import Tree
-
-    out: list[tuple[str, ...]] = []
-    if isinstance(node, Bound):
-        return references(node.expr)
-    if isinstance(node, templates.Template):
-        return [r for e in templates.expressions_of(node) for r in references(e)]
-    if not isinstance(node, Tree):
-        return out
-    if node.data == "get_attr_expr_term":
-        chain = _chain(node)
-        if chain:
-            return [chain, *[r for c in _trees(node) for r in references(c)]]
-    if node.data in ("heredoc_template", "heredoc_template_trim"):
-        tpl = templates.from_heredoc(str(node.children[0]), node.data.endswith("_trim"), *hcl._pos(node))
-        return references(tpl)
-    for child in _trees(node):
-        out.extend(references(child))
-    return out
-
-
-def _chain(node: Any) -> tuple[str, ...]:
-    """``a.b.c`` as ``("a", "b", "c")``; empty when the chain does not start at a bare name."""
-    from lark import Tree
-
-    if isinstance(node, Tree) and node.data == "expr_term" and len(_trees(node)) == 1:
-        return _chain(_trees(node)[0])
-    if isinstance(node, Tree) and node.data == "identifier":
-        return (str(node.children[0]),)
-    if isinstance(node, Tree) and node.data in ("get_attr_expr_term", "index_expr_term"):
-        target, step = _trees(node)
-        head = _chain(target)
-        if not head:
-            return ()
-        return (*head, attr_name(step)) if node.data == "get_attr_expr_term" else head
-    return ()
-
-
-def traversal(node: Any) -> tuple[str, ...]:
-    """The names of a bare traversal expression (``velyrix_cluster.a``, ``node_count``), as written in
-    ``depends_on`` and ``ignore_changes``; empty when ``node`` is not one."""
-    return _chain(node)

@@ -15,7 +15,7 @@ import urllib.parse
 from collections.abc import Callable
 from typing import Any
 
-from velyrix.declarations import typeexpr
+from velyrix.declarations import expressions, typeexpr
 from velyrix.declarations.typeexpr import FunctionError
 
 
@@ -28,7 +28,7 @@ def _s(value: Any, what: str = "argument") -> str:
 def _n(value: Any, what: str = "argument") -> Any:
     try:
         return typeexpr.convert(value, typeexpr.NUMBER, what=what)
-    except typeexpr.expressions.ExpressionError as exc:
+    except expressions.ExpressionError as exc:
         raise FunctionError(exc.message, "a number") from None
 
 
@@ -210,7 +210,7 @@ def parseint(text: Any, base: Any) -> int:
 
 def signum(value: Any) -> int:
     n = _n(value)
-    return (n > 0) - (n < 0)
+    return int((n > 0) - (n < 0))
 
 
 # --- encoding and hashes ---------------------------------------------------------------------------

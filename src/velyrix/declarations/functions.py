@@ -12,7 +12,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from velyrix.declarations import function_strings, typeexpr
+from velyrix.declarations import expressions, function_strings, typeexpr
 from velyrix.declarations.typeexpr import FunctionError
 
 MAX_FILE_BYTES = 1_000_000
@@ -147,7 +147,7 @@ def coalesce(*values: Any) -> Any:
 def coalescelist(*lists: Any) -> list[Any]:
     for lst in lists:
         if _list(lst):
-            return lst
+            return list(lst)
     return []
 
 
@@ -180,7 +180,7 @@ def _convert(t: Any) -> Callable[[Any], Any]:
     def run(value: Any) -> Any:
         try:
             return typeexpr.convert(value, t, what="argument")
-        except typeexpr.expressions.ExpressionError as exc:
+        except expressions.ExpressionError as exc:
             raise FunctionError(exc.message, typeexpr.describe(t)) from None
 
     return run

@@ -82,32 +82,37 @@ def from_string_tree(node: Any) -> Template:
             if before and target.parts and isinstance(target.parts[-1], str):
                 target.parts[-1] = target.parts[-1].rstrip()
             pending_strip = after
-            exprs = [c for c in piece.children if isinstance(c, Tree) and c.data != "identifier"]
-            if kind == "interpolation":
-                target.parts.append(Interpolation(exprs[0], line, col))
-            elif kind == "template_if_start":
-                directive = IfDirective(exprs[0], line, col)
-                target.parts.append(directive)
-                stack.append((directive, directive.then))
-            elif kind == "template_else":
-                _expect(stack, IfDirective, "%{else}", line, col)
-                stack[-1] = (stack[-1][0], stack[-1][0].otherwise)
-            elif kind == "template_endif":
-                _expect(stack, IfDirective, "%{endif}", line, col)
-                stack.pop()
-            elif kind == "template_for_start":
-                names = [str(c.children[0]) for c in piece.children if isinstance(c, Tree) and c.data == "identifier"]
-                loop = ForDirective(names, exprs[0], line, col)
-                target.parts.append(loop)
-                stack.append((loop, loop.body))
-            elif kind == "template_endfor":
-                _expect(stack, ForDirective, "%{endfor}", line, col)
-                stack.pop()
+            _directive(piece, stack, line, col)
     if len(stack) > 1:
         d = stack[-1][0]
         closing = "%{endif}" if isinstance(d, IfDirective) else "%{endfor}"
         raise expressions.ExpressionError(d.line, d.column, "unclosed template directive", expected=closing)
     return root
+
+
+def _directive(piece: Any, stack: list[tuple[Any, Template]], line: int, col: int) -> None:
+    """Add one ``${...}`` or ``%{...}`` piece to the template being built (``stack``: open directives)."""
+    from lark import Tree
+
+    kind, target = piece.data, stack[-1][1]
+    exprs = [c for c in piece.children if isinstance(c, Tree) and c.data != "identifier"]
+    if kind == "interpolation":
+        target.parts.append(Interpolation(exprs[0], line, col))
+    elif kind == "template_if_start":
+        directive = IfDirective(exprs[0], line, col)
+        target.parts.append(directive)
+        stack.append((directive, directive.then))
+    elif kind == "template_else":
+        _expect(stack, IfDirective, "%{else}", line, col)
+        stack[-1] = (stack[-1][0], stack[-1][0].otherwise)
+    elif kind in ("template_endif", "template_endfor"):
+        _expect(stack, IfDirective if kind == "template_endif" else ForDirective, f"%{{{kind[9:]}}}", line, col)
+        stack.pop()
+    elif kind == "template_for_start":
+        names = [str(c.children[0]) for c in piece.children if isinstance(c, Tree) and c.data == "identifier"]
+        loop = ForDirective(names, exprs[0], line, col)
+        target.parts.append(loop)
+        stack.append((loop, loop.body))
 
 
 def _expect(stack: list[tuple[Any, Template]], kind: type, word: str, line: int, col: int) -> None:
@@ -139,7 +144,7 @@ def unescape(text: str) -> str:
         if len(body) > 1:
             code = int(body[1:], 16)
             return chr(code) if code <= 0x10FFFF and not 0xD800 <= code <= 0xDFFF else "\ufffd"
-        return _ESCAPES.get(body, "\\" + body)
+        return str(_ESCAPES.get(body, "\\" + body))
 
     return re.sub(r"\\(u[0-9a-fA-F]{4}|U[0-9a-fA-F]{8}|.)", one, text)
 
@@ -168,7 +173,8 @@ def from_source(text: str, line: int = 1, column: int = 1) -> Template:
         tree = hcl2.parses_to_tree('x = "' + _quote(text) + '"\n')
     except lark_exc.LarkError:
         raise expressions.ExpressionError(line, column, "cannot parse template", expected="valid ${...}") from None
-    found = next((t for t in tree.iter_subtrees_topdown() if isinstance(t, Tree) and t.data == "string"), None)
+    subtrees = tree.iter_subtrees_topdown()  # type: ignore[no-untyped-call]
+    found = next((t for t in subtrees if isinstance(t, Tree) and t.data == "string"), None)
     if found is None:
         raise expressions.ExpressionError(line, column, "cannot parse template")
     _shift(found, line - 1)
