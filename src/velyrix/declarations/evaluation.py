@@ -14,7 +14,6 @@ from typing import Any
 from velyrix import errors
 from velyrix.declarations import (
     expressions,
-    functions,
     hcl,
     operations,
     templates,
@@ -290,6 +289,8 @@ def _call(node: Any, scope: Scope) -> Any:
     arg_nodes = _trees(args_node) if args_node is not None else []
     if name in ("try", "can"):
         return _try_can(name, arg_nodes, scope, line, col)
+    from velyrix.declarations import functions  # only configurations that call functions load the library
+
     spec = functions.FUNCTIONS.get(name)
     if spec is None:
         near = errors.closest(name, functions.FUNCTIONS)

@@ -10,7 +10,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from velyrix import errors
-from velyrix.declarations import hcl, jsonconfig
+from velyrix.declarations import hcl
 
 MAX_FILES = 256
 """At most this many files in a configuration directory."""
@@ -23,7 +23,11 @@ def is_json(name: str) -> bool:
 
 def parse_text(text: str, filename: str) -> hcl.Block:
     """The root block of one file's ``text``, by its syntax (HCL, or JSON for ``*.tf.json``)."""
-    return jsonconfig.parse(text, filename) if is_json(filename) else hcl.parse(text, filename)
+    if not is_json(filename):
+        return hcl.parse(text, filename)
+    from velyrix.declarations import jsonconfig  # only JSON configurations pay for it
+
+    return jsonconfig.parse(text, filename)
 
 
 def _read(path: Path) -> str:

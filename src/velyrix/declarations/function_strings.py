@@ -6,12 +6,9 @@ arguments raise ``typeexpr.FunctionError``.
 
 from __future__ import annotations
 
-import base64
-import hashlib
 import json
 import math
 import re
-import urllib.parse
 from collections.abc import Callable
 from typing import Any
 
@@ -216,7 +213,21 @@ def signum(value: Any) -> int:
 # --- encoding and hashes ---------------------------------------------------------------------------
 
 
+def base64encode(text: Any) -> str:
+    import base64
+
+    return base64.b64encode(_s(text).encode("utf-8")).decode("ascii")
+
+
+def urlencode(text: Any) -> str:
+    import urllib.parse
+
+    return urllib.parse.quote(_s(text), safe="")
+
+
 def base64decode(text: Any) -> str:
+    import base64
+
     try:
         return base64.b64decode(_s(text), validate=True).decode("utf-8")
     except (ValueError, UnicodeDecodeError):
@@ -259,7 +270,12 @@ def csvdecode(text: Any) -> list[dict[str, str]]:
 
 
 def _hash(algo: str) -> Callable[[Any], str]:
-    return lambda text: hashlib.new(algo, _s(text).encode("utf-8")).hexdigest()
+    def digest(text: Any) -> str:
+        import hashlib
+
+        return hashlib.new(algo, _s(text).encode("utf-8")).hexdigest()
+
+    return digest
 
 
 FUNCTIONS: dict[str, tuple[Callable[..., Any], int, int | None]] = {
@@ -293,11 +309,11 @@ FUNCTIONS: dict[str, tuple[Callable[..., Any], int, int | None]] = {
     "pow": (pow_, 2, 2),
     "signum": (signum, 1, 1),
     "parseint": (parseint, 2, 2),
-    "base64encode": (lambda t: base64.b64encode(_s(t).encode("utf-8")).decode("ascii"), 1, 1),
+    "base64encode": (base64encode, 1, 1),
     "base64decode": (base64decode, 1, 1),
     "jsonencode": (lambda v: json.dumps(v, separators=(",", ":"), ensure_ascii=False), 1, 1),
     "jsondecode": (jsondecode, 1, 1),
-    "urlencode": (lambda t: urllib.parse.quote(_s(t), safe=""), 1, 1),
+    "urlencode": (urlencode, 1, 1),
     "csvdecode": (csvdecode, 1, 1),
     "md5": (_hash("md5"), 1, 1),
     "sha1": (_hash("sha1"), 1, 1),

@@ -15,7 +15,7 @@ from pathlib import Path
 from typing import Any
 
 from velyrix import errors
-from velyrix.declarations import diagnostics, evaluation, hcl, jsonconfig, typeexpr
+from velyrix.declarations import diagnostics, evaluation, hcl, typeexpr
 
 CLI = "<command line>"
 ENV = "<environment>"
@@ -215,7 +215,12 @@ def _apply_file(path: Path, declared: dict[str, Declared], values: dict[str, Any
     fname = str(path)
     try:
         text = path.read_text(encoding="utf-8")
-        root = jsonconfig.parse_vars(text, fname) if fname.endswith(".json") else hcl.parse(text, fname)
+        if fname.endswith(".json"):
+            from velyrix.declarations import jsonconfig  # only JSON variable files pay for it
+
+            root = jsonconfig.parse_vars(text, fname)
+        else:
+            root = hcl.parse(text, fname)
     except (OSError, UnicodeDecodeError) as exc:
         reason = exc.strerror if isinstance(exc, OSError) and exc.strerror else str(exc)
         chk.error(1, 1, f"cannot read variables file: {reason}", expected="a readable .tfvars file", file=fname)
