@@ -50,7 +50,7 @@ def body_for(route: APIRoute, world: World, principal_role: str, cluster_name: s
         "billing_months.close": {"month": next(MONTHS)},
         "alerts.alertmanager": {
             "version": "4",
-            "groupKey": unique("{}:{alertname=\"GpuXid\"}"),
+            "groupKey": unique('{}:{alertname="GpuXid"}'),
             "status": "firing",
             "alerts": [{"status": "firing", "labels": {"alertname": "GpuXid"}, "fingerprint": "f00d"}],
         },

@@ -52,6 +52,7 @@ COMMANDS: tuple[tuple[str, tuple[str, ...]], ...] = (
     ("scheduler", ("scheduler",)),
     ("noc", ("noc", "invoice", "sla")),
     ("audit", ("audit",)),
+    ("output", ("output",)),
 )
 
 

@@ -34,6 +34,8 @@ class Block:
     column: int
     attributes: list[Attribute] = field(default_factory=list)
     blocks: list[Block] = field(default_factory=list)
+    file: str = ""
+    """The file the block was declared in (a configuration may be a directory of files)."""
 
 
 def _pos(node: Any) -> tuple[int, int]:
@@ -77,7 +79,7 @@ def _string_label(node: Any) -> str:
     return _identifier(node)
 
 
-def _body(tree: Any, into: Block) -> None:
+def _body(tree: Any, into: Block, file: str = "") -> None:
     from lark import Tree
 
     for child in tree.children:
@@ -92,10 +94,10 @@ def _body(tree: Any, into: Block) -> None:
             parts = [c for c in child.children if isinstance(c, Tree)]
             head, rest = parts[0], parts[1:]
             line, col = _pos(head)
-            block = Block(type=_identifier(head), labels=[], line=line, column=col)
+            block = Block(type=_identifier(head), labels=[], line=line, column=col, file=file)
             for part in rest:
                 if part.data == "body":
-                    _body(part, block)
+                    _body(part, block, file)
                 else:
                     block.labels.append(_string_label(part))
             into.blocks.append(block)
@@ -130,10 +132,10 @@ def parse(text: str, filename: str) -> Block:
         raise errors.SpecError([errors.Diagnostic(filename, 1, 1, f"cannot parse HCL: {exc}")]) from None
     except RecursionError:  # a shape the nesting scan does not see (e.g. a long chain of operators)
         raise errors.SpecError([errors.Diagnostic(filename, 1, 1, "expression too complex to parse")]) from None
-    root = Block(type="", labels=[], line=1, column=1)
+    root = Block(type="", labels=[], line=1, column=1, file=filename)
     for child in tree.children:
         if getattr(child, "data", None) == "body":
-            _body(child, root)
+            _body(child, root, filename)
     return root
 
 

@@ -111,7 +111,7 @@ VARIABLE = {
     "nullable": AttrSchema("bool"),
 }
 
-TOP_BLOCKS = ("provider", "resource", "variable", "terraform")
+TOP_BLOCKS = ("terraform", "provider", "variable", "locals", "output", "resource")
 RESOURCE_TYPES = ("velyrix_cluster",)
 PROVIDERS = ("velyrix",)
 VARIABLE_TYPES = ("string", "number", "bool", "any")

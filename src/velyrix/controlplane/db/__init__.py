@@ -9,4 +9,13 @@ from velyrix.controlplane.db.engine import database_url, make_engine, session
 from velyrix.controlplane.db.migrate import upgrade
 from velyrix.controlplane.db.models import health as health_tables  # deprecated alias: use ``models``
 
-__all__ = ["database_url", "health_tables", "make_engine", "models", "models_evidence", "models_noc", "session", "upgrade"]
+__all__ = [
+    "database_url",
+    "health_tables",
+    "make_engine",
+    "models",
+    "models_evidence",
+    "models_noc",
+    "session",
+    "upgrade",
+]
