@@ -51,7 +51,7 @@ def main() -> None:
     seed = []
     for _ in range(20):
         start = time.perf_counter()
-        fabric.fabric_section("hgx-h200-8g", 64, "infiniband-ndr")
+        fabric_verify.fabric_section("hgx-h200-8g", 64, "infiniband-ndr")
         seed.append(time.perf_counter() - start)
     print(
         f"fabric section of velyrix plan (64 nodes, verified, pure Python): median "

@@ -5,7 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
-from velyrix import units
+from velyrix import errors, units
 
 
 @dataclass(frozen=True)
@@ -117,11 +117,10 @@ class StorageTier:
 
     def param(self, key: str) -> float:
         """A model parameter such as ``read_gb_s_per_tb``; a missing one is a catalog error."""
-        from velyrix import errors
-
-        if key not in self.params:
-            raise errors.CatalogError(f"storage tier '{self.name}' has no parameter '{key}'")
-        return self.params[key]
+        try:
+            return self.params[key]
+        except KeyError:
+            raise errors.CatalogError(f"storage tier '{self.name}' has no parameter '{key}'") from None
 
 
 @dataclass(frozen=True)
