@@ -198,3 +198,21 @@ def test_prometheus_client_adapter_yields_the_same_samples(region: SimRegion, tm
 
     ours = every(exporter.render(snapshot))
     assert len(ours) > 300 and ours == every(generate_latest(registry))
+
+
+def test_ib_counters_under_node_exporter_names_or_none(region: SimRegion) -> None:
+    node = next(iter(region.nodes.values()))
+    node.load_pct = 50.0
+    region.advance(10.0)
+    sample = read_node(node)
+    ours = [v for _, v in samples(exporter.render([(sample, jobs.JobMap())]), "velyrix_ib_port_rcv_data_bytes_total")]
+    body = exporter.render([(sample, jobs.JobMap())], ib_metrics="node_exporter")
+    theirs = samples(body, "node_infiniband_port_data_received_bytes_total")
+    assert len(theirs) == len(sample.ib_ports) and "velyrix_ib_port_" not in body.decode()
+    assert sorted(v for _, v in theirs) == sorted(ours) and min(ours) > 0  # bytes in both (sysfs words x 4)
+    assert "# TYPE node_infiniband_port_data_received_bytes_total counter" in body.decode()
+    assert {lab["device"] for lab, v in samples(body, "node_infiniband_state_id") if v == 4.0} == {
+        p.device for p in sample.ib_ports
+    }
+    off = exporter.render([(sample, jobs.JobMap())], ib_metrics="off").decode()
+    assert "infiniband" not in off and "velyrix_ib_port" not in off and "DCGM_FI_DEV_GPU_UTIL" in off

@@ -19,6 +19,8 @@ import re
 from collections.abc import Callable, Iterable, Iterator
 from typing import Any
 
+from velyrix import errors
+from velyrix.agent import ib_names
 from velyrix.agent.collectors.base import GPUReading, IBPortReading, NodeSample, NVMeReading
 from velyrix.agent.dcgm_fields import DRIVER_LABEL, GPU_METRICS, XID_COUNT_METRIC, MetricDef
 from velyrix.agent.jobs import JobMap
@@ -87,7 +89,7 @@ def exported_metric_names() -> set[str]:
     """Every metric name the exporter can emit (dashboards and rules may use only these)."""
     names = {m.name for m in GPU_METRICS} | {XID_METRIC.name, XID_COUNT_METRIC, THROTTLE_METRIC.name}
     names |= set(OTHER_METRICS)
-    names |= {f"velyrix_ib_port_{suffix}" for suffix, _, _ in IB_COUNTERS.values()}
+    names |= {f"velyrix_ib_port_{suffix}" for suffix, _, _ in IB_COUNTERS.values()} | ib_names.node_exporter_names()
     return names
 
 
@@ -115,8 +117,9 @@ Snapshot = list[tuple[NodeSample, JobMap]]
 _LABEL = re.compile(r'(\w+)="((?:[^"\\]|\\.)*)"')
 
 
-def families(snapshot: Snapshot) -> Iterator[tuple[str, str, str, list[tuple[str, Any]]]]:
-    """Yield ``(name, type, help, [(label string, value)])`` per metric, samples of all nodes together."""
+def families(snapshot: Snapshot, ib_metrics: str = "velyrix") -> Iterator[tuple[str, str, str, list[tuple[str, Any]]]]:
+    """Yield ``(name, type, help, [(label string, value)])`` per metric, samples of all nodes together.
+    ``ib_metrics``: ``velyrix``, ``node_exporter`` or ``off`` (see agent/ib_names.py)."""
     # Per GPU: one label string per job on it (dcgm-exporter repeats a GPU's series per job), or one
     # with empty job labels when the GPU is idle.
     gpu_rows: list[tuple[GPUReading, list[str]]] = []
@@ -155,7 +158,7 @@ def families(snapshot: Snapshot) -> Iterator[tuple[str, str, str, list[tuple[str
             for lab in labels:
                 rows.append((f'{lab[:-1]},reason="{reason}"}}', active))
     yield THROTTLE_METRIC.name, THROTTLE_METRIC.type, THROTTLE_METRIC.help, rows
-    yield from _ib_families(snapshot)
+    yield from _ib_families(snapshot, ib_metrics)
     yield from _nvme_families(snapshot)
     yield from _node_families(snapshot)
 
@@ -175,7 +178,13 @@ def _job_labels(jobs: JobMap, gpu: int) -> list[str]:
     return ['pod="",namespace="",container=""' if jobs.kubernetes else 'hpc_job=""']
 
 
-def _ib_families(snapshot: Snapshot) -> Iterator[tuple[str, str, str, list[tuple[str, Any]]]]:
+def _ib_families(snapshot: Snapshot, mode: str) -> Iterator[tuple[str, str, str, list[tuple[str, Any]]]]:
+    if mode not in ib_names.IB_METRICS_MODES:
+        raise errors.InvalidInputError(
+            f"unknown InfiniBand metric names '{mode}'", hint=", ".join(ib_names.IB_METRICS_MODES)
+        )
+    if mode == "off":
+        return
     ports: list[tuple[str, IBPortReading]] = []
     for sample, _ in snapshot:
         if sample.up:
@@ -183,6 +192,9 @@ def _ib_families(snapshot: Snapshot) -> Iterator[tuple[str, str, str, list[tuple
                 (_labelstr((("Hostname", sample.hostname), ("device", p.device), ("port", str(p.port)))), p)
                 for p in sample.ib_ports
             )
+    if mode == "node_exporter":
+        yield from ib_names.node_exporter_families(ports)
+        return
     for counter, (suffix, help_text, scale) in IB_COUNTERS.items():
         rows = [
             (lab, p.counters[counter] * scale if scale != 1 else p.counters[counter])
@@ -245,10 +257,10 @@ def _node_families(snapshot: Snapshot) -> Iterator[tuple[str, str, str, list[tup
     yield ("velyrix_job_info", *OTHER_METRICS["velyrix_job_info"], [(lab, 1) for lab in seen.values()])
 
 
-def render(snapshot: Snapshot) -> bytes:
+def render(snapshot: Snapshot, ib_metrics: str = "velyrix") -> bytes:
     """The Prometheus text exposition (format 0.0.4) of ``snapshot``; families without samples are left out."""
     out: list[str] = []
-    for name, typ, help_text, rows in families(snapshot):
+    for name, typ, help_text, rows in families(snapshot, ib_metrics):
         if not rows:
             continue
         out.append(f"# HELP {name} {help_text}\n# TYPE {name} {typ}\n")
