@@ -54,6 +54,10 @@ class GPUModel:
     mem_clock_mhz: int
     nvlink_links: int
     source: str
+    nvml_name: str = ""
+    """The name NVML reports (``nvmlDeviceGetName``), e.g. ``NVIDIA H200``."""
+    gfd_product: str = ""
+    """GPU Feature Discovery's ``nvidia.com/gpu.product`` node label, e.g. ``NVIDIA-H200``."""
 
 
 @dataclass(frozen=True)
