@@ -35,6 +35,9 @@ class NodeType:
     power_kw: float
     fabrics: tuple[str, ...]
     source: str
+    cpu_sockets: int = 1
+    """CPU sockets; ``cpu_cores`` counts the cores of all of them."""
+    cpu_threads_per_core: int = 1
 
     @property
     def storage_gb_s(self) -> float:
