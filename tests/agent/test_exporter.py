@@ -52,7 +52,16 @@ def test_dcgm_names_and_types_follow_dcgm_exporter(region: SimRegion) -> None:
     util = samples(body, "DCGM_FI_DEV_GPU_UTIL")
     assert len(util) == 8 and all(v == 80.0 for _, v in util)
     labels = util[0][0]
-    assert set(labels) == {"gpu", "UUID", "device", "modelName", "Hostname", "hpc_job"}
+    assert set(labels) == {
+        "gpu",
+        "UUID",
+        "pci_bus_id",
+        "device",
+        "modelName",
+        "Hostname",
+        "DCGM_FI_DRIVER_VERSION",
+        "hpc_job",
+    }
     assert labels["Hostname"] == node.hostname and labels["modelName"] == node.gpus[0].name
     assert labels["hpc_job"] == ""
     energy = {lab["gpu"]: v for lab, v in samples(body, "DCGM_FI_DEV_TOTAL_ENERGY_CONSUMPTION")}
@@ -85,6 +94,9 @@ def test_xid_counts_are_a_counter_with_an_xid_label(region: SimRegion) -> None:
     last = {lab["gpu"]: v for lab, v in samples(body, "DCGM_FI_DEV_XID_ERRORS")}
     assert last["3"] == 79.0 and last["0"] == 0.0
     assert "# TYPE velyrix_gpu_xid_errors_total counter" in body.decode()
+    # dcgm-exporter's XID counter, same counts under its name
+    exp = {(lab["gpu"], lab["xid"]): v for lab, v in samples(body, "DCGM_EXP_XID_ERRORS_COUNT")}
+    assert exp == counts and "# TYPE DCGM_EXP_XID_ERRORS_COUNT counter" in body.decode()
 
 
 def test_job_mapping_labels_gpus_and_the_epilog_removes_them(region: SimRegion, tmp_path: Path) -> None:
@@ -140,7 +152,7 @@ def test_throttle_reasons_become_one_series_per_reason() -> None:
     body = exporter.render([(sample, jobs.JobMap())])
     active = {lab["reason"]: v for lab, v in samples(body, "velyrix_gpu_throttle_active")}
     assert active["hw_thermal"] == 1.0 and active["sw_power_cap"] == 1.0 and active["sw_thermal"] == 0.0
-    assert samples(body, "DCGM_FI_DEV_CLOCK_THROTTLE_REASONS")[0][1] == 0x44
+    assert samples(body, "DCGM_FI_DEV_CLOCKS_EVENT_REASONS")[0][1] == 0x44
 
 
 def test_ib_data_counters_are_exported_in_bytes(ib_root: Path) -> None:
@@ -186,3 +198,21 @@ def test_prometheus_client_adapter_yields_the_same_samples(region: SimRegion, tm
 
     ours = every(exporter.render(snapshot))
     assert len(ours) > 300 and ours == every(generate_latest(registry))
+
+
+def test_ib_counters_under_node_exporter_names_or_none(region: SimRegion) -> None:
+    node = next(iter(region.nodes.values()))
+    node.load_pct = 50.0
+    region.advance(10.0)
+    sample = read_node(node)
+    ours = [v for _, v in samples(exporter.render([(sample, jobs.JobMap())]), "velyrix_ib_port_rcv_data_bytes_total")]
+    body = exporter.render([(sample, jobs.JobMap())], ib_metrics="node_exporter")
+    theirs = samples(body, "node_infiniband_port_data_received_bytes_total")
+    assert len(theirs) == len(sample.ib_ports) and "velyrix_ib_port_" not in body.decode()
+    assert sorted(v for _, v in theirs) == sorted(ours) and min(ours) > 0  # bytes in both (sysfs words x 4)
+    assert "# TYPE node_infiniband_port_data_received_bytes_total counter" in body.decode()
+    assert {lab["device"] for lab, v in samples(body, "node_infiniband_state_id") if v == 4.0} == {
+        p.device for p in sample.ib_ports
+    }
+    off = exporter.render([(sample, jobs.JobMap())], ib_metrics="off").decode()
+    assert "infiniband" not in off and "velyrix_ib_port" not in off and "DCGM_FI_DEV_GPU_UTIL" in off

@@ -122,7 +122,16 @@ def test_pod_gpus_carry_the_pod_job_and_team(kubelet, api_server, region: SimReg
     }
     assert mapping.info["llama-70b-run3"].cost_center == "cc-100" and mapping.info["cv.notebook"].team == ""
     body = exporter.render([(sample, mapping)]).decode()
-    assert 'velyrix_job_info{hpc_job="llama-70b-run3",user="",team="ml",cost_center="cc-100",account=""} 1' in body
+    assert (
+        'velyrix_job_info{hpc_job="llama-70b-run3",user="",team="ml",cost_center="cc-100",account="",'
+        'namespace="ml",pod="trainer-0",container="main"} 1'
+    ) in body
+    # GPU series carry dcgm-exporter's Kubernetes labels, not hpc_job; idle GPUs carry them empty
+    util = [line for line in body.splitlines() if line.startswith("DCGM_FI_DEV_GPU_UTIL{")]
+    assert any('gpu="0",' in u and 'pod="trainer-0",namespace="ml",container="main"}' in u for u in util)
+    assert any('gpu="5",' in u and 'pod="notebook",namespace="cv",container="main"}' in u for u in util)
+    assert any('gpu="7",' in u and 'pod="",namespace="",container=""}' in u for u in util)
+    assert not any("hpc_job" in u for u in util)
 
     pods.clear()  # the pods ended: their labels leave the metrics and the cache
     assert source(sample).gpu_jobs == {} and source._labels == {}

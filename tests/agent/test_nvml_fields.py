@@ -47,7 +47,28 @@ def fake_nvml(lost: set[int], unsupported: set[str], xids: list[tuple[int, int]]
         pynvml.NVML_FI_DEV_NVLINK_REPLAY_ERROR_COUNT_TOTAL: 42,
         pynvml.NVML_FI_DEV_NVLINK_RECOVERY_ERROR_COUNT_TOTAL: 43,
         pynvml.NVML_FI_DEV_NVLINK_LINK_COUNT: 18,
+        pynvml.NVML_FI_DEV_NVLINK_THROUGHPUT_DATA_TX: 1000,
+        pynvml.NVML_FI_DEV_NVLINK_THROUGHPUT_DATA_RX: 2000,
     }
+    gpm = {  # NVML GPM metric id -> value (percent, or MiB/s for PCIe)
+        pynvml.NVML_GPM_METRIC_GRAPHICS_UTIL: 97.0,
+        pynvml.NVML_GPM_METRIC_ANY_TENSOR_UTIL: 55.0,
+        pynvml.NVML_GPM_METRIC_DRAM_BW_UTIL: 40.0,
+        pynvml.NVML_GPM_METRIC_PCIE_TX_PER_SEC: 100.0,
+        pynvml.NVML_GPM_METRIC_PCIE_RX_PER_SEC: 200.0,
+    }
+
+    class GpmRequest:  # the shape of pynvml.c_nvmlGpmMetricsGet_t
+        def __init__(self) -> None:
+            self.metrics = [types.SimpleNamespace(metricId=0, nvmlReturn=0, value=0.0) for _ in range(8)]
+
+    def gpm_get(request: Any) -> Any:
+        assert request.sample1 is not request.sample2
+        for m in request.metrics[: request.numMetrics]:
+            m.value = gpm[m.metricId]
+        return request
+
+    nv.c_nvmlGpmMetricsGet_t = GpmRequest
 
     def field_values(h: int, ids: list[int]) -> Any:
         values = (pynvml.c_nvmlFieldValue_t * len(ids))()
@@ -105,6 +126,13 @@ def fake_nvml(lost: set[int], unsupported: set[str], xids: list[tuple[int, int]]
         "nvmlDeviceRegisterEvents": lambda h, t, s: None,
         "nvmlEventSetWait_v2": wait,
         "nvmlEventSetFree": lambda s: None,
+        "nvmlSystemGetDriverVersion": lambda: "570.133.20",
+        "nvmlDeviceGetPciInfo": lambda h: types.SimpleNamespace(busId=f"00000000:{0x18 + h:02X}:00.0".encode()),
+        "nvmlGpmQueryDeviceSupport": lambda h: types.SimpleNamespace(isSupportedDevice=1),
+        "nvmlGpmSampleAlloc": lambda: object(),
+        "nvmlGpmSampleGet": lambda h, sample: sample,
+        "nvmlGpmSampleFree": lambda sample: None,
+        "nvmlGpmMetricsGet": gpm_get,
     }
     for name, fn in table.items():
         setattr(nv, name, call(name, fn))
@@ -147,3 +175,25 @@ def test_xid_events_are_drained_and_counted_per_gpu() -> None:
     sample = collector.collect()
     assert sample.gpus[1].xid_counts == {79: 2} and sample.gpus[0].xid_counts == {13: 1}
     assert collector.collect().gpus[1].xid_counts == {79: 2}  # counts persist across collections
+
+
+def test_profiling_fields_come_from_gpm_between_two_collections() -> None:
+    collector = NvmlCollector("n1", nvml=fake_nvml(set(), set(), []))
+    first = collector.collect().gpus[0]
+    assert first.gr_engine_active is None  # GPM needs two samples
+    assert (first.pci_bus_id, first.driver_version, first.nvlink_bandwidth_kib_total) == (
+        "00000000:18:00.0",
+        "570.133.20",
+        3000,
+    )
+    g = collector.collect().gpus[0]
+    assert (g.gr_engine_active, g.pipe_tensor_active, g.dram_active) == (0.97, 0.55, 0.40)
+    assert (g.pcie_tx_bytes_per_s, g.pcie_rx_bytes_per_s) == (100.0 * 2**20, 200.0 * 2**20)
+
+
+def test_a_gpu_without_gpm_leaves_the_profiling_fields_unset() -> None:
+    collector = NvmlCollector("n1", nvml=fake_nvml(set(), {"nvmlGpmQueryDeviceSupport"}, []))
+    collector.collect()
+    sample = collector.collect()
+    assert all(g.gr_engine_active is None and g.pcie_tx_bytes_per_s is None for g in sample.gpus)
+    assert sample.problems == []

@@ -50,7 +50,12 @@ def test_config_names_the_closest_cluster_when_the_name_is_wrong(velyrix, tmp_pa
 def test_kueue_command_prints_yaml(velyrix):
     res = velyrix("scheduler", "kueue", str(POLICY), str(ROOT / "examples" / "acme-pretrain.tf"))
     assert res.exit_code == 0, res.stderr
-    assert "kind: ClusterQueue" in res.stdout and "cohort: research" in res.stdout
+    assert "kind: ClusterQueue" in res.stdout and "cohortName: research" in res.stdout
+    assert "apiVersion: kueue.x-k8s.io/v1beta2" in res.stdout
+    old = velyrix("scheduler", "kueue", str(POLICY), str(ROOT / "examples" / "acme-pretrain.tf"), "--api", "v1beta1")
+    assert old.exit_code == 0 and "cohort: research" in old.stdout and "v1beta1" in old.stdout
+    bad = velyrix("scheduler", "kueue", str(POLICY), str(ROOT / "examples" / "acme-pretrain.tf"), "--api", "v1beta3")
+    assert bad.exit_code == 2 and "v1beta2" in bad.stderr
 
 
 def test_report_rejects_a_bad_format_and_a_reversed_period(velyrix):

@@ -33,12 +33,12 @@ def _strict(schema: dict) -> dict:
     return s
 
 
-def _validator(kind: str) -> jsonschema.Draft7Validator:
+def _validator(kind: str, api: str = "v1beta2") -> jsonschema.Draft7Validator:
     if kind == "Node":
         core = yaml.safe_load((SCHEMAS / "k8s-core-v1.yaml").read_text())
         schema = {**core["Node"], "definitions": core["definitions"]}
     else:
-        schema = yaml.safe_load((SCHEMAS / f"kueue-v1beta1-{kind.lower()}.yaml").read_text())
+        schema = yaml.safe_load((SCHEMAS / f"kueue-{api}-{kind.lower()}.yaml").read_text())
     schema = _strict(schema)
     if "metadata" in schema.get("properties", {}) and kind != "Node":
         schema["properties"]["metadata"] = {
@@ -49,30 +49,71 @@ def _validator(kind: str) -> jsonschema.Draft7Validator:
     return jsonschema.Draft7Validator(schema)
 
 
-def _manifests() -> list[dict]:
+def _manifests(api: str = "v1beta2") -> list[dict]:
     policy = policies.load(HERE / "data" / "policy.hcl")
-    return kueue.render(policy, clusters.twin(), drained={"twin-003": "health"})
+    return kueue.render(policy, clusters.twin(), drained={"twin-003": "health"}, api=api)
 
 
-def test_every_manifest_validates_against_its_schema():
-    docs = _manifests()
+def _cel_rules(cq: dict) -> list[str]:
+    """The ClusterQueue CEL rules of the v1beta2 CRD that bear on our output (jsonschema cannot run CEL)."""
+    spec, out = cq["spec"], []
+    for rg in spec["resourceGroups"]:
+        if not all(len(f["resources"]) == len(rg["coveredResources"]) for f in rg["flavors"]):
+            out.append("flavors must have the same number of resources as the coveredResources")
+        if "cohortName" not in spec and any("borrowingLimit" in r for f in rg["flavors"] for r in f["resources"]):
+            out.append("borrowingLimit must be nil when cohort is empty")
+    return out
+
+
+@pytest.mark.parametrize("api", ["v1beta2", "v1beta1"])
+def test_every_manifest_validates_against_its_schema(api: str):
+    docs = _manifests(api)
     assert sorted({d["kind"] for d in docs}) == ["ClusterQueue", "LocalQueue", "Node", "ResourceFlavor"]
     for d in docs:
-        errors = sorted(_validator(d["kind"]).iter_errors(d), key=str)
+        if d["kind"] != "Node":
+            assert d["apiVersion"] == f"kueue.x-k8s.io/{api}"
+        errors = sorted(_validator(d["kind"], api).iter_errors(d), key=str)
         assert not errors, f"{d['kind']} {d['metadata']['name']}: {errors[0].message}"
+        if d["kind"] == "ClusterQueue" and api == "v1beta2":
+            assert _cel_rules(d) == []
     # The YAML round-trips to the same objects.
     assert list(yaml.safe_load_all(kueue.to_yaml(docs))) == docs
 
 
 def test_quotas_cohorts_and_weights_follow_the_policy():
     cqs = {d["metadata"]["name"]: d["spec"] for d in _manifests() if d["kind"] == "ClusterQueue"}
-    assert cqs["llm"]["cohort"] == "research" and cqs["search"]["cohort"] == "product"
+    assert cqs["llm"]["cohortName"] == "research" and cqs["search"]["cohortName"] == "product"
+    assert all("cohort" not in cq for cq in cqs.values())  # v1beta2 rejects spec.cohort
     llm = cqs["llm"]["resourceGroups"][0]["flavors"][0]["resources"][0]
-    # llm: 3/4 of research's shares, research 60% of the cluster's 32 GPUs -> 14, capped at 16 by its limit.
+    # llm: 3/4 of research's 60% of the cluster's 32 GPUs = 14.4 -> 14 (largest remainder), limit 16.
     assert llm == {"name": "nvidia.com/gpu", "nominalQuota": 14, "borrowingLimit": 2}
     assert cqs["vision"]["fairSharing"]["weight"] == 1 and cqs["search"]["fairSharing"]["weight"] == 2
-    nominal = sum(cq["resourceGroups"][0]["flavors"][0]["resources"][0]["nominalQuota"] for cq in cqs.values())
-    assert nominal <= 32
+    nominal = {n: cq["resourceGroups"][0]["flavors"][0]["resources"][0]["nominalQuota"] for n, cq in cqs.items()}
+    # every GPU of the cluster is in some queue: 14.4 + 4.8 + 12.8 -> 14 + 5 + 13 = 32
+    assert nominal == {"llm": 14, "vision": 5, "search": 13} and sum(nominal.values()) == 32
+    # quota unused by a team is lent within its cohort: no lendingLimit anywhere
+    assert not any(
+        "lendingLimit" in r for cq in cqs.values() for r in cq["resourceGroups"][0]["flavors"][0]["resources"]
+    )
+
+
+def test_v1beta1_only_by_request_and_with_its_cohort_field():
+    cqs = [d for d in _manifests("v1beta1") if d["kind"] == "ClusterQueue"]
+    assert {cq["spec"]["cohort"] for cq in cqs} == {"research", "product"}
+    with pytest.raises(Exception, match="Kueue API version"):
+        _manifests("v1alpha1")
+
+
+def test_resource_flavors_select_gpu_feature_discovery_product_names():
+    flavors = [d for d in _manifests() if d["kind"] == "ResourceFlavor"]
+    assert flavors and all(f["spec"]["nodeLabels"]["nvidia.com/gpu.product"] == "NVIDIA-H200" for f in flavors)
+
+
+def test_a_capped_team_leaves_its_quota_to_the_others():
+    assert kueue.apportion(512, [0.5, 0.3, 0.2], [64, None, None]) == [64, 269, 179]
+    assert sum(kueue.apportion(512, [0.5, 0.3, 0.2], [64, None, None])) == 512
+    assert kueue.apportion(10, [1, 1, 1], [None, None, None]) == [4, 3, 3]
+    assert kueue.apportion(10, [1, 1], [2, 3]) == [2, 3]  # every team at its limit: 5 GPUs in no queue
 
 
 def test_validation_catches_a_wrong_manifest():

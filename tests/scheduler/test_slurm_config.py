@@ -36,13 +36,15 @@ def test_gres_conf_lists_one_typed_gpu_per_device_file():
     gres = slurm_config.gres_conf(c, slurm_config.SlurmOptions())
     lines = [ln for ln in gres.splitlines() if ln.startswith("NodeName=")]
     assert len(lines) == 32
-    assert "NodeName=train-003 Name=gpu Type=h200 File=/dev/nvidia5" in lines
+    assert "NodeName=train-003 Name=gpu Type=h200 File=/dev/nvidia5 Cores=56-111" in lines
 
 
 def test_slurm_conf_declares_nodes_partition_accounting_and_fair_tree():
     c = clusters.from_spec(_spec(4))
     conf = slurm_config.slurm_conf(c, slurm_config.SlurmOptions(controller_host="head-0"))
-    assert "NodeName=train-001 CPUs=112" in conf and "Gres=gpu:h200:8" in conf
+    assert (
+        "NodeName=train-001 CPUs=224 Sockets=2 CoresPerSocket=56 ThreadsPerCore=2" in conf and "Gres=gpu:h200:8" in conf
+    )
     assert "PartitionName=gpu Nodes=train-001,train-002,train-003,train-004 Default=YES" in conf
     for line in (
         "SlurmctldHost=head-0",

@@ -17,133 +17,15 @@ from __future__ import annotations
 
 import re
 from collections.abc import Callable, Iterable, Iterator
-from dataclasses import dataclass
 from typing import Any
 
+from velyrix import errors
+from velyrix.agent import ib_names
 from velyrix.agent.collectors.base import GPUReading, IBPortReading, NodeSample, NVMeReading
+from velyrix.agent.dcgm_fields import DRIVER_LABEL, GPU_METRICS, XID_COUNT_METRIC, MetricDef
 from velyrix.agent.jobs import JobMap
 
-
-@dataclass(frozen=True)
-class MetricDef:
-    """One exported metric: name, Prometheus type, help text and the reading attribute it shows."""
-
-    name: str
-    type: str
-    help: str
-    attr: str
-    scale: float = 1.0
-
-
-GPU_METRICS: tuple[MetricDef, ...] = (
-    MetricDef("DCGM_FI_DEV_SM_CLOCK", "gauge", "SM clock frequency (in MHz).", "sm_clock_mhz"),
-    MetricDef("DCGM_FI_DEV_MEM_CLOCK", "gauge", "Memory clock frequency (in MHz).", "mem_clock_mhz"),
-    MetricDef("DCGM_FI_DEV_MEMORY_TEMP", "gauge", "Memory temperature (in C).", "memory_temperature_c"),
-    MetricDef("DCGM_FI_DEV_GPU_TEMP", "gauge", "GPU temperature (in C).", "temperature_c"),
-    MetricDef("DCGM_FI_DEV_POWER_USAGE", "gauge", "Power draw (in W).", "power_w"),
-    MetricDef(
-        "DCGM_FI_DEV_TOTAL_ENERGY_CONSUMPTION", "counter", "Total energy consumption since boot (in mJ).", "energy_mj"
-    ),
-    MetricDef("DCGM_FI_DEV_PCIE_REPLAY_COUNTER", "counter", "Total number of PCIe retries.", "pcie_replay"),
-    MetricDef("DCGM_FI_DEV_GPU_UTIL", "gauge", "GPU utilization (in %).", "utilization_pct"),
-    MetricDef("DCGM_FI_DEV_MEM_COPY_UTIL", "gauge", "Memory utilization (in %).", "mem_copy_util_pct"),
-    MetricDef("DCGM_FI_DEV_ENC_UTIL", "gauge", "Encoder utilization (in %).", "enc_util_pct"),
-    MetricDef("DCGM_FI_DEV_DEC_UTIL", "gauge", "Decoder utilization (in %).", "dec_util_pct"),
-    MetricDef(
-        "DCGM_FI_DEV_XID_ERRORS",
-        "gauge",
-        "Value of the last XID error encountered (see velyrix_gpu_xid_errors_total for counts).",
-        "last_xid",
-    ),
-    MetricDef("DCGM_FI_DEV_FB_FREE", "gauge", "Framebuffer memory free (in MiB).", "fb_free_mib"),
-    MetricDef("DCGM_FI_DEV_FB_USED", "gauge", "Framebuffer memory used (in MiB).", "fb_used_mib"),
-    MetricDef("DCGM_FI_DEV_FB_RESERVED", "gauge", "Framebuffer memory reserved (in MiB).", "fb_reserved_mib"),
-    MetricDef(
-        "DCGM_FI_DEV_ECC_SBE_VOL_TOTAL",
-        "counter",
-        "Total number of single-bit volatile ECC errors.",
-        "ecc_sbe_volatile",
-    ),
-    MetricDef(
-        "DCGM_FI_DEV_ECC_DBE_VOL_TOTAL",
-        "counter",
-        "Total number of double-bit volatile ECC errors.",
-        "ecc_dbe_volatile",
-    ),
-    MetricDef(
-        "DCGM_FI_DEV_ECC_SBE_AGG_TOTAL",
-        "counter",
-        "Total number of single-bit persistent ECC errors.",
-        "ecc_sbe_aggregate",
-    ),
-    MetricDef(
-        "DCGM_FI_DEV_ECC_DBE_AGG_TOTAL",
-        "counter",
-        "Total number of double-bit persistent ECC errors.",
-        "ecc_dbe_aggregate",
-    ),
-    MetricDef(
-        "DCGM_FI_DEV_UNCORRECTABLE_REMAPPED_ROWS",
-        "counter",
-        "Number of remapped rows for uncorrectable errors.",
-        "remapped_rows_uncorrectable",
-    ),
-    MetricDef(
-        "DCGM_FI_DEV_CORRECTABLE_REMAPPED_ROWS",
-        "counter",
-        "Number of remapped rows for correctable errors.",
-        "remapped_rows_correctable",
-    ),
-    MetricDef("DCGM_FI_DEV_ROW_REMAP_FAILURE", "gauge", "Whether remapping of rows has failed.", "remap_failure"),
-    MetricDef(
-        "DCGM_FI_DEV_ROW_REMAP_PENDING",
-        "gauge",
-        "Whether remapping of rows is pending (reset to apply).",
-        "remap_pending",
-    ),
-    MetricDef(
-        "DCGM_FI_DEV_NVLINK_CRC_FLIT_ERROR_COUNT_TOTAL",
-        "counter",
-        "Total number of NVLink flow-control CRC errors.",
-        "nvlink_crc_errors",
-    ),
-    MetricDef(
-        "DCGM_FI_DEV_NVLINK_REPLAY_ERROR_COUNT_TOTAL",
-        "counter",
-        "Total number of NVLink retries.",
-        "nvlink_replay_errors",
-    ),
-    MetricDef(
-        "DCGM_FI_DEV_NVLINK_RECOVERY_ERROR_COUNT_TOTAL",
-        "counter",
-        "Total number of NVLink recovery errors.",
-        "nvlink_recovery_errors",
-    ),
-    MetricDef(
-        "DCGM_FI_DEV_CLOCK_THROTTLE_REASONS",
-        "gauge",
-        "Current clock throttle reasons (NVML bitmask; see velyrix_gpu_throttle_active).",
-        "throttle_reasons",
-    ),
-    MetricDef("velyrix_gpu_nvlink_links_up", "gauge", "NVLink links in the active state.", "nvlink_links_up"),
-    MetricDef(
-        "velyrix_gpu_row_remap_bank_max",
-        "gauge",
-        "Most row remaps used in any one memory bank (8 per bank on Ampere/Hopper).",
-        "remap_bank_max",
-    ),
-    MetricDef(
-        "velyrix_gpu_sram_uncorrectable_errors_total",
-        "counter",
-        "Uncorrectable SRAM ECC errors (aggregate).",
-        "sram_uncorrectable",
-    ),
-    MetricDef("velyrix_gpu_retired_pages", "gauge", "Pages retired for ECC errors (pre-Ampere).", "retired_pages"),
-    MetricDef(
-        "velyrix_gpu_responsive", "gauge", "1 when the GPU answers NVML, 0 when it fell off the bus.", "responsive"
-    ),
-)
-
+XID_COUNT_HELP = "XID errors reported since the collector started, by XID code (dcgm-exporter's XID counter)."
 XID_METRIC = MetricDef(
     "velyrix_gpu_xid_errors_total", "counter", "XID errors reported by the driver, by XID code.", "xid_counts"
 )
@@ -199,13 +81,15 @@ OTHER_METRICS: dict[str, tuple[str, str]] = {
     ),
 }
 
-GPU_LABELS = ("gpu", "UUID", "device", "modelName", "Hostname", "hpc_job")
+GPU_LABELS = ("gpu", "UUID", "pci_bus_id", "device", "modelName", "Hostname", DRIVER_LABEL)
+"""Labels of every GPU series, before the job labels (``hpc_job``, or ``pod``/``namespace``/``container``)."""
 
 
 def exported_metric_names() -> set[str]:
     """Every metric name the exporter can emit (dashboards and rules may use only these)."""
-    names = {m.name for m in GPU_METRICS} | {XID_METRIC.name, THROTTLE_METRIC.name} | set(OTHER_METRICS)
-    names |= {f"velyrix_ib_port_{suffix}" for suffix, _, _ in IB_COUNTERS.values()}
+    names = {m.name for m in GPU_METRICS} | {XID_METRIC.name, XID_COUNT_METRIC, THROTTLE_METRIC.name}
+    names |= set(OTHER_METRICS)
+    names |= {f"velyrix_ib_port_{suffix}" for suffix, _, _ in IB_COUNTERS.values()} | ib_names.node_exporter_names()
     return names
 
 
@@ -233,22 +117,22 @@ Snapshot = list[tuple[NodeSample, JobMap]]
 _LABEL = re.compile(r'(\w+)="((?:[^"\\]|\\.)*)"')
 
 
-def families(snapshot: Snapshot) -> Iterator[tuple[str, str, str, list[tuple[str, Any]]]]:
-    """Yield ``(name, type, help, [(label string, value)])`` per metric, samples of all nodes together."""
+def families(snapshot: Snapshot, ib_metrics: str = "velyrix") -> Iterator[tuple[str, str, str, list[tuple[str, Any]]]]:
+    """Yield ``(name, type, help, [(label string, value)])`` per metric, samples of all nodes together.
+    ``ib_metrics``: ``velyrix``, ``node_exporter`` or ``off`` (see agent/ib_names.py)."""
     # Per GPU: one label string per job on it (dcgm-exporter repeats a GPU's series per job), or one
-    # with hpc_job="" when the GPU is idle.
+    # with empty job labels when the GPU is idle.
     gpu_rows: list[tuple[GPUReading, list[str]]] = []
     for sample, jobs in snapshot:
         if not sample.up:
             continue
         for g in sample.gpus:
             base = (
-                f'gpu="{g.index}",UUID="{_esc(g.uuid)}",device="nvidia{g.index}",'
-                f'modelName="{_esc(g.name)}",Hostname="{_esc(sample.hostname)}"'
+                f'gpu="{g.index}",UUID="{_esc(g.uuid)}",pci_bus_id="{_esc(g.pci_bus_id or "")}",'
+                f'device="nvidia{g.index}",modelName="{_esc(g.name)}",Hostname="{_esc(sample.hostname)}",'
+                f'{DRIVER_LABEL}="{_esc(g.driver_version or "")}"'
             )
-            gpu_rows.append(
-                (g, [f'{{{base},hpc_job="{_esc(j)}"}}' for j in jobs.jobs_of(g.index)] or [f'{{{base},hpc_job=""}}'])
-            )
+            gpu_rows.append((g, [f"{{{base},{lab}}}" for lab in _job_labels(jobs, g.index)]))
     for m in GPU_METRICS:
         rows = []
         for g, labels in gpu_rows:
@@ -264,6 +148,7 @@ def families(snapshot: Snapshot) -> Iterator[tuple[str, str, str, list[tuple[str
             for lab in labels:
                 rows.append((f'{lab[:-1]},xid="{xid}"}}', count))
     yield XID_METRIC.name, XID_METRIC.type, XID_METRIC.help, rows
+    yield XID_COUNT_METRIC, "counter", XID_COUNT_HELP, rows
     rows = []
     for g, labels in gpu_rows:
         if g.throttle_reasons is None:
@@ -273,12 +158,33 @@ def families(snapshot: Snapshot) -> Iterator[tuple[str, str, str, list[tuple[str
             for lab in labels:
                 rows.append((f'{lab[:-1]},reason="{reason}"}}', active))
     yield THROTTLE_METRIC.name, THROTTLE_METRIC.type, THROTTLE_METRIC.help, rows
-    yield from _ib_families(snapshot)
+    yield from _ib_families(snapshot, ib_metrics)
     yield from _nvme_families(snapshot)
     yield from _node_families(snapshot)
 
 
-def _ib_families(snapshot: Snapshot) -> Iterator[tuple[str, str, str, list[tuple[str, Any]]]]:
+def _job_labels(jobs: JobMap, gpu: int) -> list[str]:
+    """Job label strings of one GPU: ``pod``/``namespace``/``container`` for Kubernetes pods (as
+    dcgm-exporter's ``--kubernetes``), ``hpc_job`` for scheduler jobs; empty values when idle."""
+    out = []
+    for job in jobs.jobs_of(gpu):
+        info = jobs.info.get(job)
+        if info is not None and info.pod:
+            out.append(f'pod="{_esc(info.pod)}",namespace="{_esc(info.namespace)}",container="{_esc(info.container)}"')
+        else:
+            out.append(f'hpc_job="{_esc(job)}"')
+    if out:
+        return out
+    return ['pod="",namespace="",container=""' if jobs.kubernetes else 'hpc_job=""']
+
+
+def _ib_families(snapshot: Snapshot, mode: str) -> Iterator[tuple[str, str, str, list[tuple[str, Any]]]]:
+    if mode not in ib_names.IB_METRICS_MODES:
+        raise errors.InvalidInputError(
+            f"unknown InfiniBand metric names '{mode}'", hint=", ".join(ib_names.IB_METRICS_MODES)
+        )
+    if mode == "off":
+        return
     ports: list[tuple[str, IBPortReading]] = []
     for sample, _ in snapshot:
         if sample.up:
@@ -286,6 +192,9 @@ def _ib_families(snapshot: Snapshot) -> Iterator[tuple[str, str, str, list[tuple
                 (_labelstr((("Hostname", sample.hostname), ("device", p.device), ("port", str(p.port)))), p)
                 for p in sample.ib_ports
             )
+    if mode == "node_exporter":
+        yield from ib_names.node_exporter_families(ports)
+        return
     for counter, (suffix, help_text, scale) in IB_COUNTERS.items():
         rows = [
             (lab, p.counters[counter] * scale if scale != 1 else p.counters[counter])
@@ -348,10 +257,10 @@ def _node_families(snapshot: Snapshot) -> Iterator[tuple[str, str, str, list[tup
     yield ("velyrix_job_info", *OTHER_METRICS["velyrix_job_info"], [(lab, 1) for lab in seen.values()])
 
 
-def render(snapshot: Snapshot) -> bytes:
+def render(snapshot: Snapshot, ib_metrics: str = "velyrix") -> bytes:
     """The Prometheus text exposition (format 0.0.4) of ``snapshot``; families without samples are left out."""
     out: list[str] = []
-    for name, typ, help_text, rows in families(snapshot):
+    for name, typ, help_text, rows in families(snapshot, ib_metrics):
         if not rows:
             continue
         out.append(f"# HELP {name} {help_text}\n# TYPE {name} {typ}\n")

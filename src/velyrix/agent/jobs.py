@@ -39,6 +39,10 @@ class JobInfo:
     team: str = ""
     cost_center: str = ""
     account: str = ""
+    namespace: str = ""
+    pod: str = ""
+    container: str = ""
+    """Kubernetes only: the pod holding the GPUs (GPU series are then labelled by pod, not job id)."""
 
     def labels(self) -> dict[str, str]:
         """The labels of ``velyrix_job_info``."""
@@ -48,7 +52,7 @@ class JobInfo:
             "team": self.team,
             "cost_center": self.cost_center,
             "account": self.account,
-        }
+        } | ({"namespace": self.namespace, "pod": self.pod, "container": self.container} if self.pod else {})
 
 
 @dataclass
@@ -58,6 +62,8 @@ class JobMap:
     gpu_jobs: dict[int, list[str]] = field(default_factory=dict)
     info: dict[str, JobInfo] = field(default_factory=dict)
     problems: list[str] = field(default_factory=list)
+    kubernetes: bool = False
+    """Read from the kubelet (idle GPUs get empty ``pod``/``namespace``/``container`` labels)."""
 
     def jobs_of(self, gpu: int) -> list[str]:
         """Job ids on GPU ``gpu`` (empty when idle)."""

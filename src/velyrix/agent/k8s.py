@@ -43,6 +43,8 @@ class PodDevices:
     namespace: str
     name: str
     device_ids: list[str] = field(default_factory=list)
+    container: str = ""
+    """The first container of the pod that holds a device of the resource."""
 
 
 def _varint(data: bytes, pos: int) -> tuple[int, int]:
@@ -90,7 +92,10 @@ def parse_list_response(data: bytes, resource: str = "nvidia.com/gpu") -> list[P
             elif pnum == 2 and isinstance(pval, bytes):
                 pod.namespace = pval.decode()
             elif pnum == 3 and isinstance(pval, bytes):
+                container = ""
                 for cnum, cval in _fields(pval):
+                    if cnum == 1 and isinstance(cval, bytes):
+                        container = cval.decode()
                     if cnum != 2 or not isinstance(cval, bytes):
                         continue
                     dev = dict(_fields(cval)) | {
@@ -99,6 +104,7 @@ def parse_list_response(data: bytes, resource: str = "nvidia.com/gpu") -> list[P
                     name = dev.get(1)
                     if isinstance(name, bytes) and name.decode() == resource:
                         pod.device_ids.extend(dev["ids"])  # type: ignore[arg-type]
+                        pod.container = pod.container or container
         if pod.device_ids:
             pods.append(pod)
     return pods
@@ -173,7 +179,7 @@ class PodLabelSource:
 
     def __call__(self, sample: NodeSample) -> jobs.JobMap:
         """The job mapping of ``sample``'s GPUs now (GPU UUIDs matched to pod devices)."""
-        out = jobs.JobMap()
+        out = jobs.JobMap(kubernetes=True)
         try:
             pods = self.list_pods()
         except errors.VelyrixError as exc:
@@ -195,6 +201,10 @@ class PodLabelSource:
                     if job not in gpu_jobs:
                         gpu_jobs.append(job)
             out.info[job] = jobs.JobInfo(
-                hpc_job=job, **{k: labels.get(v, "")[: jobs.MAX_VALUE_CHARS] for k, v in INFO_LABELS.items()}
+                hpc_job=job,
+                namespace=pod.namespace,
+                pod=pod.name,
+                container=pod.container,
+                **{k: labels.get(v, "")[: jobs.MAX_VALUE_CHARS] for k, v in INFO_LABELS.items()},
             )
         return out

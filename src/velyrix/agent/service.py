@@ -52,6 +52,7 @@ class MetricsSource:
         max_jobs_per_gpu: int = 4,
         before_collect: list[Callable[[], None]] | None = None,
         after_collect: Sequence[Callable[[NodeSample], object]] | None = None,
+        ib_metrics: str = "velyrix",
     ):
         """``before_collect`` hooks run once before each collection (e.g. advancing the twin);
         ``after_collect`` hooks see each fresh sample (e.g. ``stamp_health``)."""
@@ -60,6 +61,8 @@ class MetricsSource:
         self.max_jobs_per_gpu = max_jobs_per_gpu
         self.before_collect = before_collect or []
         self.after_collect = list(after_collect or [])
+        self.ib_metrics = ib_metrics
+        """InfiniBand metric names: ``velyrix``, ``node_exporter`` or ``off`` (agent/ib_names.py)."""
         self._lock = threading.Lock()
         self._samples: list[NodeSample] = []
         self._at = 0.0
@@ -91,7 +94,7 @@ class MetricsSource:
 
     def render(self) -> bytes:
         """The ``/metrics`` body."""
-        return exporter.render(self.snapshot())
+        return exporter.render(self.snapshot(), self.ib_metrics)
 
 
 def stamp_health(latest: Callable[[], object | None]) -> Callable[[NodeSample], None]:

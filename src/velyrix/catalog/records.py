@@ -5,7 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
-from velyrix import units
+from velyrix import errors, units
 
 
 @dataclass(frozen=True)
@@ -35,6 +35,9 @@ class NodeType:
     power_kw: float
     fabrics: tuple[str, ...]
     source: str
+    cpu_sockets: int = 1
+    """CPU sockets; ``cpu_cores`` counts the cores of all of them."""
+    cpu_threads_per_core: int = 1
 
     @property
     def storage_gb_s(self) -> float:
@@ -54,6 +57,10 @@ class GPUModel:
     mem_clock_mhz: int
     nvlink_links: int
     source: str
+    nvml_name: str = ""
+    """The name NVML reports (``nvmlDeviceGetName``), e.g. ``NVIDIA H200``."""
+    gfd_product: str = ""
+    """GPU Feature Discovery's ``nvidia.com/gpu.product`` node label, e.g. ``NVIDIA-H200``."""
 
 
 @dataclass(frozen=True)
@@ -117,11 +124,10 @@ class StorageTier:
 
     def param(self, key: str) -> float:
         """A model parameter such as ``read_gb_s_per_tb``; a missing one is a catalog error."""
-        from velyrix import errors
-
-        if key not in self.params:
-            raise errors.CatalogError(f"storage tier '{self.name}' has no parameter '{key}'")
-        return self.params[key]
+        try:
+            return self.params[key]
+        except KeyError:
+            raise errors.CatalogError(f"storage tier '{self.name}' has no parameter '{key}'") from None
 
 
 @dataclass(frozen=True)

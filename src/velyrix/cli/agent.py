@@ -64,6 +64,13 @@ def agent(
     sim_region: str = typer.Option("us-east-1", "--sim-region", help="With --collector sim: catalog region."),
     sim_node_type: str = typer.Option("hgx-h200-8g", "--sim-node-type", help="With --collector sim: node type."),
     sim_load_pct: float = typer.Option(0.0, "--sim-load", help="With --collector sim: GPU load (%)."),
+    ib_metrics: str = typer.Option(
+        "velyrix",
+        "--ib-metrics",
+        metavar="velyrix|node_exporter|off",
+        help="InfiniBand counter names: Velyrix's, node_exporter's infiniband collector's, or none "
+        "(off: where node_exporter already exports them).",
+    ),
     sim_speed: float = typer.Option(1.0, "--sim-speed", help="With --collector sim: simulated s per wall s."),
     min_interval_s: float = typer.Option(
         1.0, "--min-interval", help="Scrapes closer than this (s) reuse the last collection."
@@ -91,6 +98,10 @@ def agent(
     names = ["nvml", "sim"]
     if collector not in names:
         raise errors.UnknownNameError("collector", collector, names)
+    from velyrix.agent import ib_names
+
+    if ib_metrics not in ib_names.IB_METRICS_MODES:
+        raise errors.UnknownNameError("InfiniBand metric naming", ib_metrics, ib_names.IB_METRICS_MODES)
     from velyrix.agent.collectors import dcgm
 
     prober_name = prober or ("sim" if collector == "sim" else "dcgm")
@@ -157,7 +168,10 @@ def agent(
         monitor.poll()
         after.append(service.stamp_health(lambda: monitor.last))
     source = service.MetricsSource(
-        [service.NodeSource(gpu_collector, job_map_dir, job_source)], min_interval_s=min_interval_s, after_collect=after
+        [service.NodeSource(gpu_collector, job_map_dir, job_source)],
+        min_interval_s=min_interval_s,
+        after_collect=after,
+        ib_metrics=ib_metrics,
     )
     if once:
         typer.echo(source.render().decode(), nl=False)

@@ -296,11 +296,14 @@ def kueue(
     policy: Path = typer.Argument(..., help="HCL policy file.", show_default=False),
     file: Path = typer.Argument(..., help="HCL file declaring the cluster.", show_default=False),
     cluster: str = typer.Option(None, "--cluster", help="Which cluster of FILE."),
+    api: str = typer.Option(
+        "v1beta2", "--api", metavar="v1beta2|v1beta1", help="Kueue API version (v1beta1 is deprecated)."
+    ),
 ) -> None:
     from velyrix.ops.scheduler import kueue as kq
     from velyrix.ops.scheduler import policies
 
-    print(kq.to_yaml(kq.render(policies.load(policy), _cluster(file, cluster))), end="")
+    print(kq.to_yaml(kq.render(policies.load(policy), _cluster(file, cluster), api=api)), end="")
 
 
 @scheduler_app.command("drain", help="Drain a Slurm node with the reason 'velyrix:<source>: <reason>'.")

@@ -20,6 +20,8 @@ Examples:
   velyrix sim exporter --region us-east-1 --nodes hgx-h200-8g=1000 --port 9500
 
   velyrix sim exporter --region eu-west-1 --speed 60 --load 70 --job-map-root /tmp/jobs
+
+  velyrix sim exporter --nodes hgx-h200-8g=10000 --per-node   (Prometheus http_sd_configs: url /sd)
 """
 
 
@@ -54,6 +56,12 @@ def exporter(
     min_interval_s: float = typer.Option(
         1.0, "--min-interval", help="Scrapes closer than this (s) reuse the last collection."
     ),
+    per_node: bool = typer.Option(
+        False,
+        "--per-node",
+        help="One target per node, as real agents: nodes listed at /sd (Prometheus HTTP service discovery), "
+        "each served at /nodes/<hostname>/metrics.",
+    ),
 ) -> None:
     from velyrix.agent import fleet_exporter, service
     from velyrix.fleet.drivers.sim import SimClock, SimRegion
@@ -64,9 +72,19 @@ def exporter(
         node.load_pct = load_pct
     if faults:
         twin.enable_spontaneous(True)
-    source = fleet_exporter.fleet_source(twin, job_map_root=job_map_root, min_interval_s=min_interval_s)
-    server = service.serve(source, listen, port)
-    typer.echo(f"velyrix sim exporter: {len(twin.nodes)} nodes of {region} at {server.url}", err=True)
+    if per_node:
+        from velyrix.agent import fleet_targets
+
+        server: service.MetricsServer | fleet_targets.FleetServer = fleet_targets.FleetServer(
+            fleet_targets.FleetTargets(twin, job_map_root=job_map_root, advance_every_s=min_interval_s), listen, port
+        )
+        where = f"per-node targets listed at {server.sd_url}"
+    else:
+        server = service.serve(
+            fleet_exporter.fleet_source(twin, job_map_root=job_map_root, min_interval_s=min_interval_s), listen, port
+        )
+        where = server.url
+    typer.echo(f"velyrix sim exporter: {len(twin.nodes)} nodes of {region}, {where}", err=True)
     try:
         server.thread.join()
     except KeyboardInterrupt:

@@ -7,7 +7,7 @@ from __future__ import annotations
 from typing import Any
 
 from velyrix.planners import fabric_verify
-from velyrix.planners.fabric import plan_fabric
+from velyrix.planners.fabric import FabricPlan, plan_fabric
 
 
 def fabric_section(
@@ -30,5 +30,18 @@ def fabric_section(
         storage_target_gb_s=storage_target_gb_s,
     )
     out = plan.to_dict()
-    out["compute"]["verification"] = fabric_verify.verify(plan).to_dict()
+    out["compute"]["verification"] = _verification(plan, sharp).to_dict()
     return out
+
+
+_VERIFIED: dict[tuple[str, str, int, float, bool], fabric_verify.Verification] = {}
+"""Verifications of compute planes already proven in this process (a file of many clusters of one shape
+verifies each shape once). The compute plane depends only on the key, not on the storage target."""
+
+
+def _verification(plan: FabricPlan, sharp: bool) -> fabric_verify.Verification:
+    key = (plan.node_type, plan.fabric, plan.nodes, plan.oversubscription, sharp)
+    found = _VERIFIED.get(key)
+    if found is None:
+        found = _VERIFIED[key] = fabric_verify.verify(plan)
+    return found

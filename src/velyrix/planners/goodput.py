@@ -72,6 +72,12 @@ def ettr_first_order(interval_s: float, save_s: float, restart_s: float, mtti_s:
     _positive("save seconds", save_s, allow_zero=True)
     _positive("restart seconds", restart_s, allow_zero=True)
     _positive("MTTI", mtti_s)
+    return ettr_first_order_checked(interval_s, save_s, restart_s, mtti_s)
+
+
+def ettr_first_order_checked(interval_s: float, save_s: float, restart_s: float, mtti_s: float) -> float:
+    """``ettr_first_order`` for inputs the caller has already checked (finite; interval and MTTI > 0,
+    save and restart >= 0): the sizing grid evaluates it thousands of times per cluster."""
     value = 1.0 - save_s / (interval_s + save_s) - (restart_s + interval_s / 2.0) / mtti_s
     return min(1.0, max(0.0, value))
 

@@ -13,15 +13,17 @@ from __future__ import annotations
 import dataclasses
 import math
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, NamedTuple
 
-from velyrix import catalog, units
+from velyrix import catalog, errors, units
 from velyrix.planners import checkpoints, goodput, tiers
 
 DAYS_PER_MONTH = units.HOURS_PER_MONTH / 24.0
 INTERVAL_LADDER_S = (600.0, 900.0, 1200.0, 1800.0, 2700.0, 3600.0, 5400.0, 7200.0)
 """Intervals the search tries besides the declared one and Daly's optimum."""
 CAPACITY_STEP_TB = 50.0
+ROUNDING_MARGIN_USD = 0.02
+"""Options are ranked on prices rounded to the cent; one more than this above the best cannot tie it."""
 
 
 @dataclass(frozen=True)
@@ -76,8 +78,8 @@ class Retention:
         return dataclasses.asdict(self)
 
 
-def retention(ctx: Context, cycle_s: float) -> Retention:
-    """Retention capacity for one save every ``cycle_s`` wall seconds."""
+def _retention_tb(ctx: Context, cycle_s: float) -> tuple[float, float, float]:
+    """(promoted per day, object TB, archive TB per month) for one save every ``cycle_s`` seconds."""
     size_tb = ctx.ckpt.size_bytes / units.TB
     per_day = units.SECONDS_PER_DAY / cycle_s / ctx.promote_every if math.isfinite(cycle_s) else 0.0
     if ctx.archive_after_days is not None:
@@ -85,11 +87,17 @@ def retention(ctx: Context, cycle_s: float) -> Retention:
         archive_tb = size_tb * per_day * DAYS_PER_MONTH
     else:
         object_tb, archive_tb = size_tb * per_day * DAYS_PER_MONTH, 0.0
+    return per_day, object_tb, archive_tb
+
+
+def retention(ctx: Context, cycle_s: float) -> Retention:
+    """Retention capacity for one save every ``cycle_s`` wall seconds."""
+    per_day, object_tb, archive_tb = _retention_tb(ctx, cycle_s)
     return Retention(
         keep_on_perf=ctx.keep,
         promote_every=ctx.promote_every,
         archive_after_days=ctx.archive_after_days,
-        perf_tb=(ctx.keep + 1) * size_tb + ctx.dataset_perf_tb,
+        perf_tb=(ctx.keep + 1) * (ctx.ckpt.size_bytes / units.TB) + ctx.dataset_perf_tb,
         promoted_per_day=per_day,
         object_tb=object_tb,
         archive_tb_per_month=archive_tb,
@@ -146,98 +154,206 @@ class Option:
         return out
 
 
-def evaluate(ctx: Context, tier_name: str, capacity_tb: float, mode: str, interval_s: float | None) -> Option:
-    """Cost of saving ``ctx.ckpt`` to ``tier_name`` at ``capacity_tb`` in ``mode`` every ``interval_s``
-    seconds (``None``: Daly's optimum for this configuration's blocking time)."""
+@dataclass(frozen=True)
+class _Fixed:
+    """What one (job, tier) pair fixes for every configuration: read once per ``search``/``evaluate``."""
+
+    size_gb: float
+    node_gb: float
+    node_p10_gb_s: float
+    host_free_gb: float
+    ram_ok: bool
+    """Async only: the busiest node's shard fits the host RAM free for staging."""
+    staging_s: float
+    restart_fixed_s: float
+    per_node_model: bool
+    needed_tb: float
+    gpu_hour_usd: float
+
+
+@dataclass(frozen=True)
+class _AtCapacity:
+    """What one capacity of the tier fixes for every mode and interval."""
+
+    perf: tiers.TierPerformance
+    write_s: float
+    reload_s: float
+    capacity_ok: bool
+    feed_gb_s: float
+    feed_ok: bool
+    restart_finite: bool
+
+
+def _check(name: str, value: float | None) -> None:
+    if value is not None and not (math.isfinite(value) and value > 0):
+        raise errors.InvalidInputError(f"{name} must be a finite number > 0, got {value!r}")
+
+
+def _fixed(ctx: Context, tier_name: str, interval_s: float | None) -> _Fixed:
+    """The job's fixed figures; checks the MTTI and a declared interval (the grid relies on both)."""
+    _check("MTTI", ctx.mtti_s)
+    _check("checkpoint interval", interval_s)
     cfg = catalog.load_toml("checkpointing.toml")
     node = catalog.node_type(ctx.node_type)
+    tier = catalog.storage_tier(tier_name)
+    staging = cfg["staging"]
+    size_tb = ctx.ckpt.size_bytes / units.TB
+    node_gb = ctx.ckpt.per_node_bytes / units.GB
+    host_free = node.host_ram_gb * float(staging["host_ram_fraction"])
+    return _Fixed(
+        size_gb=ctx.ckpt.size_bytes / units.GB,
+        node_gb=node_gb,
+        node_p10_gb_s=node.storage_gb_s * tier.p10_derate,
+        host_free_gb=host_free,
+        ram_ok=node_gb <= host_free,
+        staging_s=ctx.ckpt.per_rank_bytes / units.GB / float(staging["d2h_gb_s_per_gpu"])
+        + float(staging["async_fixed_s"]),
+        restart_fixed_s=float(cfg["restart"]["detect_s"]) + float(cfg["restart"]["reschedule_s"]),
+        per_node_model=tier.model == "per_node",
+        needed_tb=max((ctx.keep + 1) * size_tb + ctx.dataset_perf_tb, tiers.min_capacity_tb(tier_name)),
+        gpu_hour_usd=catalog.gpu_hour_price_usd(ctx.node_type),
+    )
+
+
+def _at_capacity(ctx: Context, fx: _Fixed, tier_name: str, capacity_tb: float) -> _AtCapacity:
     perf = tiers.tier_performance(tier_name, capacity_tb, nodes=ctx.nodes, node_type=ctx.node_type)
-    size_gb, node_gb = ctx.ckpt.size_bytes / units.GB, ctx.ckpt.per_node_bytes / units.GB
-    node_p10 = node.storage_gb_s * perf.p10_derate
 
     def transfer_s(agg_gb_s: float) -> float:
-        return max(size_gb / agg_gb_s, node_gb / node_p10) if agg_gb_s > 0 else math.inf
+        return max(fx.size_gb / agg_gb_s, fx.node_gb / fx.node_p10_gb_s) if agg_gb_s > 0 else math.inf
 
-    write_s, reload_s = transfer_s(perf.p10_write_gb_s), transfer_s(perf.p10_read_gb_s)
-    host_free = node.host_ram_gb * float(cfg["staging"]["host_ram_fraction"])
-    staging = None
-    if mode == "async":
-        staging = ctx.ckpt.per_rank_bytes / units.GB / float(cfg["staging"]["d2h_gb_s_per_gpu"]) + float(
-            cfg["staging"]["async_fixed_s"]
-        )
-        blocking = staging
-    else:
-        blocking = write_s
-    auto = interval_s is None
+    reload_s = transfer_s(perf.p10_read_gb_s)
+    feed_gb_s = perf.p10_read_gb_s * ctx.feed_read_factor
+    return _AtCapacity(
+        perf=perf,
+        write_s=transfer_s(perf.p10_write_gb_s),
+        reload_s=reload_s,
+        capacity_ok=fx.per_node_model or capacity_tb + 1e-9 >= fx.needed_tb,
+        feed_gb_s=feed_gb_s,
+        feed_ok=not ctx.feed_read_gb_s > feed_gb_s,
+        restart_finite=math.isfinite(fx.restart_fixed_s + reload_s),
+    )
+
+
+class _Timing(NamedTuple):
+    """Mode- and interval-dependent figures of one configuration."""
+
+    interval_s: float
+    blocking_s: float
+    restart_s: float
+    share: float
+    ettr: float
+    drain_ok: bool
+    ram_ok: bool
+    meets: bool
+
+
+def _timing(ctx: Context, fx: _Fixed, at: _AtCapacity, mode: str, interval_s: float | None) -> _Timing:
+    """The figures of one configuration (``goodput``'s Daly interval and first-order ETTR)."""
+    return _Timing._make(_timing_tuple(ctx, fx, at, mode == "async", interval_s))
+
+
+def _timing_tuple(
+    ctx: Context, fx: _Fixed, at: _AtCapacity, is_async: bool, interval_s: float | None
+) -> tuple[float, float, float, float, float, bool, bool, bool]:
+    """``_Timing`` as a plain tuple: the grid search calls this ~2,000 times per cluster."""
+    blocking = fx.staging_s if is_async else at.write_s
     if interval_s is None:
         interval_s = goodput.daly_interval_s(blocking, ctx.mtti_s) if math.isfinite(blocking) else math.inf
-        if mode == "async":
-            interval_s = max(interval_s, write_s)  # the drain must finish before the next save
-    drain_ok = mode == "sync" or write_s <= interval_s
-    ram_ok = mode == "sync" or node_gb <= host_free
-    restart = float(cfg["restart"]["detect_s"]) + float(cfg["restart"]["reschedule_s"]) + reload_s
+        if is_async:
+            interval_s = max(interval_s, at.write_s)  # the drain must finish before the next save
+    drain_ok = not is_async or at.write_s <= interval_s
+    ram_ok = not is_async or fx.ram_ok
+    restart = fx.restart_fixed_s + at.reload_s
     if math.isfinite(blocking) and math.isfinite(interval_s):
         share = blocking / (interval_s + blocking)
-        ettr = goodput.ettr_first_order(interval_s, blocking, restart, ctx.mtti_s) if math.isfinite(restart) else 0.0
+        # blocking, interval and restart are finite here and >= 0 (interval > 0); _fixed checked the MTTI
+        ettr = goodput.ettr_first_order_checked(interval_s, blocking, restart, ctx.mtti_s) if at.restart_finite else 0.0
     else:
         share, ettr = math.inf, 0.0
-    ret = retention(ctx, interval_s + blocking)
-    needed_tb = max(ret.perf_tb, tiers.min_capacity_tb(tier_name))
-    capacity_ok = catalog.storage_tier(tier_name).model == "per_node" or capacity_tb + 1e-9 >= needed_tb
+    meets = (
+        share <= ctx.max_overhead
+        and (ctx.goodput_target is None or not ettr < ctx.goodput_target)
+        and drain_ok
+        and ram_ok
+        and at.capacity_ok
+        and at.feed_ok
+    )
+    return interval_s, blocking, restart, share, ettr, drain_ok, ram_ok, meets
+
+
+def _reasons(ctx: Context, fx: _Fixed, at: _AtCapacity, capacity_tb: float, tm: _Timing) -> tuple[str, ...]:
+    """Why a configuration misses the target, one line per unmet condition (empty when it meets)."""
+    if tm.meets:
+        return ()
     reasons = []
-    if not share <= ctx.max_overhead:
+    if not tm.share <= ctx.max_overhead:
         reasons.append(
-            f"saves block {share:.1%} of the time (target <= {ctx.max_overhead:.1%})"
-            if math.isfinite(share)
+            f"saves block {tm.share:.1%} of the time (target <= {ctx.max_overhead:.1%})"
+            if math.isfinite(tm.share)
             else "no write bandwidth: nothing to save to"
         )
-    if ctx.goodput_target is not None and ettr < ctx.goodput_target:
-        reasons.append(f"ETTR {ettr:.1%} below the goodput target {ctx.goodput_target:.1%}")
-    if not drain_ok:
-        reasons.append(f"async drain takes {write_s:,.0f} s, longer than the {interval_s:,.0f} s interval")
-    if not ram_ok:
-        reasons.append(f"staging needs {node_gb:,.0f} GB of host RAM per node, {host_free:,.0f} GB free")
-    if not capacity_ok:
+    if ctx.goodput_target is not None and tm.ettr < ctx.goodput_target:
+        reasons.append(f"ETTR {tm.ettr:.1%} below the goodput target {ctx.goodput_target:.1%}")
+    if not tm.drain_ok:
+        reasons.append(f"async drain takes {at.write_s:,.0f} s, longer than the {tm.interval_s:,.0f} s interval")
+    if not tm.ram_ok:
+        reasons.append(f"staging needs {fx.node_gb:,.0f} GB of host RAM per node, {fx.host_free_gb:,.0f} GB free")
+    if not at.capacity_ok:
         reasons.append(
-            f"{capacity_tb:,g} TB is less than the {needed_tb:,.1f} TB the kept checkpoints (and dataset) need"
+            f"{capacity_tb:,g} TB is less than the {fx.needed_tb:,.1f} TB the kept checkpoints (and dataset) need"
         )
-    feed_gb_s = perf.p10_read_gb_s * ctx.feed_read_factor
-    if ctx.feed_read_gb_s > feed_gb_s:
+    if ctx.feed_read_gb_s > at.feed_gb_s:
         reasons.append(
-            f"reads {feed_gb_s:,.0f} GB/s at its low percentile; the data feed needs {ctx.feed_read_gb_s:,.0f} GB/s"
+            f"reads {at.feed_gb_s:,.0f} GB/s at its low percentile; the data feed needs {ctx.feed_read_gb_s:,.0f} GB/s"
         )
-    price = catalog.gpu_hour_price_usd(ctx.node_type)
-    lost_h = ctx.gpus * units.HOURS_PER_MONTH * (1.0 - ettr)
-    perf_usd = perf.price_usd_per_month
+    return tuple(reasons)
+
+
+def _option(
+    ctx: Context, fx: _Fixed, at: _AtCapacity, tier_name: str, capacity_tb: float, mode: str, auto: bool, tm: _Timing
+) -> Option:
+    ret = retention(ctx, tm.interval_s + tm.blocking_s)
+    lost_h = ctx.gpus * units.HOURS_PER_MONTH * (1.0 - tm.ettr)
+    perf = at.perf
+    reasons = _reasons(ctx, fx, at, capacity_tb, tm)
     return Option(
         tier=tier_name,
         capacity_tb=capacity_tb,
         mode=mode,
-        interval_s=interval_s,
+        interval_s=tm.interval_s,
         interval_auto=auto,
         write_gb_s=perf.p10_write_gb_s,
         expected_write_gb_s=perf.expected_write_gb_s,
         read_gb_s=perf.p10_read_gb_s,
-        write_s=write_s,
-        blocking_s=blocking,
-        staging_s=staging,
-        drain_ok=drain_ok,
-        host_ram_needed_gb=node_gb if mode == "async" else 0.0,
-        host_ram_free_gb=host_free,
-        host_ram_ok=ram_ok,
-        share_of_interval=share,
-        blocking_steps=blocking / ctx.step_time_s if ctx.step_time_s and math.isfinite(blocking) else None,
-        restart_s=restart,
-        ettr=ettr,
-        capacity_ok=capacity_ok,
+        write_s=at.write_s,
+        blocking_s=tm.blocking_s,
+        staging_s=fx.staging_s if mode == "async" else None,
+        drain_ok=tm.drain_ok,
+        host_ram_needed_gb=fx.node_gb if mode == "async" else 0.0,
+        host_ram_free_gb=fx.host_free_gb,
+        host_ram_ok=tm.ram_ok,
+        share_of_interval=tm.share,
+        blocking_steps=tm.blocking_s / ctx.step_time_s if ctx.step_time_s and math.isfinite(tm.blocking_s) else None,
+        restart_s=tm.restart_s,
+        ettr=tm.ettr,
+        capacity_ok=at.capacity_ok,
         meets=not reasons,
-        reasons=tuple(reasons),
+        reasons=reasons,
         retention=ret,
-        perf_usd_per_month=perf_usd,
-        storage_usd_per_month=perf_usd + ret.object_usd_per_month + ret.archive_usd_per_month,
+        perf_usd_per_month=perf.price_usd_per_month,
+        storage_usd_per_month=perf.price_usd_per_month + ret.object_usd_per_month + ret.archive_usd_per_month,
         lost_gpu_hours_per_month=lost_h,
-        lost_usd_per_month=lost_h * price,
+        lost_usd_per_month=lost_h * fx.gpu_hour_usd,
     )
+
+
+def evaluate(ctx: Context, tier_name: str, capacity_tb: float, mode: str, interval_s: float | None) -> Option:
+    """Cost of saving ``ctx.ckpt`` to ``tier_name`` at ``capacity_tb`` in ``mode`` every ``interval_s``
+    seconds (``None``: Daly's optimum for this configuration's blocking time)."""
+    fx = _fixed(ctx, tier_name, interval_s)
+    at = _at_capacity(ctx, fx, tier_name, capacity_tb)
+    tm = _timing(ctx, fx, at, mode, interval_s)
+    return _option(ctx, fx, at, tier_name, capacity_tb, mode, interval_s is None, tm)
 
 
 def capacity_grid(tier_name: str, declared_tb: float) -> list[float]:
@@ -255,17 +371,23 @@ def capacity_grid(tier_name: str, declared_tb: float) -> list[float]:
 
 
 def search(ctx: Context, tier_name: str, *, declared_tb: float, declared_interval_s: float | None) -> list[Option]:
-    """Every configuration of the grid (capacity x mode x interval) that meets the target."""
+    """Every configuration of the grid (capacity x mode x interval) that meets the target, in grid order.
+
+    The tier is evaluated once per capacity and the job's fixed figures once per call; only the
+    configurations that meet the target are built into ``Option`` records.
+    """
     intervals: list[float | None] = [None, *INTERVAL_LADDER_S]
     if declared_interval_s is not None and declared_interval_s not in intervals:
         intervals.append(declared_interval_s)
+    fx = _fixed(ctx, tier_name, declared_interval_s)
+    grid = [(tb, _at_capacity(ctx, fx, tier_name, tb)) for tb in capacity_grid(tier_name, declared_tb)]
     found = []
     for mode in ("sync", "async"):
         for interval in intervals:
-            for tb in capacity_grid(tier_name, declared_tb):
-                opt = evaluate(ctx, tier_name, tb, mode, interval)
-                if opt.meets:
-                    found.append(opt)
+            for tb, at in grid:
+                tm = _timing(ctx, fx, at, mode, interval)
+                if tm.meets:
+                    found.append(_option(ctx, fx, at, tier_name, tb, mode, interval is None, tm))
     return found
 
 
@@ -278,6 +400,52 @@ def cheapest(options: list[Option]) -> Option | None:
 def cheapest_storage(options: list[Option]) -> Option | None:
     """The option with the lowest storage bill alone (ties: higher ETTR)."""
     return min(options, key=lambda o: (round(o.storage_usd_per_month, 2), -o.ettr), default=None)
+
+
+def best(
+    ctx: Context, tier_name: str, *, declared_tb: float, declared_interval_s: float | None
+) -> tuple[Option | None, Option | None]:
+    """``(cheapest(search(...)), cheapest_storage(search(...)))`` without building every option: the
+    grid is ranked on its monthly figures (computed as ``Option`` computes them) and only the two
+    winners become ``Option`` records. Ties go to the first in grid order, as ``min`` does."""
+    intervals: list[float | None] = [None, *INTERVAL_LADDER_S]
+    if declared_interval_s is not None and declared_interval_s not in intervals:
+        intervals.append(declared_interval_s)
+    fx = _fixed(ctx, tier_name, declared_interval_s)
+    grid = [(tb, _at_capacity(ctx, fx, tier_name, tb)) for tb in capacity_grid(tier_name, declared_tb)]
+    object_usd_tb = catalog.storage_tier("object").price_usd_per_tb_month
+    archive_usd_tb = catalog.storage_tier("archive").price_usd_per_tb_month
+    gpu_usd_month = ctx.gpus * units.HOURS_PER_MONTH
+    total_best: tuple[tuple[float, float], tuple[Any, ...]] | None = None
+    total_raw = storage_raw = math.inf
+    storage_best: tuple[tuple[float, float], tuple[Any, ...]] | None = None
+    for mode in ("sync", "async"):
+        is_async = mode == "async"
+        for interval in intervals:
+            for tb, at in grid:
+                tm = _timing_tuple(ctx, fx, at, is_async, interval)
+                if not tm[7]:
+                    continue
+                _, object_tb, archive_tb = _retention_tb(ctx, tm[0] + tm[1])
+                storage_usd = at.perf.price_usd_per_month + object_tb * object_usd_tb + archive_tb * archive_usd_tb
+                total_usd = storage_usd + gpu_usd_month * (1.0 - tm[4]) * fx.gpu_hour_usd
+                # round(x, 2) is monotone: a figure more than a cent above the best cannot win or tie.
+                if total_usd <= total_raw + ROUNDING_MARGIN_USD:
+                    total_key = (round(total_usd, 2), storage_usd)
+                    if total_best is None or total_key < total_best[0]:
+                        total_best, total_raw = (total_key, (tb, at, mode, interval is None, tm)), total_usd
+                if storage_usd <= storage_raw + ROUNDING_MARGIN_USD:
+                    storage_key = (round(storage_usd, 2), -tm[4])
+                    if storage_best is None or storage_key < storage_best[0]:
+                        storage_best, storage_raw = (storage_key, (tb, at, mode, interval is None, tm)), storage_usd
+
+    def build(found: tuple[tuple[float, float], tuple[Any, ...]] | None) -> Option | None:
+        if found is None:
+            return None
+        tb, at, mode, auto, tm = found[1]
+        return _option(ctx, fx, at, tier_name, tb, mode, auto, _Timing._make(tm))
+
+    return build(total_best), build(storage_best)
 
 
 def describe_change(declared: Option, best: Option | None) -> list[str]:

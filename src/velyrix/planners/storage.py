@@ -223,9 +223,7 @@ def _plan_storage(spec: models.ClusterSpec) -> StoragePlan:
                 f"{feed.au_target:.0%}"
             )
     declared = sizing.evaluate(ctx, PERF_TIER, declared_tb, w.checkpoint_mode, interval)
-    options = sizing.search(ctx, PERF_TIER, declared_tb=declared_tb, declared_interval_s=interval)
-    cheapest = sizing.cheapest(options)
-    cheapest_storage = sizing.cheapest_storage(options)
+    cheapest, cheapest_storage = sizing.best(ctx, PERF_TIER, declared_tb=declared_tb, declared_interval_s=interval)
     if declared_tb <= 0:
         warnings.append("no performance tier declared (parallel_fs_tb = 0): checkpoints have nowhere fast to go")
     if spec.storage.object_tb and declared.retention.object_tb > spec.storage.object_tb:

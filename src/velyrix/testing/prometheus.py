@@ -51,8 +51,13 @@ class PrometheusServer:
         interval_s: float = 1.0,
         rule_files: list[Path] | None = None,
         binary: str | None = None,
+        http_sd: dict[str, tuple[str, int]] | None = None,
+        scrape_timeout_s: float | None = None,
     ):
+        """``http_sd``: job name -> (HTTP service discovery URL, number of targets it lists)."""
         self.targets = targets
+        self.http_sd = http_sd or {}
+        self.scrape_timeout_s = scrape_timeout_s
         self.interval_s = interval_s
         self.rule_files = [Path(p).resolve() for p in rule_files or []]
         self.binary = binary or prometheus_binary()
@@ -70,7 +75,7 @@ class PrometheusServer:
         lines = [
             "global:",
             f"  scrape_interval: {interval}",
-            f"  scrape_timeout: {interval}",
+            f"  scrape_timeout: {int((self.scrape_timeout_s or self.interval_s) * 1000)}ms",
             f"  evaluation_interval: {interval}",
         ]
         if self.rule_files:
@@ -80,6 +85,13 @@ class PrometheusServer:
         for job, addrs in self.targets.items():
             lines += [f"  - job_name: '{job}'", "    static_configs:", "      - targets:"]
             lines += [f"          - '{a}'" for a in addrs]
+        for job, (url, _) in self.http_sd.items():
+            lines += [
+                f"  - job_name: '{job}'",
+                "    http_sd_configs:",
+                f"      - url: '{url}'",
+                "        refresh_interval: 30s",
+            ]
         return "\n".join(lines) + "\n"
 
     def start(self, timeout_s: float = 30.0) -> PrometheusServer:
@@ -120,7 +132,7 @@ class PrometheusServer:
 
     def wait_targets_up(self, timeout_s: float) -> None:
         """Block until every configured target has been scraped successfully."""
-        want = sum(len(a) for a in self.targets.values())
+        want = sum(len(a) for a in self.targets.values()) + sum(n for _, n in self.http_sd.values())
         deadline = time.monotonic() + max(timeout_s, 1.0)
         while time.monotonic() < deadline:
             up = self.query("up == 1")

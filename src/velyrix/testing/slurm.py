@@ -124,8 +124,11 @@ class SlurmTwin:
     def __exit__(self, t: type[BaseException] | None, e: BaseException | None, tb: TracebackType | None) -> None:
         self.stop()
 
-    def start(self) -> None:
-        """Write the configuration, start every daemon in dependency order, wait until nodes are idle."""
+    def start(self, *, controller_only: bool = False) -> None:
+        """Write the configuration, start every daemon in dependency order, wait until nodes are idle.
+
+        ``controller_only``: no slurmd (slurmctld needs slurmdbd at start): enough for ``scontrol show
+        node`` to show the nodes as the generated slurm.conf declares them."""
         try:
             self._prepare()
             self._start_munge()
@@ -136,6 +139,8 @@ class SlurmTwin:
             )
             self._spawn("slurmctld", [_bin("slurmctld"), "-D", "-i"])
             self._wait(lambda: self.slurm.run("scontrol", "ping", check=False).stdout.count("UP") > 0, "slurmctld")
+            if controller_only:
+                return
             for name in self.cluster.node_names:
                 self._spawn(f"slurmd-{name}", [_bin("slurmd"), "-D", "-N", name])
             self._wait(self._nodes_idle, "slurmd (all nodes idle)")

@@ -72,6 +72,20 @@ class GPUReading:
     bf16_tflops_measured: float | None = None
     hbm_gb_s_measured: float | None = None
     responsive: bool = True
+    # dcgm-exporter's default counters (agent/dcgm_fields.py): identity labels and profiling fields
+    pci_bus_id: str | None = None
+    driver_version: str | None = None
+    gr_engine_active: float | None = None
+    """Ratio (0-1) of time the graphics/compute engine was active (DCGM_FI_PROF_GR_ENGINE_ACTIVE)."""
+    pipe_tensor_active: float | None = None
+    """Ratio (0-1) of cycles a tensor pipe was active (DCGM_FI_PROF_PIPE_TENSOR_ACTIVE)."""
+    dram_active: float | None = None
+    """Ratio (0-1) of cycles the device memory interface was busy (DCGM_FI_PROF_DRAM_ACTIVE)."""
+    pcie_tx_bytes_per_s: float | None = None
+    pcie_rx_bytes_per_s: float | None = None
+    nvlink_bandwidth_kib_total: int | None = None
+    """Cumulative NVLink data moved, TX + RX over all links, KiB (DCGM_FI_DEV_NVLINK_BANDWIDTH_TOTAL)."""
+    vgpu_license_status: int | None = None
 
     @property
     def last_xid(self) -> int:

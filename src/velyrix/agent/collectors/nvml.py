@@ -16,6 +16,7 @@ from collections.abc import Callable
 from typing import Any
 
 from velyrix import errors
+from velyrix.agent.collectors import nvml_prof
 from velyrix.agent.collectors.base import Collector, GPUReading, NodeSample
 
 MIB = 1024 * 1024
@@ -61,6 +62,8 @@ class NvmlCollector(Collector):
         self._xids: dict[int, deque[tuple[float, int]]] = {}
         self._xid_counts: dict[int, Counter[int]] = {}
         self._events: Any = None
+        self._gpm = nvml_prof.GpmReader(self.nv)
+        self._driver = nvml_prof.driver_version(self.nv)
         try:
             self._events = self.nv.nvmlEventSetCreate()
             for i in range(self.nv.nvmlDeviceGetCount()):
@@ -183,6 +186,8 @@ class NvmlCollector(Collector):
                 int(v) if v is not None else None for v in vals[1:4]
             )
             g.nvlink_links_up = self._links_up(h, int(vals[4]) if vals[4] is not None else nv.NVML_NVLINK_MAX_LINKS)
+            nvml_prof.read_identity(nv, h, g, self._driver)
+            self._gpm.read(i, h, g, self.problems)
         except nv.NVMLError_GpuIsLost:
             g.responsive = False
             self.problems.add(f"gpu {i}: fallen off the bus")

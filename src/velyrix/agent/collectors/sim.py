@@ -40,8 +40,14 @@ def catch_up(region: SimRegion) -> None:
         region.advance()
 
 
-def read_gpu(g: SimGPU) -> GPUReading:
-    """A ``GPUReading`` of one twin GPU; a GPU off the bus reports only identity, XIDs and ``responsive``."""
+def pci_bus_id(index: int) -> str:
+    """The twin's PCI address of GPU ``index`` (NVML's ``busId`` form: domain:bus:device.function)."""
+    return f"00000000:{0x18 + 0x10 * index:02X}:00.0"
+
+
+def read_gpu(g: SimGPU, driver: str | None = None) -> GPUReading:
+    """A ``GPUReading`` of one twin GPU; a GPU off the bus reports only identity, XIDs and ``responsive``.
+    ``driver``: the node's driver version (its firmware baseline's ``driver``)."""
     events = list(g.xid_events)
     if not g.responsive:
         return GPUReading(
@@ -52,6 +58,8 @@ def read_gpu(g: SimGPU) -> GPUReading:
             xid_events=events,
             xid_counts=xid_counts(events),
             responsive=False,
+            pci_bus_id=pci_bus_id(g.index),
+            driver_version=driver,
         )
     return GPUReading(
         index=g.index,
@@ -90,6 +98,18 @@ def read_gpu(g: SimGPU) -> GPUReading:
         bf16_tflops_measured=g.bf16_tflops_measured,
         hbm_gb_s_measured=g.hbm_gb_s_measured,
         responsive=True,
+        enc_util_pct=g.enc_util_pct,
+        dec_util_pct=g.dec_util_pct,
+        fb_reserved_mib=g.fb_reserved_mib,
+        pci_bus_id=pci_bus_id(g.index),
+        driver_version=driver,
+        gr_engine_active=g.gr_engine_active,
+        pipe_tensor_active=g.pipe_tensor_active,
+        dram_active=g.dram_active,
+        pcie_tx_bytes_per_s=g.pcie_tx_bytes_per_s,
+        pcie_rx_bytes_per_s=g.pcie_rx_bytes_per_s,
+        nvlink_bandwidth_kib_total=g.nvlink_bandwidth_kib_total,
+        vgpu_license_status=0,  # bare metal: no vGPU license (dcgm-exporter reports 0)
     )
 
 
@@ -108,7 +128,7 @@ def read_node(node: SimNode) -> NodeSample:
         node_type=node.node_type,
         serial=node.serial,
         collected_at_s=time.time(),
-        gpus=[read_gpu(g) for g in node.gpus],
+        gpus=[read_gpu(g, node.firmware.get("driver")) for g in node.gpus],
         ib_ports=[
             IBPortReading(
                 device=p.device, port=p.port, state=p.state, rate_gbps=float(p.rate_gbps), counters=dict(p.counters)

@@ -26,8 +26,27 @@ class NodeGroup:
     gpus_per_node: int
     gpu_model: str
     cpus_per_node: int
+    """Physical cores per node (all sockets)."""
     real_memory_mb: int = 0
     """Memory Slurm may hand out per node, in MiB (0: unconstrained)."""
+    sockets: int = 1
+    threads_per_core: int = 1
+
+    @property
+    def cores_per_socket(self) -> int:
+        return self.cpus_per_node // self.sockets
+
+    @property
+    def slurm_cpus(self) -> int:
+        """Slurm's ``CPUs``: sockets x cores per socket x threads per core."""
+        return self.sockets * self.cores_per_socket * self.threads_per_core
+
+    def gpu_cores(self, gpu: int) -> str:
+        """Slurm core ids (``0-55``) of the socket GPU ``gpu`` hangs off: the GPUs split evenly over the
+        sockets in index order (HGX boards: GPUs 0-3 on the first CPU's PCIe switches, 4-7 on the second)."""
+        socket = gpu * self.sockets // self.gpus_per_node
+        first = socket * self.cores_per_socket
+        return f"{first}-{first + self.cores_per_socket - 1}"
 
     @property
     def gres_type(self) -> str:
@@ -106,6 +125,8 @@ def _group(node_type: str, names: Sequence[str]) -> NodeGroup:
         gpu_model=nt.gpu_model,
         cpus_per_node=nt.cpu_cores,
         real_memory_mb=int(nt.host_ram_gb * 1e9 / 2**20 * JOB_MEMORY_SHARE),
+        sockets=nt.cpu_sockets,
+        threads_per_core=nt.cpu_threads_per_core,
     )
 
 

@@ -1,12 +1,17 @@
 """The scheduler policy rendered for Kubernetes: Kueue ResourceFlavors, ClusterQueues, LocalQueues, and
 node taints for health.
 
-Mapping (Slurm policy → Kueue, API ``kueue.x-k8s.io/v1beta1``):
-- a node group (GPU model) → a ResourceFlavor labelled with the node type and GPU product;
+Mapping (Slurm policy → Kueue, API ``kueue.x-k8s.io/v1beta2``, the version Kueue stores since 0.15;
+``api="v1beta1"`` renders the deprecated one, where the cohort field is ``cohort`` not ``cohortName``):
+- a node group (GPU model) → a ResourceFlavor selecting the node type and GPU Feature Discovery's
+  ``nvidia.com/gpu.product`` value for the model (catalog gpus.toml ``gfd_product``, e.g. ``NVIDIA-H200``);
 - a team → a ClusterQueue in the cohort of its cost center, quota on ``nvidia.com/gpu`` per flavor:
   ``nominalQuota`` = the team's fair share of the flavor's GPUs (its shares over its siblings', times its
-  cost center's share over the cost centers'), capped by ``gpu_limit``; ``borrowingLimit`` = what the
-  ``gpu_limit`` leaves above nominal (unset without a limit); ``fairSharing.weight`` = the team's shares;
+  cost center's share over the cost centers'), apportioned by largest remainder so that the quotas add up
+  to every GPU of the flavor; a team's ``gpu_limit`` caps its quota and the rest goes to the other teams
+  by share (GPUs stay out of every queue only when every team is at its limit). Unused quota is lent
+  within the cohort (no ``lendingLimit``); ``borrowingLimit`` = what the ``gpu_limit`` leaves above
+  nominal (unset without a limit: borrow what the cohort lends); ``fairSharing.weight`` = the shares;
 - a team → a LocalQueue of the same name in the team's namespace (named like the team);
 - a drained node → a Node patch with the taint ``velyrix.io/drain=<source>:NoSchedule``.
 """
@@ -17,9 +22,11 @@ import math
 import re
 from typing import Any
 
+from velyrix import catalog, errors
 from velyrix.ops.scheduler import clusters, policies
 
-API = "kueue.x-k8s.io/v1beta1"
+API_GROUP = "kueue.x-k8s.io"
+API_VERSIONS = ("v1beta2", "v1beta1")
 GPU_RESOURCE = "nvidia.com/gpu"
 DRAIN_TAINT = "velyrix.io/drain"
 NODE_TYPE_LABEL = "velyrix.io/node-type"
@@ -43,10 +50,47 @@ def _share(policy: policies.Policy, team: policies.Team) -> float:
     return share
 
 
+def apportion(total: int, weights: list[float], caps: list[int | None]) -> list[int]:
+    """Split ``total`` whole GPUs in proportion to ``weights`` (largest remainder), none above its cap;
+    what a cap leaves goes to the uncapped by weight. The parts add up to ``total`` unless all are capped."""
+    out = [0] * len(weights)
+    open_ = [i for i, w in enumerate(weights) if w > 0]
+    left = total
+    while left > 0 and open_:
+        weight = sum(weights[i] for i in open_)
+        exact = {i: left * weights[i] / weight for i in open_}
+        part = {i: math.floor(exact[i]) for i in open_}
+        rest = left - sum(part.values())
+        for i in sorted(open_, key=lambda i: (-(exact[i] - part[i]), i))[:rest]:
+            part[i] += 1
+        capped = [i for i in open_ if caps[i] is not None and out[i] + part[i] > caps[i]]  # type: ignore[operator]
+        if not capped:
+            for i in open_:
+                out[i] += part[i]
+            return out
+        for i in capped:
+            left -= caps[i] - out[i]  # type: ignore[operator]
+            out[i] = caps[i]  # type: ignore[assignment]
+        open_ = [i for i in open_ if i not in capped]
+    return out
+
+
+def _gfd_product(gpu_model: str) -> str:
+    return catalog.gpu_model(gpu_model).gfd_product or gpu_model
+
+
 def render(
-    policy: policies.Policy, cluster: clusters.SchedulerCluster, *, drained: dict[str, str] | None = None
+    policy: policies.Policy,
+    cluster: clusters.SchedulerCluster,
+    *,
+    drained: dict[str, str] | None = None,
+    api: str = "v1beta2",
 ) -> list[dict[str, Any]]:
-    """Every manifest (plain dicts, in apply order). ``drained``: node → drain source (tainted nodes)."""
+    """Every manifest (plain dicts, in apply order). ``drained``: node → drain source (tainted nodes);
+    ``api``: ``v1beta2`` (default) or the deprecated ``v1beta1``."""
+    if api not in API_VERSIONS:
+        raise errors.UnknownNameError("Kueue API version", api, API_VERSIONS)
+    api_version = f"{API_GROUP}/{api}"
     docs: list[dict[str, Any]] = []
     flavors = []
     for g in cluster.groups:
@@ -56,55 +100,31 @@ def render(
         flavors.append((name, g))
         docs.append(
             {
-                "apiVersion": API,
+                "apiVersion": api_version,
                 "kind": "ResourceFlavor",
                 "metadata": {"name": name},
-                "spec": {"nodeLabels": {NODE_TYPE_LABEL: g.node_type, GPU_PRODUCT_LABEL: g.gpu_model}},
+                "spec": {"nodeLabels": {NODE_TYPE_LABEL: g.node_type, GPU_PRODUCT_LABEL: _gfd_product(g.gpu_model)}},
             }
         )
     preempting = any(q.preempt for q in policy.qos.values())
-    for team in policy.teams.values():
-        share = _share(policy, team)
+    teams = list(policy.teams.values())
+    shares = [_share(policy, t) for t in teams]
+    quota = {
+        name: apportion(g.gpus_per_node * len(g.names), shares, [t.gpu_limit for t in teams]) for name, g in flavors
+    }
+    for k, team in enumerate(teams):
         flavor_specs = []
         for name, g in flavors:
             gpus = g.gpus_per_node * len(g.names)
-            nominal = math.floor(gpus * share)
-            res: dict[str, Any] = {"name": GPU_RESOURCE}
-            if team.gpu_limit is not None:
-                nominal = min(nominal, team.gpu_limit)
-                res["nominalQuota"] = nominal
-                if team.cost_center:
-                    res["borrowingLimit"] = max(0, min(team.gpu_limit, gpus) - nominal)
-            else:
-                res["nominalQuota"] = nominal
+            res: dict[str, Any] = {"name": GPU_RESOURCE, "nominalQuota": quota[name][k]}
+            if team.gpu_limit is not None and team.cost_center:
+                res["borrowingLimit"] = max(0, min(team.gpu_limit, gpus) - quota[name][k])
             flavor_specs.append({"name": name, "resources": [res]})
-        spec: dict[str, Any] = {
-            "namespaceSelector": {"matchLabels": {"kubernetes.io/metadata.name": dns_name(team.name)}},
-            "queueingStrategy": "BestEffortFIFO",
-            "resourceGroups": [{"coveredResources": [GPU_RESOURCE], "flavors": flavor_specs}],
-            "fairSharing": {"weight": team.shares},
-            "preemption": {
-                "reclaimWithinCohort": "Any" if team.cost_center else "Never",
-                "withinClusterQueue": "LowerPriority" if preempting else "Never",
-            },
-        }
-        if team.cost_center:
-            spec["cohort"] = dns_name(team.cost_center)
-        docs.append(
-            {
-                "apiVersion": API,
-                "kind": "ClusterQueue",
-                "metadata": {
-                    "name": dns_name(team.name),
-                    "labels": {"velyrix.io/cost-center": dns_name(team.cost_center or team.name)},
-                },
-                "spec": spec,
-            }
-        )
+        docs.append(_cluster_queue(api, api_version, team, flavor_specs, preempting))
     for team in policy.teams.values():
         docs.append(
             {
-                "apiVersion": API,
+                "apiVersion": api_version,
                 "kind": "LocalQueue",
                 "metadata": {"name": dns_name(team.name), "namespace": dns_name(team.name)},
                 "spec": {"clusterQueue": dns_name(team.name)},
@@ -120,6 +140,32 @@ def render(
             }
         )
     return docs
+
+
+def _cluster_queue(
+    api: str, api_version: str, team: policies.Team, flavor_specs: list[dict[str, Any]], preempting: bool
+) -> dict[str, Any]:
+    spec: dict[str, Any] = {
+        "namespaceSelector": {"matchLabels": {"kubernetes.io/metadata.name": dns_name(team.name)}},
+        "queueingStrategy": "BestEffortFIFO",
+        "resourceGroups": [{"coveredResources": [GPU_RESOURCE], "flavors": flavor_specs}],
+        "fairSharing": {"weight": team.shares},
+        "preemption": {
+            "reclaimWithinCohort": "Any" if team.cost_center else "Never",
+            "withinClusterQueue": "LowerPriority" if preempting else "Never",
+        },
+    }
+    if team.cost_center:
+        spec["cohortName" if api == "v1beta2" else "cohort"] = dns_name(team.cost_center)
+    return {
+        "apiVersion": api_version,
+        "kind": "ClusterQueue",
+        "metadata": {
+            "name": dns_name(team.name),
+            "labels": {"velyrix.io/cost-center": dns_name(team.cost_center or team.name)},
+        },
+        "spec": spec,
+    }
 
 
 def to_yaml(docs: list[dict[str, Any]]) -> str:

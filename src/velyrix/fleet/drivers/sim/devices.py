@@ -24,6 +24,14 @@ IB_COUNTERS = (
 )
 """Counter file names under /sys/class/infiniband/<dev>/ports/<port>/counters/ that the twin keeps."""
 
+# The twin's training workload, as profiling counters see it at 100% utilization (shape assumptions of
+# the twin, not measurements): share of busy cycles in tensor pipes, NVLink and PCIe traffic per GPU.
+TENSOR_SHARE_OF_BUSY = 0.55
+NVLINK_SHARE_OF_PEAK = 0.25
+NVLINK_GB_S_PER_LINK = 50.0  # 18 links x 50 GB/s = 900 GB/s per H100/H200 (catalog node_types nvlink_gb_s)
+PCIE_BYTES_PER_S_AT_FULL_LOAD = 2.0e9  # input pipeline and checkpoint staging, per direction
+FB_RESERVED_SHARE = 0.004  # driver-reserved framebuffer (NVML nvmlMemory_v2 ``reserved``)
+
 
 @dataclass(eq=False)
 class SimGPU:
@@ -68,6 +76,16 @@ class SimGPU:
     bf16_tflops_measured: float = 0.0
     hbm_gb_s_measured: float = 0.0
     responsive: bool = True
+    # profiling counters (dcgm-exporter's DCGM_FI_PROF_* defaults) and the rest of its default set
+    enc_util_pct: float = 0.0
+    dec_util_pct: float = 0.0
+    fb_reserved_mib: int = 0
+    gr_engine_active: float = 0.0
+    pipe_tensor_active: float = 0.0
+    dram_active: float = 0.0
+    pcie_tx_bytes_per_s: float = 0.0
+    pcie_rx_bytes_per_s: float = 0.0
+    nvlink_bandwidth_kib_total: int = 0
     # health factors the faults set (1.0 = healthy); the *_measured fields derive from them
     compute_factor: float = 1.0
     thermal_offset_c: float = 0.0
@@ -97,8 +115,11 @@ class SimGPU:
         if not self.responsive:
             self.utilization_pct = 0.0
             self.power_w = 0.0
+            self.gr_engine_active = self.pipe_tensor_active = self.dram_active = 0.0
+            self.pcie_tx_bytes_per_s = self.pcie_rx_bytes_per_s = 0.0
             return
         util = max(0.0, min(100.0, load_pct))
+        self._step_profiling(dt_s, util)
         self.utilization_pct = util
         self.mem_copy_util_pct = util * 0.6
         self.power_w = self.model.idle_w + (self.model.tdp_w - self.model.idle_w) * util / 100.0 * self.compute_factor
@@ -111,7 +132,18 @@ class SimGPU:
             clock = int(clock * self.compute_factor)
         self.sm_clock_mhz = clock
         self.fb_used_mib = int(self.fb_total_mib * 0.9) if busy else 0
-        self.fb_free_mib = self.fb_total_mib - self.fb_used_mib
+        self.fb_reserved_mib = int(self.fb_total_mib * FB_RESERVED_SHARE)
+        self.fb_free_mib = self.fb_total_mib - self.fb_used_mib - self.fb_reserved_mib
+
+    def _step_profiling(self, dt_s: float, util: float) -> None:
+        """Profiling ratios follow the utilization; a slow GPU (``compute_factor``) does less tensor work."""
+        share = util / 100.0
+        self.gr_engine_active = share
+        self.pipe_tensor_active = share * TENSOR_SHARE_OF_BUSY * self.compute_factor
+        self.dram_active = share * 0.6
+        self.pcie_tx_bytes_per_s = self.pcie_rx_bytes_per_s = share * PCIE_BYTES_PER_S_AT_FULL_LOAD
+        nvlink_bytes_s = self.nvlink_links_up * NVLINK_GB_S_PER_LINK * 1e9 * NVLINK_SHARE_OF_PEAK * share
+        self.nvlink_bandwidth_kib_total += int(nvlink_bytes_s * dt_s / 1024)
 
     def info(self) -> hardware.GPUInfo:
         return hardware.GPUInfo(
