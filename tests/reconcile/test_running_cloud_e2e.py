@@ -177,3 +177,31 @@ def test_claims_the_evidence_does_not_support_are_flagged_and_not_obeyed(cloud: 
         (flag,) = [e for e in events if e["reason"] == "AgentDisagrees"]
         assert flag["type"] == "Warning" and (flag["agent_action"], flag["server_action"]) == (claimed, judged)
     until("the liar's node replaced", lambda: healed(cloud, cid, liar["name"]))
+
+
+@pytest.mark.parametrize("kind", ["ecc_dbe", "remap_failure"])
+def test_a_precursor_replaces_the_node_before_the_fault_the_twin_would_throw(kind: str, tmp_path: Path) -> None:
+    os.environ["VELYRIX_HOME"] = str(tmp_path)
+    up = Up(f"sqlite:///{tmp_path / 'velyrix.db'}", twin_nodes=9, agent_interval_s=0.1)
+    try:
+        cid, members = ready_cluster(up)
+        victim = members[2]["name"]
+        sim = up.runtime.sim
+        for _ in range(6):  # twelve quiet simulated hours of history first, seen by the agents
+            sim.advance(7200.0)
+            time.sleep(0.25)
+        inject(up, victim, kind=kind, gpu=1, precursor_s=12 * 3600.0)  # rising SBE counts, or remaps filling a bank
+
+        def step() -> Any:
+            sim.advance(600.0)  # ten simulated minutes per step; the agents poll in between
+            time.sleep(0.25)
+            return healed(up, cid, victim)
+
+        until("the node replaced on its precursor", step, timeout_s=120)
+        fired = [e for e in sim.events if e.hostname == victim and e.kind == "fault"]
+        assert fired == []  # replaced before the fault: the precursor window has not closed yet
+        events = up.http.get(f"/v1/clusters/{cid}", headers=up.tenant).json()["status"]["events"]
+        (line,) = [e["message"] for e in events if e["reason"] == "NodeHealed"]
+        assert "drained after its job, quarantined, replaced by" in line
+    finally:
+        up.stop()
