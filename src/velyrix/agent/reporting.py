@@ -2,8 +2,11 @@
 
 Wire contract (the control plane implements the other side):
 ``POST {control_plane}/v1/nodes/{hostname}/reports`` with ``Authorization: Bearer <node token>`` and a
-JSON body ``{"hostname", "collected_at_s", "up", "problems", "sample"}`` (``sample`` is
-``NodeSample.to_dict()``); any 2xx means accepted. Temporary failures (connection errors, timeouts,
+JSON body ``{"hostname", "collected_at_s", "up", "problems", "sample", "verdict"}``: ``sample`` is
+``NodeSample.to_dict()``, the evidence (counters, XID events with their times); ``verdict`` is the agent's
+whole verdict (``Verdict.to_dict()``, every reason typed) or null. The control plane re-evaluates the
+evidence itself and acts on its own verdict (the agent's is a claim it records). Any 2xx means accepted.
+Temporary failures (connection errors, timeouts,
 429, 5xx) are retried with exponential backoff (``Retry-After`` honoured up to ``max_backoff_s``);
 other 4xx answers are permanent and raise at once. The token is never logged.
 """
@@ -66,6 +69,7 @@ class Reporter:
             "up": sample.up,
             "problems": sample.problems,
             "sample": sample.to_dict(),
+            "verdict": sample.health_verdict,
         }
 
     def report(self, sample: NodeSample) -> dict[str, Any]:

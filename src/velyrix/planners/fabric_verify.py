@@ -386,4 +386,3 @@ def _same_pod_paths(
             ub = up.get(b, {})
             out.append(((a, b), sum(n * ub.get(s, 0) for s, n in ua.items())))
     return out
-

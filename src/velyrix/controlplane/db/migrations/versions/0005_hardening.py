@@ -3,7 +3,7 @@ deletes without firing DELETE triggers); a BEFORE INSERT trigger now refuses an 
 PostgreSQL needs nothing: ``INSERT ... ON CONFLICT DO UPDATE`` fires the UPDATE trigger of 0001.
 
 Revision ID: 0005
-Revises: 0003
+Revises: 0004
 Create Date: 2026-12-01
 """
 
@@ -12,7 +12,7 @@ from __future__ import annotations
 from alembic import op
 
 revision = "0005"
-down_revision = "0003"
+down_revision = "0004"
 branch_labels = None
 depends_on = None
 
