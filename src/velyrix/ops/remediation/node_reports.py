@@ -1,7 +1,7 @@
 """The control plane's verdict on a node report, carried out on its database and through the fleet driver.
 
 ``handle`` gets the server's own judgement of a report (``velyrix.controlplane.node_evidence``) and runs the
-ladder (``velyrix.ops.remediator.Remediator``) on the node's row:
+ladder (``velyrix.ops.remediation.remediator.Remediator``) on the node's row:
 
 - drains go to ``ClusterEventSeam`` (Warning events of the node's cluster: the tenant sees them, its
   scheduler follows the node's stage; the Slurm seam lives with the scheduler);
@@ -40,7 +40,7 @@ from velyrix.health.drains import SchedulerSeam
 from velyrix.health.engine import Verdict
 from velyrix.health.ladder import Action, Level
 from velyrix.ops import noc
-from velyrix.ops.remediation import remediator
+from velyrix.ops.remediation import remediator as ladder_run
 
 FIX_HOLD_S = 1800.0
 """Velyrix design value: a GPU reset or reboot of a node is not asked for again within this many seconds of
@@ -174,7 +174,7 @@ def _fix(
 ) -> list[str]:
     """The rung's fix through the driver (GPU reset or reboot), once per ``FIX_HOLD_S``."""
     rung = verdict.action if verdict.action in (Action.RESET_GPU, Action.REBOOT) else None
-    if rung is None and remediator.takes_out(verdict):
+    if rung is None and ladder_run.takes_out(verdict):
         rung = max((r.action for r in verdict.reasons if r.action in (Action.RESET_GPU, Action.REBOOT)), default=None)
     if rung is None:
         return []
@@ -232,9 +232,9 @@ def handle(
     t_s = row.last_t_s or 0.0
     _poll_pending(driver, row)
     cluster = session.get(models.Cluster, node.cluster_id) if node.cluster_id else None
-    if remediator.takes_out(verdict) and node.fleet_stage == states.PRODUCTION:
+    if ladder_run.takes_out(verdict) and node.fleet_stage == states.PRODUCTION:
         node.last_error = f"health: {verdict.summary()}"[:2000]
-    remediator = remediator.Remediator(
+    remediator = ladder_run.Remediator(
         seam=ClusterEventSeam(cluster),
         nodes={node.name: node},
         replacer=_replacer(session, cluster, verdict, t_s),
