@@ -8,6 +8,7 @@ scope -> 403; a role with it -> 2xx on its own objects; a tenant key on another 
 
 from __future__ import annotations
 
+import itertools
 import re
 from typing import Any
 
@@ -20,7 +21,7 @@ from velyrix.ops.service import ROUTERS
 
 ROUTES = [r for router in ROUTERS for r in router.routes if isinstance(r, APIRoute) and r.path.startswith("/v1")]
 BAD_KEYS = ("none", "malformed", "unknown", "revoked", "expired")
-MONTHS = (f"{y}-{m:02d}" for y in range(2030, 2100) for m in range(1, 13))
+MONTHS = (f"{2030 + i // 12}-{i % 12 + 1:02d}" for i in itertools.count())
 """A fresh billing month for each close (a month closes once)."""
 
 
