@@ -41,6 +41,7 @@ def body_for(route: APIRoute, world: World, principal_role: str, cluster_name: s
         "volumes.create": {"name": unique("v"), "region": "us-east-1", "tier": "object", "size_tb": 5},
         "volumes.update": {"size_tb": 50},
         "clusters.destroy": {"delete_volumes": False},
+        "api_keys.rotate": {"grace_s": 0},
         "sim.faults": {"node": "use1-h200-su00-n00", "kind": "xid", "xid": 79, "gpu": 0},
         "nodes.report": {"hostname": "gpu-0", "collected_at_s": 1.0, "up": True, "problems": [], "sample": {}},
     }

@@ -21,6 +21,7 @@ from starlette.concurrency import run_in_threadpool
 from velyrix import errors
 from velyrix.controlplane import audit, scoping
 from velyrix.controlplane.auth import principals
+from velyrix.controlplane.identity import keyuse
 
 log = logging.getLogger("velyrix.api")
 T = TypeVar("T")
@@ -176,6 +177,20 @@ async def run_db(request: Request, fn: Callable[..., T], *args: Any) -> T:
     return await run_in_threadpool(fn, *args)
 
 
+async def _touch(request: Request, conn: sa.Connection | None, key_id: str) -> None:
+    """Record the key's last use (``identity.keyuse``) on the request's connection, or on a new one."""
+    address = request.client.host if request.client else None
+    if conn is not None:
+        keyuse.touch(conn, key_id, address)
+        return
+
+    def on_own_connection() -> None:
+        with request.app.state.engine.connect() as own:
+            keyuse.touch(own, key_id, address)
+
+    await run_in_threadpool(on_own_connection)
+
+
 def require(scope_name: str) -> Callable[..., Awaitable[Ctx]]:
     """Dependency: authenticate, then demand ``scope_name`` (401 / 403). ``.required_scope`` on the
     returned function lets tests build the authorization matrix from the route table."""
@@ -193,6 +208,8 @@ def require(scope_name: str) -> Callable[..., Awaitable[Ctx]]:
             conn = None
             principal = await run_in_threadpool(_authenticate, state.engine, token)
         request.state.principal = principal
+        if principal.role != principals.NODE_ROLE and keyuse.due(principal.key_id):
+            await _touch(request, conn, principal.key_id)
         principal.require(scope_name)
 
         def open_session() -> orm.Session:

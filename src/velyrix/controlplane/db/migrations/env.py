@@ -5,7 +5,10 @@ from __future__ import annotations
 from alembic import context
 from sqlalchemy import Connection, engine_from_config, pool
 
-from velyrix.controlplane.db import models
+from velyrix.controlplane.db import (
+    models,
+    models_identity,  # noqa: F401  (its tables join the metadata)
+)
 
 target_metadata = models.Base.metadata
 config = context.config
