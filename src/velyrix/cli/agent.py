@@ -58,6 +58,9 @@ def agent(
     node_token: str | None = typer.Option(
         None, "--node-token", metavar="T", help="This node's credential (or env VELYRIX_NODE_TOKEN)."
     ),
+    ca_bundle: str | None = typer.Option(
+        None, "--ca-bundle", metavar="PEM", help="CA file that signed an https control plane's certificate."
+    ),
     report_interval_s: float = typer.Option(30.0, "--report-interval", help="Seconds between reports."),
     sim_region: str = typer.Option("us-east-1", "--sim-region", help="With --collector sim: catalog region."),
     sim_node_type: str = typer.Option("hgx-h200-8g", "--sim-node-type", help="With --collector sim: node type."),
@@ -165,7 +168,8 @@ def agent(
     if control_plane:
         from velyrix.agent.reporting import Reporter
 
-        reporter = Reporter(control_plane, node_token or os.environ.get("VELYRIX_NODE_TOKEN", ""))
+        token = node_token or os.environ.get("VELYRIX_NODE_TOKEN", "")
+        reporter = Reporter(control_plane, token, ca_bundle=ca_bundle or os.environ.get("VELYRIX_CA_BUNDLE"))
     if monitor is not None:
         threading.Thread(target=monitor.run, name="health", daemon=True).start()
     server = service.serve(source, listen, port)

@@ -22,6 +22,7 @@ from velyrix.controlplane.api.routes import (
 )
 from velyrix.controlplane.db import engine as engine_mod
 from velyrix.controlplane.db import migrate as migrate_mod
+from velyrix.controlplane.identity import tls
 
 ROUTERS = (
     health.router,
@@ -63,4 +64,5 @@ def create_app(database_url: str | None = None, *, engine: sa.Engine | None = No
         app.include_router(router)
     problems.install(app)
     app.add_middleware(context.RequestIdMiddleware)
+    app.add_middleware(tls.HstsMiddleware)  # HSTS on answers over TLS (velyrix server --tls-cert)
     return app
