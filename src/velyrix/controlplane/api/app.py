@@ -14,6 +14,7 @@ from velyrix.controlplane.api.routes import (
     clusters,
     fleet,
     health,
+    identity_providers,
     node_health,
     nodes,
     regions,
@@ -22,7 +23,7 @@ from velyrix.controlplane.api.routes import (
 )
 from velyrix.controlplane.db import engine as engine_mod
 from velyrix.controlplane.db import migrate as migrate_mod
-from velyrix.controlplane.identity import tls
+from velyrix.controlplane.identity import tls, web
 
 ROUTERS = (
     health.router,
@@ -36,6 +37,8 @@ ROUTERS = (
     fleet.router,
     fleet.sim_router,
     node_health.router,
+    identity_providers.router,
+    web.router,
 )
 
 
