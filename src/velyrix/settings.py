@@ -65,12 +65,16 @@ class ClientSettings:
     """Bearer API key (``vlx_...``); overrides the stored login when set with ``endpoint``."""
     debug: bool = field(default_factory=lambda: _env("VELYRIX_DEBUG", "") == "1")
     """Show tracebacks (like ``--debug``)."""
+    ca_bundle: str = field(default_factory=lambda: _env("VELYRIX_CA_BUNDLE", ""))
+    """PEM file of the CA that signed the control plane's TLS certificate; empty: the system's trust store."""
 
 
 @dataclass(frozen=True)
 class AgentSettings:
     node_token: str = field(default_factory=lambda: _env("VELYRIX_NODE_TOKEN", ""))
     """The node agent's credential (``vlxn_...``) when ``--node-token`` is not given."""
+    ca_bundle: str = field(default_factory=lambda: _env("VELYRIX_CA_BUNDLE", ""))
+    """PEM file of the CA the control plane's TLS certificate chains to, when ``--ca-bundle`` is not given."""
 
 
 @dataclass(frozen=True)

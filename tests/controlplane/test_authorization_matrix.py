@@ -44,6 +44,13 @@ def body_for(route: APIRoute, world: World, principal_role: str, cluster_name: s
         "volumes.create": {"name": unique("v"), "region": "us-east-1", "tier": "object", "size_tb": 5},
         "volumes.update": {"size_tb": 50},
         "clusters.destroy": {"delete_volumes": False},
+        "api_keys.rotate": {"grace_s": 0},
+        "identity_providers.create": {
+            "name": unique("idp"),
+            "kind": "oidc",
+            "issuer": "https://i.example",
+            "client_id": "c",
+        },
         "sim.faults": {"node": "use1-h200-su00-n00", "kind": "xid", "xid": 79, "gpu": 0},
         "nodes.report": {"hostname": "gpu-0", "collected_at_s": 1.0, "up": True, "problems": [], "sample": {}},
         "incidents.act": {"action": "note", "text": "investigating"},
@@ -102,6 +109,16 @@ def path_for(route: APIRoute, world: World, owner: Any, principal_role: str) -> 
             obj = s.get(models.Node, world.node(owner, world.cluster(owner))).name
     elif param in ("incident_id", "invoice_id", "credit_note_id"):
         obj = billing_object(world, owner, param)
+    elif param == "provider_id":
+        from velyrix.controlplane.db.models_identity import IdentityProvider
+
+        with world.session() as s:
+            idp = IdentityProvider(
+                tenant_id=owner.tenant_id, name=unique("idp"), kind="oidc", issuer="https://i.example"
+            )
+            s.add(idp)
+            s.commit()
+            obj = idp.id
     else:
         raise AssertionError(f"add a path parameter resolver for {param} ({route.name})")
     seed_for(route, world, obj, owner)

@@ -14,6 +14,7 @@ other 4xx answers are permanent and raise at once. The token is never logged.
 from __future__ import annotations
 
 import logging
+import ssl
 import time
 from typing import Any
 
@@ -30,7 +31,8 @@ RETRY_STATUS = frozenset({408, 425, 429, 500, 502, 503, 504})
 class Reporter:
     """Small HTTP client for node reports.
 
-    ``url``: control-plane base URL; ``node_token``: this node's credential; ``attempts``: tries per
+    ``url``: control-plane base URL (``https://`` for TLS, verified against the system's CAs or the PEM
+    ``ca_bundle``); ``node_token``: this node's credential; ``attempts``: tries per
     report (>= 1); ``backoff_s``: first retry delay, doubled each time, capped at ``max_backoff_s``.
     """
 
@@ -44,6 +46,7 @@ class Reporter:
         max_backoff_s: float = 10.0,
         timeout_s: float = 5.0,
         client: httpx.Client | None = None,
+        ca_bundle: str | None = None,
     ):
         if not url.startswith(("http://", "https://")):
             raise errors.InvalidInputError(
@@ -58,7 +61,9 @@ class Reporter:
         self.attempts = max(1, attempts)
         self.backoff_s = backoff_s
         self.max_backoff_s = max_backoff_s
-        self.client = client or httpx.Client(timeout=timeout_s)
+        # https URLs: the server's certificate is checked against the system's CAs, or ``ca_bundle`` (PEM)
+        verify = ssl.create_default_context(cafile=ca_bundle) if ca_bundle else ssl.create_default_context()
+        self.client = client or httpx.Client(timeout=timeout_s, verify=verify)
         self._headers = {"Authorization": f"Bearer {node_token}", "User-Agent": "velyrix-agent"}
 
     def payload(self, sample: NodeSample) -> dict[str, Any]:

@@ -68,6 +68,9 @@ def agent(
     node_token: str | None = typer.Option(
         None, "--node-token", metavar="T", help="This node's credential (or env VELYRIX_NODE_TOKEN)."
     ),
+    ca_bundle: str | None = typer.Option(
+        None, "--ca-bundle", metavar="PEM", help="CA file that signed an https control plane's certificate."
+    ),
     report_interval_s: float = typer.Option(30.0, "--report-interval", help="Seconds between reports."),
     sim_region: str = typer.Option("us-east-1", "--sim-region", help="With --collector sim: catalog region."),
     sim_node_type: str = typer.Option("hgx-h200-8g", "--sim-node-type", help="With --collector sim: node type."),
@@ -202,7 +205,12 @@ def agent(
     if control_plane:
         from velyrix.agent.reporting import Reporter
 
-        reporter = Reporter(control_plane, node_token or settings.load().agent.node_token)
+        agent_settings = settings.load().agent
+        reporter = Reporter(
+            control_plane,
+            node_token or agent_settings.node_token,
+            ca_bundle=ca_bundle or agent_settings.ca_bundle or None,
+        )
     if monitor is not None:
         threading.Thread(target=monitor.run, name="health", daemon=True).start()
     server = service.serve(source, listen, port)

@@ -45,6 +45,7 @@ COMMANDS: tuple[tuple[str, tuple[str, ...]], ...] = (
     ("sim_exporter", ("sim",)),  # after fleet: joins its `sim` group
     ("server", ("server", "db", "admin")),
     ("login", ("login",)),
+    ("keys", ("keys",)),
     ("fabric", ("fabric",)),
     ("checkpoint", ("checkpoint",)),
     ("goodput", ("goodput",)),

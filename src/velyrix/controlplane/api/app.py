@@ -23,6 +23,7 @@ from velyrix.controlplane.api.routes import (
     audit_log,
     clusters,
     health,
+    identity_providers,
     node_health,
     nodes,
     regions,
@@ -33,6 +34,7 @@ from velyrix.controlplane.api.routes import (
 from velyrix.controlplane.audit import checkpoints
 from velyrix.controlplane.db import engine as engine_mod
 from velyrix.controlplane.db import migrate as migrate_mod
+from velyrix.controlplane.identity import tls, web
 
 ROUTERS = (
     health.router,
@@ -47,6 +49,8 @@ ROUTERS = (
     sim.router,
     audit_log.router,
     node_health.router,
+    identity_providers.router,
+    web.router,
 )
 
 
@@ -77,6 +81,7 @@ def create_app(database_url: str | None = None, *, engine: sa.Engine | None = No
     _audit_checkpoints(app)
     app.add_middleware(edge.EdgeMiddleware, refuse=problems.refuse)  # inside: the request id is set first
     app.add_middleware(context.RequestIdMiddleware)
+    app.add_middleware(tls.HstsMiddleware)  # HSTS on answers over TLS (velyrix server --tls-cert)
     return app
 
 
