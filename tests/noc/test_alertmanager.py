@@ -230,3 +230,49 @@ def test_unacknowledged_p1_emails_the_next_level_at_its_delay(tmp_path: Path) ->
     finally:
         smtp.stop()
         app.state.engine.dispose()
+
+
+def test_the_running_service_sweeps_and_emails_an_unacknowledged_p1(tmp_path: Path) -> None:
+    import uvicorn
+    from aiosmtpd.controller import Controller
+
+    from velyrix.ops.noc import incidents, paging, sweeping
+    from velyrix.ops.service import create_app
+
+    class Inbox:
+        def __init__(self) -> None:
+            self.rcpts: list[str] = []
+
+        async def handle_DATA(self, server: Any, session: Any, envelope: Any) -> str:
+            self.rcpts.extend(envelope.rcpt_tos)
+            return "250 OK"
+
+    inbox = Inbox()
+    smtp = Controller(inbox, hostname="127.0.0.1", port=postgres.free_port())
+    smtp.start()
+    app = create_app(f"sqlite:///{tmp_path / 's.db'}")
+    sweeping.install(app, 0.2, paging.Pager(smtp_port=smtp.port))
+    with app.state.sessionmaker() as s:  # opened 16 minutes ago, nobody acknowledged
+        incidents.open_incident(
+            s,
+            key="k",
+            priority="P1",
+            title="cluster down",
+            tenant_id=None,
+            cluster_id=None,
+            source="test",
+            at=dt.datetime.now(dt.UTC) - dt.timedelta(minutes=16),
+        )
+        s.commit()
+    server = uvicorn.Server(uvicorn.Config(app, host="127.0.0.1", port=postgres.free_port(), log_level="warning"))
+    thread = threading.Thread(target=server.run, daemon=True)
+    thread.start()
+    try:
+        wait_for(lambda: len(inbox.rcpts) >= 2, 30, "two pages")
+        time.sleep(0.6)  # a few more sweeps: nothing is sent twice
+        assert inbox.rcpts == ["noc-oncall@velyrix.example", "noc-lead@velyrix.example"]
+    finally:
+        server.should_exit = True
+        thread.join(timeout=10)
+        smtp.stop()
+        app.state.engine.dispose()

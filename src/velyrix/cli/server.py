@@ -37,7 +37,9 @@ def server(
             "velyrix.ops.service:create_app", factory=True, host=host, port=port, workers=workers, log_level="warning"
         )
     else:
-        uvicorn.run(create_app(), host=host, port=port, log_level="warning")
+        from velyrix import settings
+
+        uvicorn.run(create_app(noc_sweep_s=settings.load().noc.sweep_s), host=host, port=port, log_level="warning")
 
 
 @db_app.command("upgrade")
