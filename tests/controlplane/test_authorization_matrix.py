@@ -8,6 +8,7 @@ scope -> 403; a role with it -> 2xx on its own objects; a tenant key on another 
 
 from __future__ import annotations
 
+import itertools
 import re
 from typing import Any
 
@@ -20,8 +21,13 @@ from velyrix.ops.service import ROUTERS
 
 ROUTES = [r for router in ROUTERS for r in router.routes if isinstance(r, APIRoute) and r.path.startswith("/v1")]
 BAD_KEYS = ("none", "malformed", "unknown", "revoked", "expired")
-MONTHS = (f"{y}-{m:02d}" for y in range(2030, 2100) for m in range(1, 13))
-"""A fresh billing month for each close (a month closes once)."""
+_MONTH_COUNT = itertools.count()
+
+
+def fresh_month() -> str:
+    """A billing month not used before in this run (a month closes once; one invoice per tenant and month)."""
+    n = next(_MONTH_COUNT) % (70 * 12)
+    return f"{2030 + n // 12}-{n % 12 + 1:02d}"
 
 
 def required_scope(route: APIRoute) -> str:
@@ -47,14 +53,15 @@ def body_for(route: APIRoute, world: World, principal_role: str, cluster_name: s
         "nodes.report": {"hostname": "gpu-0", "collected_at_s": 1.0, "up": True, "problems": [], "sample": {}},
         "incidents.act": {"action": "note", "text": "investigating"},
         "contracts.set": {"hcl": 'contract "gold" {\n  availability_target_percent = 99.95\n}\n'},
-        "billing_months.close": {"month": next(MONTHS)},
         "alerts.alertmanager": {
             "version": "4",
-            "groupKey": unique("{}:{alertname=\"GpuXid\"}"),
+            "groupKey": unique('{}:{alertname="GpuXid"}'),
             "status": "firing",
             "alerts": [{"status": "firing", "labels": {"alertname": "GpuXid"}, "fingerprint": "f00d"}],
         },
     }
+    if route.name == "billing_months.close":
+        return {"month": fresh_month()}
     if route.name == "maintenance_windows.create":
         return {
             "cluster_id": world.cluster(world.a),
@@ -120,7 +127,7 @@ def billing_object(world: World, owner: Any, param: str) -> str:
             obj = models_noc.Invoice(
                 tenant_id=owner.tenant_id,
                 number=unique("INV"),
-                month=next(MONTHS),
+                month=fresh_month(),
                 lines=[],
                 credits=[],
                 subtotal="0",
