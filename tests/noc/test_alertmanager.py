@@ -4,6 +4,7 @@ through a proxy that answers the first delivery 503 (Alertmanager retries), a re
 
 from __future__ import annotations
 
+import contextlib
 import datetime as dt
 import http.server
 import shutil
@@ -89,12 +90,10 @@ class FlakyProxy:
         threading.Thread(target=self.server.serve_forever, daemon=True).start()
 
 
-@pytest.fixture
-def alertmanager(served: tuple[str, Any, str], tmp_path: Path) -> Iterator[tuple[str, FlakyProxy]]:
-    if AM is None:
-        pytest.skip("prometheus-alertmanager not installed (scripts/apt-packages.txt)")
-    url, _app, key = served
-    proxy = FlakyProxy(url)
+@contextlib.contextmanager
+def running_alertmanager(tmp_path: Path, proxy: FlakyProxy, key: str) -> Iterator[str]:
+    """Debian's Alertmanager on loopback, its webhook receiver pointed at ``proxy`` with ``key``."""
+    assert AM is not None
     config = tmp_path / "alertmanager.yml"
     config.write_text(
         f"""route:
@@ -130,10 +129,22 @@ receivers:
     am = f"http://127.0.0.1:{port}"
     try:
         wait_for(lambda: _ready(am), 30, "alertmanager ready")
-        yield am, proxy
+        yield am
     finally:
         proc.terminate()
         proc.wait(timeout=10)
+
+
+@pytest.fixture
+def alertmanager(served: tuple[str, Any, str], tmp_path: Path) -> Iterator[tuple[str, FlakyProxy]]:
+    if AM is None:
+        pytest.skip("prometheus-alertmanager not installed (scripts/apt-packages.txt)")
+    url, _app, key = served
+    proxy = FlakyProxy(url)
+    try:
+        with running_alertmanager(tmp_path, proxy, key) as am:
+            yield am, proxy
+    finally:
         proxy.server.shutdown()
 
 
@@ -276,3 +287,46 @@ def test_the_running_service_sweeps_and_emails_an_unacknowledged_p1(tmp_path: Pa
         thread.join(timeout=10)
         smtp.stop()
         app.state.engine.dispose()
+
+
+@pytest.mark.prometheus
+def test_prometheus_on_the_twin_fires_the_shipped_rule_and_one_p1_incident_opens(
+    served: tuple[str, Any, str], tmp_path: Path
+) -> None:
+    from velyrix.agent import service
+    from velyrix.agent.collectors.sim import region_lock
+    from velyrix.agent.fleet_exporter import fleet_source
+    from velyrix.controlplane.db import health_tables
+    from velyrix.fleet.drivers.sim import Fault, SimClock, SimRegion
+    from velyrix.testing.prometheus import PrometheusServer, prometheus_binary
+
+    if AM is None or prometheus_binary() is None:
+        pytest.skip("needs prometheus and prometheus-alertmanager (scripts/apt-packages.txt)")
+    url, app, key = served
+    region = SimRegion.build("us-east-1", {"hgx-h200-8g": 2}, seed=5, clock=SimClock(speed=1.0))
+    hosts = list(region.nodes)
+    exporter = service.serve(fleet_source(region, job_map_root=tmp_path, hostnames=hosts))
+    proxy = FlakyProxy(url)
+    rules = Path(__file__).resolve().parents[2] / "deploy" / "prometheus" / "velyrix-rules.yml"
+    try:
+        with running_alertmanager(tmp_path, proxy, key) as am:
+            prom = PrometheusServer(
+                {"velyrix-sim-exporter": [f"127.0.0.1:{exporter.port}"]},
+                interval_s=1.0,
+                rule_files=[rules],
+                alertmanagers=[am.removeprefix("http://")],
+            )
+            prom.start()
+            try:
+                with region_lock(region):
+                    region.inject(hosts[1], Fault(kind="xid", gpu=3, xid=79))
+                wait_for(lambda: len(proxy.forwarded) >= 3, 90, "Alertmanager's deliveries of the fatal XID")
+            finally:
+                prom.stop()
+    finally:
+        proxy.server.shutdown()
+        exporter.close()
+    with app.state.sessionmaker() as s:
+        rows = s.query(health_tables.Incident).all()
+    assert len(rows) == 1 and rows[0].priority == "P1"
+    assert "VelyrixGPUFatalXID" in rows[0].key and hosts[1] in rows[0].title

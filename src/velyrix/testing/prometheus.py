@@ -51,10 +51,13 @@ class PrometheusServer:
         interval_s: float = 1.0,
         rule_files: list[Path] | None = None,
         binary: str | None = None,
+        alertmanagers: list[str] | None = None,
     ):
         self.targets = targets
         self.interval_s = interval_s
         self.rule_files = [Path(p).resolve() for p in rule_files or []]
+        self.alertmanagers = list(alertmanagers or [])
+        """``host:port`` of Alertmanagers that firing alerts are sent to."""
         self.binary = binary or prometheus_binary()
         self.port = 0
         self.root: Path | None = None
@@ -76,6 +79,9 @@ class PrometheusServer:
         if self.rule_files:
             lines.append("rule_files:")
             lines += [f"  - '{p}'" for p in self.rule_files]
+        if self.alertmanagers:
+            lines += ["alerting:", "  alertmanagers:", "    - static_configs:", "        - targets:"]
+            lines += [f"          - '{a}'" for a in self.alertmanagers]
         lines.append("scrape_configs:")
         for job, addrs in self.targets.items():
             lines += [f"  - job_name: '{job}'", "    static_configs:", "      - targets:"]
