@@ -88,6 +88,18 @@ class PostgresHarnessSettings:
 
 
 @dataclass(frozen=True)
+class NocSettings:
+    sweep_s: float = field(default_factory=lambda: float(_env("VELYRIX_NOC_SWEEP_S", "30")))
+    """Seconds between escalation sweeps of ``velyrix server`` (0: no sweeps)."""
+    smtp_host: str = field(default_factory=lambda: _env("VELYRIX_SMTP_HOST", "127.0.0.1"))
+    """SMTP server that email pages go through."""
+    smtp_port: int = field(default_factory=lambda: int(_env("VELYRIX_SMTP_PORT", "25")))
+    """Its TCP port."""
+    pagerduty_routing_key: str = field(default_factory=lambda: _env("VELYRIX_PAGERDUTY_ROUTING_KEY", "velyrix"))
+    """``routing_key`` of the PagerDuty Events v2 pages."""
+
+
+@dataclass(frozen=True)
 class Settings:
     paths: PathSettings = field(default_factory=PathSettings)
     database: DatabaseSettings = field(default_factory=DatabaseSettings)
@@ -96,6 +108,7 @@ class Settings:
     client: ClientSettings = field(default_factory=ClientSettings)
     agent: AgentSettings = field(default_factory=AgentSettings)
     postgres_harness: PostgresHarnessSettings = field(default_factory=PostgresHarnessSettings)
+    noc: NocSettings = field(default_factory=NocSettings)
 
     def database_url(self) -> str:
         """The effective database URL (the SQLite default when none is configured)."""

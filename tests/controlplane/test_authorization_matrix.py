@@ -21,8 +21,13 @@ from velyrix.ops.service import ROUTERS
 
 ROUTES = [r for router in ROUTERS for r in router.routes if isinstance(r, APIRoute) and r.path.startswith("/v1")]
 BAD_KEYS = ("none", "malformed", "unknown", "revoked", "expired")
-MONTHS = (f"{2030 + i // 12}-{i % 12 + 1:02d}" for i in itertools.count())
-"""A fresh billing month for each close (a month closes once)."""
+_MONTH_COUNT = itertools.count()
+
+
+def fresh_month() -> str:
+    """A billing month not used before in this run (a month closes once; one invoice per tenant and month)."""
+    n = next(_MONTH_COUNT)
+    return f"{2030 + n // 12}-{n % 12 + 1:02d}"
 
 
 def required_scope(route: APIRoute) -> str:
@@ -55,7 +60,6 @@ def body_for(route: APIRoute, world: World, principal_role: str, cluster_name: s
         "nodes.report": {"hostname": "gpu-0", "collected_at_s": 1.0, "up": True, "problems": [], "sample": {}},
         "incidents.act": {"action": "note", "text": "investigating"},
         "contracts.set": {"hcl": 'contract "gold" {\n  availability_target_percent = 99.95\n}\n'},
-        "billing_months.close": {"month": next(MONTHS)},
         "alerts.alertmanager": {
             "version": "4",
             "groupKey": unique('{}:{alertname="GpuXid"}'),
@@ -63,6 +67,8 @@ def body_for(route: APIRoute, world: World, principal_role: str, cluster_name: s
             "alerts": [{"status": "firing", "labels": {"alertname": "GpuXid"}, "fingerprint": "f00d"}],
         },
     }
+    if route.name == "billing_months.close":
+        return {"month": fresh_month()}
     if route.name == "maintenance_windows.create":
         return {
             "cluster_id": world.cluster(world.a),
@@ -138,7 +144,7 @@ def billing_object(world: World, owner: Any, param: str) -> str:
             obj = models_noc.Invoice(
                 tenant_id=owner.tenant_id,
                 number=unique("INV"),
-                month=next(MONTHS),
+                month=fresh_month(),
                 lines=[],
                 credits=[],
                 subtotal="0",

@@ -4,6 +4,7 @@ through a proxy that answers the first delivery 503 (Alertmanager retries), a re
 
 from __future__ import annotations
 
+import contextlib
 import datetime as dt
 import http.server
 import shutil
@@ -89,12 +90,10 @@ class FlakyProxy:
         threading.Thread(target=self.server.serve_forever, daemon=True).start()
 
 
-@pytest.fixture
-def alertmanager(served: tuple[str, Any, str], tmp_path: Path) -> Iterator[tuple[str, FlakyProxy]]:
-    if AM is None:
-        pytest.skip("prometheus-alertmanager not installed (scripts/apt-packages.txt)")
-    url, _app, key = served
-    proxy = FlakyProxy(url)
+@contextlib.contextmanager
+def running_alertmanager(tmp_path: Path, proxy: FlakyProxy, key: str) -> Iterator[str]:
+    """Debian's Alertmanager on loopback, its webhook receiver pointed at ``proxy`` with ``key``."""
+    assert AM is not None
     config = tmp_path / "alertmanager.yml"
     config.write_text(
         f"""route:
@@ -130,10 +129,22 @@ receivers:
     am = f"http://127.0.0.1:{port}"
     try:
         wait_for(lambda: _ready(am), 30, "alertmanager ready")
-        yield am, proxy
+        yield am
     finally:
         proc.terminate()
         proc.wait(timeout=10)
+
+
+@pytest.fixture
+def alertmanager(served: tuple[str, Any, str], tmp_path: Path) -> Iterator[tuple[str, FlakyProxy]]:
+    if AM is None:
+        pytest.skip("prometheus-alertmanager not installed (scripts/apt-packages.txt)")
+    url, _app, key = served
+    proxy = FlakyProxy(url)
+    try:
+        with running_alertmanager(tmp_path, proxy, key) as am:
+            yield am, proxy
+    finally:
         proxy.server.shutdown()
 
 
@@ -230,3 +241,92 @@ def test_unacknowledged_p1_emails_the_next_level_at_its_delay(tmp_path: Path) ->
     finally:
         smtp.stop()
         app.state.engine.dispose()
+
+
+def test_the_running_service_sweeps_and_emails_an_unacknowledged_p1(tmp_path: Path) -> None:
+    import uvicorn
+    from aiosmtpd.controller import Controller
+
+    from velyrix.ops.noc import incidents, paging, sweeping
+    from velyrix.ops.service import create_app
+
+    class Inbox:
+        def __init__(self) -> None:
+            self.rcpts: list[str] = []
+
+        async def handle_DATA(self, server: Any, session: Any, envelope: Any) -> str:
+            self.rcpts.extend(envelope.rcpt_tos)
+            return "250 OK"
+
+    inbox = Inbox()
+    smtp = Controller(inbox, hostname="127.0.0.1", port=postgres.free_port())
+    smtp.start()
+    app = create_app(f"sqlite:///{tmp_path / 's.db'}")
+    sweeping.install(app, 0.2, paging.Pager(smtp_port=smtp.port))
+    with app.state.sessionmaker() as s:  # opened 16 minutes ago, nobody acknowledged
+        incidents.open_incident(
+            s,
+            key="k",
+            priority="P1",
+            title="cluster down",
+            tenant_id=None,
+            cluster_id=None,
+            source="test",
+            at=dt.datetime.now(dt.UTC) - dt.timedelta(minutes=16),
+        )
+        s.commit()
+    server = uvicorn.Server(uvicorn.Config(app, host="127.0.0.1", port=postgres.free_port(), log_level="warning"))
+    thread = threading.Thread(target=server.run, daemon=True)
+    thread.start()
+    try:
+        wait_for(lambda: len(inbox.rcpts) >= 2, 30, "two pages")
+        time.sleep(0.6)  # a few more sweeps: nothing is sent twice
+        assert inbox.rcpts == ["noc-oncall@velyrix.example", "noc-lead@velyrix.example"]
+    finally:
+        server.should_exit = True
+        thread.join(timeout=10)
+        smtp.stop()
+        app.state.engine.dispose()
+
+
+@pytest.mark.prometheus
+def test_prometheus_on_the_twin_fires_the_shipped_rule_and_one_p1_incident_opens(
+    served: tuple[str, Any, str], tmp_path: Path
+) -> None:
+    from velyrix.agent import service
+    from velyrix.agent.collectors.sim import region_lock
+    from velyrix.agent.fleet_exporter import fleet_source
+    from velyrix.controlplane.db import health_tables
+    from velyrix.fleet.drivers.sim import Fault, SimClock, SimRegion
+    from velyrix.testing.prometheus import PrometheusServer, prometheus_binary
+
+    if AM is None or prometheus_binary() is None:
+        pytest.skip("needs prometheus and prometheus-alertmanager (scripts/apt-packages.txt)")
+    url, app, key = served
+    region = SimRegion.build("us-east-1", {"hgx-h200-8g": 2}, seed=5, clock=SimClock(speed=1.0))
+    hosts = list(region.nodes)
+    exporter = service.serve(fleet_source(region, job_map_root=tmp_path, hostnames=hosts))
+    proxy = FlakyProxy(url)
+    rules = Path(__file__).resolve().parents[2] / "deploy" / "prometheus" / "velyrix-rules.yml"
+    try:
+        with running_alertmanager(tmp_path, proxy, key) as am:
+            prom = PrometheusServer(
+                {"velyrix-sim-exporter": [f"127.0.0.1:{exporter.port}"]},
+                interval_s=1.0,
+                rule_files=[rules],
+                alertmanagers=[am.removeprefix("http://")],
+            )
+            prom.start()
+            try:
+                with region_lock(region):
+                    region.inject(hosts[1], Fault(kind="xid", gpu=3, xid=79))
+                wait_for(lambda: len(proxy.forwarded) >= 3, 90, "Alertmanager's deliveries of the fatal XID")
+            finally:
+                prom.stop()
+    finally:
+        proxy.server.shutdown()
+        exporter.close()
+    with app.state.sessionmaker() as s:
+        rows = s.query(health_tables.Incident).all()
+    assert len(rows) == 1 and rows[0].priority == "P1"
+    assert "VelyrixGPUFatalXID" in rows[0].key and hosts[1] in rows[0].title

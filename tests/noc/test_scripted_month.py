@@ -264,3 +264,24 @@ def test_closing_a_month_twice_is_refused_and_meters_replay_from_events(
         assert ledger.ingest(s, ledger.usage_events(s, "2026-11")) == 0  # idempotent: nothing new
         again = meters.aggregate(ledger.usage_events(s, "2026-11"))
         assert again == meters.aggregate(ledger.stored_events(s, "2026-11"))
+
+
+def test_every_invoice_and_credit_note_change_left_one_audit_event(
+    client: Any, app: Any, month: dict[str, Any]
+) -> None:
+    from collections import Counter
+
+    with app.state.sessionmaker() as s:
+        events = (
+            s.query(models.AuditEvent)
+            .filter(models.AuditEvent.action.in_(["invoices.issue", "credit_notes.issue", "credit_notes.apply"]))
+            .all()
+        )
+        invoices_n = s.query(models_noc.Invoice).count()
+        notes = s.query(models_noc.CreditNote).all()
+    by = Counter(e.action for e in events)
+    assert by["invoices.issue"] == invoices_n == 4
+    assert by["credit_notes.issue"] == len(notes) == 2
+    assert by["credit_notes.apply"] == sum(len(n.applications) for n in notes) == 2
+    targets = Counter(e.target for e in events if e.action == "invoices.issue")
+    assert set(targets.values()) == {1}

@@ -53,7 +53,15 @@ def server(
             **tls_options,
         )
     else:
-        uvicorn.run(create_app(), host=host, port=port, log_level="warning", **tls_options)
+        from velyrix import settings
+
+        uvicorn.run(
+            create_app(noc_sweep_s=settings.load().noc.sweep_s),
+            host=host,
+            port=port,
+            log_level="warning",
+            **tls_options,
+        )
 
 
 @db_app.command("upgrade")

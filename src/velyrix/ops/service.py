@@ -20,8 +20,9 @@ ROUTERS: tuple[APIRouter, ...] = (*controlplane_api.ROUTERS, *OPS_ROUTERS)
 """Every router of the service as it runs (the authorization matrix is built from this table)."""
 
 
-def create_app(*args: Any, **kwargs: Any) -> FastAPI:
-    """``velyrix.controlplane.api.create_app(*args, **kwargs)`` with the remediation of node reports."""
+def create_app(*args: Any, noc_sweep_s: float = 0.0, **kwargs: Any) -> FastAPI:
+    """``velyrix.controlplane.api.create_app(*args, **kwargs)`` with the remediation of node reports, the
+    ops routes, and (``noc_sweep_s`` > 0) the escalation sweeper every ``noc_sweep_s`` seconds."""
     from velyrix.controlplane.api import create_app as controlplane_app
     from velyrix.ops.remediation import node_reports
 
@@ -29,4 +30,8 @@ def create_app(*args: Any, **kwargs: Any) -> FastAPI:
     for router in OPS_ROUTERS:
         app.include_router(router)
     app.openapi_schema = None
+    if noc_sweep_s > 0:
+        from velyrix.ops.noc import sweeping
+
+        sweeping.install(app, noc_sweep_s)
     return app

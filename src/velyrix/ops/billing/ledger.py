@@ -32,6 +32,13 @@ def contract_for(session: orm.Session, tenant_id: str) -> contracts.Contract:
     return contracts.from_dict(row.name, row.terms) if row else contracts.default()
 
 
+def all_contracts(session: orm.Session) -> dict[str, contracts.Contract]:
+    """Every tenant's own contract (tenants missing here have the catalog default)."""
+    return {
+        r.tenant_id: contracts.from_dict(r.name, r.terms) for r in session.scalars(sa.select(models_noc.SlaContract))
+    }
+
+
 def _node_intervals(session: orm.Session, lo: dt.datetime, hi: dt.datetime) -> list[events.NodeInterval]:
     q = sa.select(models_noc.NodeAllocation).where(
         models_noc.NodeAllocation.allocated_at < hi,
@@ -145,11 +152,13 @@ class _Auditor:
         )
 
 
-def _open_credits(session: orm.Session, tenant_id: str) -> list[models_noc.CreditNote]:
-    q = sa.select(models_noc.CreditNote).where(
-        models_noc.CreditNote.tenant_id == tenant_id, models_noc.CreditNote.state != "applied"
-    )
-    return sorted(session.scalars(q), key=lambda c: (c.issued_at, c.number))
+def _open_credits(session: orm.Session) -> dict[str, list[models_noc.CreditNote]]:
+    """Open credit notes per tenant, oldest first."""
+    out: dict[str, list[models_noc.CreditNote]] = {}
+    q = sa.select(models_noc.CreditNote).where(models_noc.CreditNote.state != "applied")
+    for c in sorted(session.scalars(q), key=lambda c: (c.issued_at, c.number)):
+        out.setdefault(c.tenant_id, []).append(c)
+    return out
 
 
 def _issue_invoice(
@@ -166,7 +175,6 @@ def _issue_invoice(
         total=str(doc.total),
     )
     session.add(inv)
-    session.flush()
     record("invoices.issue", f"invoices/{inv.id}", doc.tenant_id, {"month": doc.month, "total_usd": inv.total})
     for credit, amount in doc.applied:
         note = notes[credit.id]
@@ -187,10 +195,14 @@ def _issue_invoice(
 
 
 def _sla_credit(
-    session: orm.Session, cm: history.ClusterMonth, doc: invoices.Draft, month: str, record: _Auditor
+    session: orm.Session,
+    cm: history.ClusterMonth,
+    doc: invoices.Draft,
+    month: str,
+    record: _Auditor,
+    terms: contracts.Contract,
 ) -> models_noc.CreditNote | None:
     lo, hi = events.month_bounds(month)
-    terms = contract_for(session, cm.tenant_id)
     result = availability.compute(
         cm.cluster_name,
         month_start=lo,
@@ -228,7 +240,6 @@ def _sla_credit(
         evidence=evidence,
     )
     session.add(note)
-    session.flush()
     record(
         "credit_notes.issue",
         f"credit-notes/{note.id}",
@@ -249,25 +260,33 @@ def close_month(
     new = ingest(session, usage_events(session, month))
     by_meter = meters.aggregate(stored_events(session, month))
     record = _Auditor(session, info, principal)
-    tenants = sorted({k.tenant_id for k in by_meter})
-    with_credit = session.scalars(
-        sa.select(models_noc.CreditNote.tenant_id).where(models_noc.CreditNote.state != "applied").distinct()
-    )
-    tenants = sorted(set(tenants) | set(with_credit))
+    per_tenant: dict[str, dict[meters.MeterKey, Decimal]] = {}
+    for key, qty in by_meter.items():
+        per_tenant.setdefault(key.tenant_id, {})[key] = qty
+    credits = _open_credits(session)
     drafts: dict[str, invoices.Draft] = {}
     issued, notes_issued = [], []
-    for tenant_id in tenants:
-        notes = {n.id: n for n in _open_credits(session, tenant_id)}
-        open_credits = [invoices.OpenCredit(n.id, n.number, Decimal(n.remaining)) for n in notes.values()]
-        doc = invoices.draft(
-            tenant_id, month, by_meter, gpu_price=_gpu_price, tier_price=_tier_price, credits=open_credits
-        )
-        drafts[tenant_id] = doc
-        issued.append(_issue_invoice(session, doc, notes, record).number)
-    for cm in history.cluster_months(session, lo, hi):
-        note = _sla_credit(session, cm, drafts[cm.tenant_id], month, record) if cm.tenant_id in drafts else None
-        if note is not None:
-            notes_issued.append(note.number)
+    with session.no_autoflush:
+        for tenant_id in sorted(set(per_tenant) | set(credits)):
+            notes = {n.id: n for n in credits.get(tenant_id, [])}
+            open_credits = [invoices.OpenCredit(n.id, n.number, Decimal(n.remaining)) for n in notes.values()]
+            doc = invoices.draft(
+                tenant_id,
+                month,
+                per_tenant.get(tenant_id, {}),
+                gpu_price=_gpu_price,
+                tier_price=_tier_price,
+                credits=open_credits,
+            )
+            drafts[tenant_id] = doc
+            issued.append(_issue_invoice(session, doc, notes, record).number)
+        terms = all_contracts(session)
+        default = contracts.default()
+        for cm in history.cluster_months(session, lo, hi):
+            if cm.tenant_id in drafts:
+                note = _sla_credit(session, cm, drafts[cm.tenant_id], month, record, terms.get(cm.tenant_id, default))
+                if note is not None:
+                    notes_issued.append(note.number)
     summary = {"month": month, "usage_events_new": new, "invoices": issued, "credit_notes": notes_issued}
     session.add(
         models_noc.BillingMonth(month=month, closed_by=principal.actor if principal else "system", summary=summary)

@@ -38,6 +38,9 @@ def state_of(session: orm.Session, incident: health_tables.Incident) -> models_n
     row = session.scalar(sa.select(models_noc.IncidentState).where(models_noc.IncidentState.incident_id == incident.id))
     if row is not None:
         return row
+    from velyrix.ops.billing import ledger
+
+    terms = ledger.contract_for(session, incident.tenant_id) if incident.tenant_id else None
     row = models_noc.IncidentState(
         incident_id=incident.id,
         tenant_id=incident.tenant_id,
@@ -45,6 +48,7 @@ def state_of(session: orm.Session, incident: health_tables.Incident) -> models_n
         state=s.RESOLVED if incident.resolved_at else s.OPEN,
         opened_at=incident.opened_at,
         resolved_at=incident.resolved_at,
+        escalation_policy=terms.escalation_policy if terms else "default",
     )
     session.add(row)
     entry = lifecycle.TimelineEntry("opened", incident.opened_at, "velyrix", incident.title)

@@ -113,4 +113,8 @@ def loads(text: str, filename: str = "contract.hcl") -> contracts.Contract:
     try:
         return contracts.from_dict(block.labels[0], raw)
     except errors.VelyrixError as exc:
-        raise errors.SpecError([errors.Diagnostic(filename, block.line, block.column, exc.message)]) from None
+        near = getattr(exc, "suggestion", None)
+        named = [a for a in block.attributes if a.name in exc.message or a.name.replace("_", " ") in exc.message]
+        line, column = (named[0].line, named[0].column) if named else (block.line, block.column)
+        diagnostic = errors.Diagnostic(filename, line, column, exc.message, exc.hint if not near else None, near)
+        raise errors.SpecError([diagnostic]) from None

@@ -111,6 +111,10 @@ def from_dict(name: str, raw: dict[str, Any]) -> Contract:
             raise errors.UnknownNameError("priority", p, ("P1", "P2", "P3", "P4"))
         if r.first_response_min <= 0 or r.update_every_min <= 0:
             raise errors.InvalidInputError(f"response targets of {p} must be positive minutes")
+    policy = str(raw.get("escalation_policy", "default"))
+    policies = catalog.load_toml("sla.toml").get("escalation_policy", {})
+    if policy not in policies:
+        raise errors.UnknownNameError("escalation policy", policy, policies)
     notice = int(raw.get("maintenance_notice_days", 5))
     if not 0 <= notice <= 365:
         raise errors.InvalidInputError(f"maintenance_notice_days must be 0..365, got {notice}")
@@ -122,7 +126,7 @@ def from_dict(name: str, raw: dict[str, Any]) -> Contract:
         degraded_counts_as_down=bool(raw.get("degraded_counts_as_down", True)),
         credit_tiers=tiers,
         response=response,
-        escalation_policy=str(raw.get("escalation_policy", "default")),
+        escalation_policy=policy,
     )
 
 

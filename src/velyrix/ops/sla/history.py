@@ -7,6 +7,7 @@ from __future__ import annotations
 import datetime as dt
 from collections import defaultdict
 from dataclasses import dataclass
+from typing import Any
 
 import sqlalchemy as sa
 from sqlalchemy import orm
@@ -29,10 +30,10 @@ class ClusterMonth:
     windows: list[availability.Window]
 
 
-def _chained(group: list[models.NodeTransition]) -> list[models.NodeTransition]:
+def _chained(group: list[Any]) -> list[Any]:
     """Moves recorded at the same instant, in the order they happened: each field's moves chained by
     ``from_state`` (ids within one millisecond are not ordered)."""
-    out: list[models.NodeTransition] = []
+    out: list[Any] = []
     for name in sorted({m.field for m in group}):
         todo = [m for m in group if m.field == name]
         targets = {m.to_state for m in todo}
@@ -44,17 +45,15 @@ def _chained(group: list[models.NodeTransition]) -> list[models.NodeTransition]:
     return out
 
 
-def ordered(moves: list[models.NodeTransition]) -> list[models.NodeTransition]:
+def ordered(moves: list[Any]) -> list[Any]:
     """A node's transitions in the order they happened (by time, then by the chain of states)."""
-    by_time: dict[dt.datetime, list[models.NodeTransition]] = defaultdict(list)
+    by_time: dict[dt.datetime, list[Any]] = defaultdict(list)
     for m in moves:
         by_time[m.at].append(m)
     return [m for t in sorted(by_time) for m in _chained(by_time[t])]
 
 
-def _healthy_spans(
-    moves: list[models.NodeTransition], start: dt.datetime, end: dt.datetime
-) -> list[tuple[dt.datetime, dt.datetime]]:
+def _healthy_spans(moves: list[Any], start: dt.datetime, end: dt.datetime) -> list[tuple[dt.datetime, dt.datetime]]:
     """Healthy intervals of one node inside ``[start, end)`` from its ordered transitions."""
     prov, stage = states.ENROLLED, states.BURN_IN
     spans: list[tuple[dt.datetime, dt.datetime]] = []
@@ -91,16 +90,28 @@ def cluster_months(
     for a in allocations:
         by_cluster[a.cluster_id].append(a)
     node_ids = sorted({a.node_id for a in allocations})
-    moves: dict[str, list[models.NodeTransition]] = defaultdict(list)
+    moves: dict[str, list[Any]] = defaultdict(list)
     for i in range(0, len(node_ids), 500):
-        q = sa.select(models.NodeTransition).where(models.NodeTransition.node_id.in_(node_ids[i : i + 500]))
-        for mv in session.scalars(q.where(models.NodeTransition.at < month_end)):
+        t = models.NodeTransition
+        q = sa.select(t.id, t.node_id, t.field, t.from_state, t.to_state, t.at)  # rows, not entities: 10x cheaper
+        q = q.where(t.node_id.in_(node_ids[i : i + 500]), t.at < month_end)
+        for mv in session.execute(q):
             moves[mv.node_id].append(mv)
     for node_id in list(moves):
         moves[node_id] = ordered(moves[node_id])
+    clusters = {
+        c.id: c for c in session.scalars(sa.select(models.Cluster).where(models.Cluster.id.in_(list(by_cluster))))
+    }
+    windows_of: dict[str, list[availability.Window]] = defaultdict(list)
+    for w in session.scalars(
+        sa.select(models_noc.MaintenanceWindow).where(
+            models_noc.MaintenanceWindow.starts_at < month_end, models_noc.MaintenanceWindow.ends_at > month_start
+        )
+    ):
+        windows_of[w.cluster_id].append(availability.Window(w.starts_at, w.ends_at, w.announced_at, w.label))
     out = []
     for cluster_id, rows in sorted(by_cluster.items()):
-        cluster = session.get(models.Cluster, cluster_id)
+        cluster = clusters.get(cluster_id)
         first = max(month_start, min(r.allocated_at for r in rows))
         ends = [r.released_at for r in rows]
         last = month_end if any(e is None for e in ends) else min(month_end, max(e for e in ends if e is not None))
@@ -108,12 +119,7 @@ def cluster_months(
         for r in rows:
             hi = min(month_end, r.released_at or month_end)
             healthy.extend(_healthy_spans(moves[r.node_id], max(month_start, r.allocated_at), hi))
-        windows = [
-            availability.Window(w.starts_at, w.ends_at, w.announced_at, w.label)
-            for w in session.scalars(
-                sa.select(models_noc.MaintenanceWindow).where(models_noc.MaintenanceWindow.cluster_id == cluster_id)
-            )
-        ]
+        windows = windows_of.get(cluster_id, [])
         out.append(
             ClusterMonth(
                 cluster_id=cluster_id,
