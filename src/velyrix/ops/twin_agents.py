@@ -32,7 +32,7 @@ from velyrix.agent.reporting import Reporter
 from velyrix.controlplane import node_health
 from velyrix.controlplane.api import schemas
 from velyrix.controlplane.api.context import Ctx, require
-from velyrix.controlplane.api.routes.fleet import NoTwinError
+from velyrix.controlplane.api.routes.sim import NoTwinError
 from velyrix.controlplane.db import models
 from velyrix.fleet.drivers.sim import SimRegion
 from velyrix.health.drains import InMemorySeam
