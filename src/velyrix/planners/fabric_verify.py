@@ -32,7 +32,7 @@ from velyrix.planners.fabric_topology import Topology, build_topology
 SCIPY_ABOVE_SWITCHES = 400
 """Switch count above which max-flow and path counts use scipy even when it must first be imported
 (importing scipy.sparse.csgraph costs ~0.3 s, more than the pure-Python Dinic below this size)."""
-SCIPY_LOADED_ABOVE_SWITCHES = 48
+SCIPY_LOADED_ABOVE_SWITCHES = 32
 """Switch count above which scipy is used when it is already imported (a server, a benchmark): from
 here on its max-flow is faster than the pure-Python one (bench/bench_fabric.py)."""
 MAX_LISTED = 8
