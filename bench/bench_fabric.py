@@ -12,7 +12,7 @@ from __future__ import annotations
 import statistics
 import time
 
-from velyrix.planners import fabric, fabric_verify
+from velyrix.planners import fabric, fabric_section, fabric_verify
 
 SMALL_NODES, LARGE_NODES = 512, 4096  # 4,096 and 32,768 GPUs
 ROUNDS = 7
@@ -71,9 +71,9 @@ def main() -> None:
     _crossover()
     seed = []
     for _ in range(20):
-        fabric_verify._VERIFIED.clear()  # measure the verification, not its per-shape cache
+        fabric_section._VERIFIED.clear()  # measure the verification, not its per-shape cache
         start = time.perf_counter()
-        fabric_verify.fabric_section("hgx-h200-8g", 64, "infiniband-ndr")
+        fabric_section.fabric_section("hgx-h200-8g", 64, "infiniband-ndr")
         seed.append(time.perf_counter() - start)
     print(
         f"fabric section of velyrix plan (64 nodes, verified, pure Python): median "

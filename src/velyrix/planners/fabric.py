@@ -426,10 +426,3 @@ def plan_fabric(
         storage_plane=storage,
         management_plane=management,
     )
-
-
-def slurm_topology(plan: FabricPlan, node_names: list[str]) -> str:
-    """Slurm ``topology.conf`` (tree plugin) for ``plan``; ``node_names[i]`` is node i. See fabric_export."""
-    from velyrix.planners import fabric_export
-
-    return fabric_export.slurm_topology(plan, node_names)

@@ -25,7 +25,6 @@ from dataclasses import dataclass
 from typing import Any
 
 from velyrix import errors
-from velyrix.planners import fabric as fabric_planner
 from velyrix.planners.fabric import FabricPlan
 from velyrix.planners.fabric_topology import Topology, build_topology
 
@@ -398,40 +397,3 @@ def _same_pod_paths(
             ub = up.get(b, {})
             out.append(((a, b), sum(n * ub.get(s, 0) for s, n in ua.items())))
     return out
-
-
-def fabric_section(
-    node_type: str,
-    node_count: int,
-    fabric: str,
-    *,
-    oversubscription: float = 1.0,
-    sharp: bool = True,
-    storage_target_gb_s: float | None = None,
-) -> dict[str, Any]:
-    """The ``fabric`` section of a cluster plan: ``plan_fabric(...).to_dict()`` plus
-    ``compute.verification`` (the graph proof of ``fabric_verify.verify``)."""
-    plan = fabric_planner.plan_fabric(
-        node_type,
-        node_count,
-        fabric,
-        oversubscription=oversubscription,
-        sharp=sharp,
-        storage_target_gb_s=storage_target_gb_s,
-    )
-    out = plan.to_dict()
-    out["compute"]["verification"] = _verification(plan, sharp).to_dict()
-    return out
-
-
-_VERIFIED: dict[tuple[str, str, int, float, bool], Verification] = {}
-"""Verifications of compute planes already proven in this process (a file of many clusters of one shape
-verifies each shape once). The compute plane depends only on the key, not on the storage target."""
-
-
-def _verification(plan: FabricPlan, sharp: bool) -> Verification:
-    key = (plan.node_type, plan.fabric, plan.nodes, plan.oversubscription, sharp)
-    found = _VERIFIED.get(key)
-    if found is None:
-        found = _VERIFIED[key] = verify(plan)
-    return found
