@@ -43,13 +43,35 @@ def _series(backend: str) -> None:
     )
 
 
+def _crossover() -> None:
+    """Pure Python vs scipy (already imported) per size, and what ``auto`` picks (issue 14: 4,096 GPUs must
+    not verify slower than 16,384)."""
+    for nodes in (8, 16, 32, 64, 128, 512, 2048):
+        plan = fabric.plan_fabric("hgx-h200-8g", nodes, "infiniband-ndr")
+        switches = len(fabric_verify.build_topology(plan).switches)
+        times = {}
+        for backend in ("python", "scipy"):
+            runs = []
+            for _ in range(5 if nodes <= 512 else 3):
+                start = time.perf_counter()
+                fabric_verify.verify(plan, backend=backend)
+                runs.append(time.perf_counter() - start)
+            times[backend] = statistics.median(runs)
+        print(
+            f"{nodes * 8:>6,} GPUs ({switches:>4} switches): python {times['python'] * 1000:8.2f} ms, "
+            f"scipy {times['scipy'] * 1000:8.2f} ms, auto (scipy loaded) -> {fabric_verify.auto_backend(switches)}"
+        )
+
+
 def main() -> None:
     _plan_and_verify(SMALL_NODES, "scipy")  # import scipy and warm caches outside the timings
     _plan_and_verify(LARGE_NODES, "scipy")
     _series("scipy")
     _series("auto")
+    _crossover()
     seed = []
     for _ in range(20):
+        fabric_section._VERIFIED.clear()  # measure the verification, not its per-shape cache
         start = time.perf_counter()
         fabric_section.fabric_section("hgx-h200-8g", 64, "infiniband-ndr")
         seed.append(time.perf_counter() - start)

@@ -152,3 +152,28 @@ def test_nvml_collector_reads_every_gpu_of_this_machine() -> None:
         assert g.fb_used_mib is not None and g.fb_free_mib is not None
         assert g.sm_clock_mhz is not None and g.utilization_pct is not None
     print("NVML sample:", sample.to_dict())  # recorded in docs/benchmarks.md when run on a device
+
+
+@pytest.mark.gpu
+def test_nvml_profiling_fields_on_a_real_hopper_gpu() -> None:
+    """dcgm-exporter's PROF defaults through NVML GPM: two collections a second apart give ratios in [0, 1]
+    and PCIe rates >= 0 on Hopper and later; the PCI bus id and driver version label every GPU."""
+    import time
+
+    from velyrix.agent.collectors import nvml
+
+    try:
+        collector = nvml.NvmlCollector()
+    except errors.NvmlUnavailableError as exc:
+        pytest.skip(exc.message)
+    collector.collect()
+    time.sleep(1.0)
+    sample = collector.collect()
+    collector.close()
+    for g in sample.gpus:
+        assert g.pci_bus_id and g.driver_version
+        if "H100" in g.name or "H200" in g.name or "B200" in g.name:
+            for value in (g.gr_engine_active, g.pipe_tensor_active, g.dram_active):
+                assert value is not None and 0.0 <= value <= 1.0, sample.problems
+            assert g.pcie_tx_bytes_per_s is not None and g.pcie_tx_bytes_per_s >= 0
+    print("NVML profiling:", [(g.index, g.gr_engine_active, g.pipe_tensor_active, g.dram_active) for g in sample.gpus])

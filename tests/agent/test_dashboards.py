@@ -75,5 +75,17 @@ def test_template_variables_query_exported_labels() -> None:
     for board in dashboards.DASHBOARDS:
         for var in board.variables:
             if var["type"] == "query":
-                metric = re.search(r"label_values\((\w+),", var["definition"]).group(1)
+                metric = re.search(r"label_values\((\w+),", var["query"]["query"]).group(1)
                 assert metric in exporter.exported_metric_names()
+
+
+def test_dashboards_carry_what_grafana_import_and_its_model_expect() -> None:
+    for board in dashboards.DASHBOARDS:
+        data = dashboards.to_json(board)
+        assert data["annotations"]["list"][0]["builtIn"] == 1
+        assert data["__inputs"][0]["pluginId"] == "prometheus"
+        for var in data["templating"]["list"]:
+            assert "definition" not in var and var.get("allValue", "") is not None
+        for panel in data["panels"]:
+            if panel["type"] == "stat":
+                assert panel["fieldConfig"]["defaults"]["noValue"] == "0"  # 0, not "No data"

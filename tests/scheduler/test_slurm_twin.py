@@ -33,7 +33,8 @@ def _wait(predicate, timeout_s: float = 30.0, every_s: float = 0.3):
 def test_generated_config_brings_up_a_multinode_slurm_with_typed_gpus(slurm_twin):
     out = slurm_twin.slurm.out("sinfo", "-h", "-N", "-o", "%N %G")
     nodes = dict(line.split() for line in out.splitlines())
-    assert nodes == {f"twin-00{i}": "gpu:h200:8" for i in range(1, 5)}
+    # (S:0): gres.conf binds the GPUs to the cores of socket 0 (the twin's nodes have one socket)
+    assert nodes == {f"twin-00{i}": "gpu:h200:8(S:0)" for i in range(1, 5)}
     assert len(slurm_twin.procs) == 4 + 4  # munged, mariadbd, slurmdbd, slurmctld and one slurmd per node
 
 

@@ -41,19 +41,46 @@ class Dashboard:
 
 
 def _var(name: str, query: str, label: str, multi: bool = True) -> dict[str, Any]:
-    return {
+    """A query variable with only the properties of Grafana's dashboard model (no ``definition``; an
+    ``allValue`` only where "All" is offered)."""
+    var: dict[str, Any] = {
         "name": name,
         "label": label,
         "type": "query",
         "datasource": DS,
         "query": {"query": query, "refId": f"{name}-var"},
-        "definition": query,
         "refresh": 2,
         "multi": multi,
         "includeAll": multi,
-        "allValue": ".*" if multi else None,
         "sort": 1,
     }
+    if multi:
+        var["allValue"] = ".*"
+    return var
+
+
+ANNOTATIONS = {
+    "list": [
+        {
+            "builtIn": 1,
+            "datasource": {"type": "grafana", "uid": "-- Grafana --"},
+            "enable": True,
+            "hide": True,
+            "iconColor": "rgba(0, 211, 255, 1)",
+            "name": "Annotations & Alerts",
+            "type": "dashboard",
+        }
+    ]
+}
+INPUTS = [  # grafana.com import asks for the Prometheus data source
+    {
+        "name": "DS_PROMETHEUS",
+        "label": "Prometheus",
+        "type": "datasource",
+        "pluginId": "prometheus",
+        "pluginName": "Prometheus",
+    }
+]
 
 
 DATASOURCE_VAR = {"name": "datasource", "label": "Prometheus", "type": "datasource", "query": "prometheus"}
@@ -338,7 +365,10 @@ def to_json(board: Dashboard) -> dict[str, Any]:
             "title": p.title,
             "datasource": DS,
             "gridPos": {"x": x, "y": y, "w": p.width, "h": p.height},
-            "fieldConfig": {"defaults": {"unit": p.unit}, "overrides": []},
+            "fieldConfig": {
+                "defaults": {"unit": p.unit, **({"noValue": "0"} if p.kind == "stat" else {})},
+                "overrides": [],
+            },
             "targets": [
                 {
                     "refId": chr(ord("A") + j),
@@ -355,6 +385,8 @@ def to_json(board: Dashboard) -> dict[str, Any]:
         panels.append(panel)
         x, row_h = x + p.width, max(row_h, p.height)
     return {
+        "__inputs": INPUTS,
+        "annotations": ANNOTATIONS,
         "uid": board.uid,
         "title": board.title,
         "tags": list(board.tags),

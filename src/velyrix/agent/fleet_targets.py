@@ -105,11 +105,14 @@ class _Handler(BaseHTTPRequestHandler):
             body = b"velyrix sim exporter: per-node targets at /sd\n"
         else:
             body, status = b"not found; targets are listed at /sd (Prometheus http_sd_configs)\n", 404
-        self.send_response(status)
-        self.send_header("Content-Type", ctype)
-        self.send_header("Content-Length", str(len(body)))
-        self.end_headers()
-        self.wfile.write(body)
+        try:
+            self.send_response(status)
+            self.send_header("Content-Type", ctype)
+            self.send_header("Content-Length", str(len(body)))
+            self.end_headers()
+            self.wfile.write(body)
+        except (BrokenPipeError, ConnectionResetError):  # the scraper gave up (its scrape_timeout)
+            log.debug("scrape of %s abandoned by the client", path)
 
     def log_message(self, format: str, *args: object) -> None:  # keep scrapes out of the log
         log.debug(format, *args)

@@ -131,7 +131,7 @@ def compute(
 ) -> dict[str, Any]:
     """Validate the flags and compute the JSON result (see ``HELP``)."""
     from velyrix import catalog, units
-    from velyrix.planners import checkpoints, goodput, sizing
+    from velyrix.planners import checkpoints, goodput, sizing, sizing_advice
 
     node = catalog.node_type(node_type)
     tier_rec = catalog.storage_tier(tier)
@@ -228,7 +228,7 @@ def compute(
             "failure_rate_per_1000_node_days": rate,
             "option": opt.to_dict(),
             "cheapest": best.to_dict() if best else None,
-            "change": sizing.describe_change(opt, best) if scalable else [],
+            "change": sizing_advice.describe_change(opt, best) if scalable else [],
             "sensitivity": rows,
         }
     )

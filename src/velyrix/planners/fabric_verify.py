@@ -19,6 +19,7 @@ of their leaf). Small graphs use a pure-Python Dinic so that ``velyrix plan`` do
 from __future__ import annotations
 
 import collections
+import sys
 from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Any
@@ -28,7 +29,11 @@ from velyrix.planners.fabric import FabricPlan
 from velyrix.planners.fabric_topology import Topology, build_topology
 
 SCIPY_ABOVE_SWITCHES = 400
-"""Switch count above which max-flow and path counts use scipy (below, pure Python is faster overall)."""
+"""Switch count above which max-flow and path counts use scipy even when it must first be imported
+(importing scipy.sparse.csgraph costs ~0.3 s, more than the pure-Python Dinic below this size)."""
+SCIPY_LOADED_ABOVE_SWITCHES = 32
+"""Switch count above which scipy is used when it is already imported (a server, a benchmark): from
+here on its max-flow is faster than the pure-Python one (bench/bench_fabric.py)."""
 MAX_LISTED = 8
 
 
@@ -75,7 +80,7 @@ def verify(plan: FabricPlan, topology: Topology | None = None, *, backend: str =
     """
     topo = topology if topology is not None else build_topology(plan)
     if backend == "auto":
-        backend = "scipy" if len(topo.switches) > SCIPY_ABOVE_SWITCHES else "python"
+        backend = auto_backend(len(topo.switches))
     if backend not in ("python", "scipy"):
         raise errors.InvalidInputError(f"unknown verification backend '{backend}'", hint="python, scipy or auto")
     failures: list[str] = []
@@ -112,6 +117,12 @@ def verify(plan: FabricPlan, topology: Topology | None = None, *, backend: str =
         backend=backend,
         failures=tuple(failures),
     )
+
+
+def auto_backend(switches: int) -> str:
+    """``scipy`` where it is faster than the pure-Python max-flow, counting its import when not yet loaded."""
+    loaded = "scipy.sparse.csgraph" in sys.modules
+    return "scipy" if switches > (SCIPY_LOADED_ABOVE_SWITCHES if loaded else SCIPY_ABOVE_SWITCHES) else "python"
 
 
 def _listed(failures: list[str], items: Iterable[str]) -> None:

@@ -15,7 +15,7 @@ from typing import Any
 
 from velyrix import catalog, errors, units
 from velyrix.declarations import models
-from velyrix.planners import checkpoints, datafeed, goodput, sizing, tiers
+from velyrix.planners import checkpoints, datafeed, goodput, sizing, sizing_advice, tiers
 
 PERF_TIER = "parallel_fs"
 
@@ -253,7 +253,7 @@ def _plan_storage(spec: models.ClusterSpec) -> StoragePlan:
         target={"max_checkpoint_overhead": w.max_checkpoint_overhead, "goodput_target": w.goodput_target},
         cheapest=cheapest,
         cheapest_storage=cheapest_storage,
-        change=sizing.describe_change(declared, cheapest),
+        change=sizing_advice.describe_change(declared, cheapest),
         retention=declared.retention,
         data_feed=feed,
         restore=restore_times(
