@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 import typer
 
 db_app = typer.Typer(help="The control plane's database.", no_args_is_help=True)
@@ -52,7 +54,7 @@ def _safe_url(url: str) -> str:
     return make_url(url).render_as_string(hide_password=True)
 
 
-def _bootstrap_audit(session: object, action: str, target: str, tenant_id: str | None) -> None:
+def _bootstrap_audit(session: Any, action: str, target: str, tenant_id: str | None) -> None:
     import secrets
 
     from velyrix.controlplane import audit
@@ -66,7 +68,7 @@ def _bootstrap_audit(session: object, action: str, target: str, tenant_id: str |
         None,
         action=action,
         target=target,
-        status_code=201,  # type: ignore[arg-type]
+        status_code=201,
         tenant_id=tenant_id,
     )
     event.actor = "cli:velyrix-admin"
