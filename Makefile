@@ -21,5 +21,9 @@ lint: bootstrap
 test: lint
 	$(PY) -m pytest
 
+# The fast tier: no PostgreSQL, Slurm, Prometheus or GPU, nothing marked slow; two workers (pytest-xdist).
+unit: bootstrap
+	$(PY) -m pytest -n 2 -m "not postgres and not slurm and not prometheus and not gpu and not slow"
+
 bench: bootstrap
 	$(PY) -m bench

@@ -18,7 +18,21 @@ def pytest_addoption(parser: pytest.Parser) -> None:
     parser.addoption("--gpu", action="store_true", default=False, help="run tests that need a real NVIDIA GPU")
 
 
+SLOW = (
+    "tests/reconcile/test_crash_resume.py",  # SIGKILLs a real server at random points, then resumes (minutes)
+    "tests/declarations/test_mutations.py",  # thousands of mutated declarations through the loader
+    "tests/health/test_evaluation.py",  # the health-policy study over simulated weeks
+    "tests/controlplane/test_schemathesis.py",  # generated requests against every operation
+    "tests/planners/test_fabric_verify.py::test_every_planned_fabric_verifies_on_its_graph",
+)
+"""Tests marked ``slow`` (``make unit`` skips them; ``make test`` runs everything). Listed here, in one place."""
+
+
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    for item in items:
+        where = item.nodeid.split("[")[0]
+        if any(where == s or where.startswith(s + "::") for s in SLOW):
+            item.add_marker(pytest.mark.slow)
     if config.getoption("--gpu"):
         return
     skip = pytest.mark.skip(reason="needs a real GPU: run with --gpu")

@@ -8,7 +8,7 @@ them into ``velyrix.health.ladder.Action`` and ``Level``.
 from __future__ import annotations
 
 import functools
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 from velyrix import errors
@@ -36,6 +36,12 @@ class XidInfo:
     source: str
     follows_other: bool = False
     note: str = ""
+    reports_recovery_action: bool = False
+    """The event carries NVML's recovery action, which decides the action (``xid_recovery_actions``)."""
+    twin_set: dict[str, Any] = field(default_factory=dict)
+    """What an injected XID of this code sets on the twin's GPU (attribute -> value)."""
+    twin_add: dict[str, int] = field(default_factory=dict)
+    """Counters of the twin's GPU an injected XID of this code increases (attribute -> amount)."""
 
 
 @dataclass(frozen=True)

@@ -10,9 +10,10 @@ from typing import Any
 import typer
 
 from velyrix.cli import common
+from velyrix.controlplane.reconcile import phases
 
-PHASE_ORDER = ("Pending", "Allocating", "Provisioning", "Networking", "Storage", "Validating", "Ready")
-SETTLED = ("Ready", "Degraded", "Failed", "Deleted")
+PHASE_ORDER = phases.ORDER
+SETTLED = (*phases.SETTLED_PHASES, phases.DELETED)
 DIFF_FIELDS = ("node_count", "fabric", "scheduler", "storage", "workload", "acceptance")
 
 APPLY_HELP = """Create or update the clusters declared in FILE on the control plane you are logged in to, then \

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Any
 
 import typer
 
@@ -79,7 +80,7 @@ def _cell(value: object) -> str:
     return str(value)
 
 
-def _chart(result: dict, path: Path) -> None:
+def _chart(result: dict[str, Any], path: Path) -> None:
     import matplotlib
 
     matplotlib.use("Agg")

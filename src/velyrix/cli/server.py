@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Any
 
 import typer
 
@@ -79,7 +80,7 @@ def _safe_url(url: str) -> str:
     return make_url(url).render_as_string(hide_password=True)
 
 
-def _bootstrap_audit(session: object, action: str, target: str, tenant_id: str | None) -> None:
+def _bootstrap_audit(session: Any, action: str, target: str, tenant_id: str | None) -> None:
     import secrets
 
     from velyrix.controlplane import audit
@@ -93,7 +94,7 @@ def _bootstrap_audit(session: object, action: str, target: str, tenant_id: str |
         None,
         action=action,
         target=target,
-        status_code=201,  # type: ignore[arg-type]
+        status_code=201,
         tenant_id=tenant_id,
     )
     event.actor = "cli:velyrix-admin"

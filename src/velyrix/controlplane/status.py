@@ -1,27 +1,31 @@
 """Cluster status bookkeeping: phase (with history), conditions and events. The API records the
-first phase; the reconcilers move clusters on with ``set_phase`` (who, when, why are recorded)."""
+first phase; the reconcilers move clusters on with ``set_phase``, which checks each move against the table
+of ``velyrix.controlplane.reconcile.phases.MOVES`` and records who, when and why."""
 
 from __future__ import annotations
 
 from typing import Any
 
+from velyrix import errors
 from velyrix.controlplane.db import models
+from velyrix.controlplane.reconcile import phases
 
-PHASES = (
-    "Pending",
-    "Allocating",
-    "Provisioning",
-    "Networking",
-    "Storage",
-    "Validating",
-    "Ready",
-    "Degraded",
-    "Deleting",
-    "Deleted",
-    "Failed",
-)
-"""Cluster phases, in their usual order."""
+PHASES = phases.PHASES
+"""Every cluster phase (``phases.PHASES``)."""
 MAX_EVENTS = 200
+
+
+class InvalidPhaseMoveError(errors.ConflictError):
+    """A cluster phase move that ``phases.MOVES`` does not allow (a bug of the caller, or a race)."""
+
+    code = "invalid_phase_move"
+
+    def __init__(self, cluster: str, from_phase: str, to_phase: str) -> None:
+        allowed = sorted(phases.MOVES.get(from_phase, frozenset()))
+        super().__init__(
+            f"cluster '{cluster}' cannot move from phase {from_phase} to {to_phase}",
+            hint=f"from {from_phase} it may move to: {', '.join(allowed) or 'nothing (terminal)'}",
+        )
 
 
 def _now() -> str:
@@ -35,15 +39,20 @@ def add_event(cluster: models.Cluster, reason: str, message: str, type_: str = "
 
 
 def set_phase(cluster: models.Cluster, phase: str, *, actor: str, reason: str) -> None:
-    """Move ``cluster`` to ``phase`` and record it in the history and the events (no-op if unchanged)."""
+    """Move ``cluster`` to ``phase`` and record it in the history (``{phase, from, at, actor, reason}``) and
+    the events; a no-op when unchanged. The first record of a cluster names its current phase. A move that
+    ``phases.MOVES`` does not allow raises ``InvalidPhaseMoveError`` and changes nothing; an unknown name
+    raises ``UnknownNameError``."""
     if phase not in PHASES:
-        from velyrix import errors
-
         raise errors.UnknownNameError("cluster phase", phase, PHASES)
-    if cluster.phase == phase and cluster.phase_history:
+    previous = cluster.phase or phases.INITIAL
+    if previous == phase and cluster.phase_history:
         return
+    if previous != phase and phase not in phases.MOVES.get(previous, frozenset()):
+        raise InvalidPhaseMoveError(cluster.name, previous, phase)
     cluster.phase = phase
-    cluster.phase_history = [*cluster.phase_history, {"phase": phase, "at": _now(), "actor": actor, "reason": reason}]
+    record = {"phase": phase, "from": previous if cluster.phase_history else None, "at": _now()}
+    cluster.phase_history = [*cluster.phase_history, {**record, "actor": actor, "reason": reason}]
     add_event(cluster, f"Phase{phase}", reason)
 
 

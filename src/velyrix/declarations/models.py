@@ -2,8 +2,9 @@
 
 from __future__ import annotations
 
+import dataclasses
 from dataclasses import dataclass, field
-from typing import Literal
+from typing import Any, Literal
 
 SCHEDULERS = ("slurm", "kubernetes")
 CHECKPOINT_MODES = ("sync", "async")
@@ -83,22 +84,33 @@ class WorkloadSpec:
     """Failures per 1,000 node-days; the catalog's default when absent."""
 
 
-ACCEPTANCE_TESTS = ("gpu_burn_in", "nvlink", "ib_ports", "local_nvme", "all_reduce", "storage")
+def _test(scope: str) -> Any:
+    return dataclasses.field(default=True, metadata={"scope": scope})
 
 
 @dataclass(frozen=True)
 class AcceptanceSpec:
-    """Which delivery tests to run (all on by default)."""
+    """Which delivery tests to run (all on by default). Each field is one test; its ``scope`` says whether it
+    runs on every node (``node``) or once on the whole cluster (``cluster``). ``ACCEPTANCE_TESTS``,
+    ``NODE_TESTS`` and ``CLUSTER_TESTS`` are derived from these fields."""
 
-    gpu_burn_in: bool = True
-    nvlink: bool = True
-    ib_ports: bool = True
-    local_nvme: bool = True
-    all_reduce: bool = True
-    storage: bool = True
+    gpu_burn_in: bool = _test("node")
+    nvlink: bool = _test("node")
+    ib_ports: bool = _test("node")
+    local_nvme: bool = _test("node")
+    all_reduce: bool = _test("cluster")
+    storage: bool = _test("cluster")
 
     def enabled(self) -> list[str]:
         return [name for name in ACCEPTANCE_TESTS if getattr(self, name)]
+
+
+ACCEPTANCE_TESTS = tuple(f.name for f in dataclasses.fields(AcceptanceSpec))
+"""Every delivery test, in order: the per-node ones, then the cluster ones."""
+NODE_TESTS = tuple(f.name for f in dataclasses.fields(AcceptanceSpec) if f.metadata["scope"] == "node")
+"""Tests run on every node (``Driver.run_acceptance``)."""
+CLUSTER_TESTS = tuple(f.name for f in dataclasses.fields(AcceptanceSpec) if f.metadata["scope"] == "cluster")
+"""Tests run once on the whole cluster (``Driver.run_cluster_tests``)."""
 
 
 @dataclass(frozen=True)

@@ -5,22 +5,20 @@ into test results: measured vs expected, unit, pass/fail. Expected figures come 
 times the share of the datasheet peak that the test reaches on healthy parts, and a node passes when each
 measurement is within ``PASS_MARGIN`` of it.
 
-``NodeMeasurements`` (the ``result`` of ``run_acceptance``)::
-
-    {"node": str, "gpus": [{"index", "uuid", "serial", "responsive", "bf16_tflops", "hbm_gb_s",
-      "nvlink_links_up", "nvlink_links_total", "nvlink_gb_s", "ecc_dbe_volatile", "remap_failure",
-      "remap_pending", "throttle_reasons"}],
-     "ib_ports": [{"device", "port", "state", "rate_gbps"}],
-     "nvme": {"read_gb_s", "write_gb_s", "drives", "media_errors"}}
+The measurements (the ``result`` of ``run_acceptance``) are ``velyrix.fleet.measurements.NodeMeasurements``.
+The tests are those of the declarations model (``velyrix.declarations.models.AcceptanceSpec``).
 """
 
 from __future__ import annotations
 
+from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
 from typing import Any
 
 from velyrix import units
-from velyrix.catalog import reader
+from velyrix.catalog import reader, records
+from velyrix.declarations.models import CLUSTER_TESTS, NODE_TESTS
+from velyrix.fleet.measurements import GpuMeasurement, IbPortMeasurement, NodeMeasurements, NvmeMeasurement
 
 # The shares of the datasheet peaks below are what healthy parts measure; the digital twin's healthy parts
 # measure the same shares (``velyrix.fleet.drivers.sim``, with 1% noise), so the two cannot drift apart.
@@ -43,8 +41,7 @@ def all_reduce_gb_s(link_gbps: float) -> float:
     return units.gbps_to_gb_s(link_gbps) * ALL_REDUCE_SHARE
 
 
-NODE_TESTS = ("gpu_burn_in", "nvlink", "ib_ports", "local_nvme")
-CLUSTER_TESTS = ("all_reduce", "storage")
+__all__ = ["CLUSTER_TESTS", "NODE_TESTS", "NodeMeasurements", "TestResult", "judge_cluster", "judge_node"]
 
 
 @dataclass(frozen=True)
@@ -75,127 +72,73 @@ def _ok(measured: float, expected: float) -> bool:
     return measured >= expected * PASS_MARGIN
 
 
-def judge_node(node_type: str, m: dict[str, Any], tests: tuple[str, ...] = NODE_TESTS) -> list[TestResult]:
-    """Judge one node's measurements ``m`` (``NodeMeasurements``) against node type ``node_type``.
-
-    Returns one ``TestResult`` per test and subject; the node passes when all pass.
-    """
-    nt = reader.node_type(node_type)
-    out: list[TestResult] = []
+def _burn_in(nt: records.NodeType, gpus: tuple[GpuMeasurement, ...]) -> Iterator[TestResult]:
+    if len(gpus) != nt.gpus_per_node:
+        yield TestResult(
+            "gpu_burn_in", "gpus", len(gpus), nt.gpus_per_node, "count", False, "GPU count differs from the node type"
+        )
     gemm = round(nt.bf16_dense_tflops * GEMM_SHARE_OF_PEAK, 1)
     hbm = round(nt.hbm_bandwidth_gb_s * HBM_SHARE_OF_PEAK, 1)
+    for g in gpus:
+        subject = f"gpu{g.index}"
+        problems = g.problems()
+        detail = "; ".join(problems)
+        ok_gemm = _ok(g.bf16_tflops, gemm) and not problems
+        yield TestResult("gpu_burn_in", subject + "/gemm", g.bf16_tflops, gemm, "TFLOPS", ok_gemm, detail)
+        ok_hbm = _ok(g.hbm_gb_s, hbm) and not problems
+        yield TestResult("gpu_burn_in", subject + "/hbm", g.hbm_gb_s, hbm, "GB/s", ok_hbm, detail)
+
+
+def _nvlink(nt: records.NodeType, gpus: tuple[GpuMeasurement, ...]) -> Iterator[TestResult]:
     nvl = round(nt.nvlink_gb_s * NVLINK_SHARE_OF_PEAK, 1)
-    gpus = m.get("gpus", [])
+    for g in gpus:
+        links_ok = g.nvlink_links_up == g.nvlink_links_total
+        detail = "" if links_ok else f"{g.nvlink_links_up}/{g.nvlink_links_total} links up"
+        ok = links_ok and _ok(g.nvlink_gb_s, nvl)
+        yield TestResult("nvlink", f"gpu{g.index}", g.nvlink_gb_s, nvl, "GB/s", ok, detail)
+
+
+def _ib_ports(nt: records.NodeType, ports: tuple[IbPortMeasurement, ...]) -> Iterator[TestResult]:
+    if len(ports) != nt.compute_nics:
+        yield TestResult(
+            "ib_ports",
+            "ports",
+            len(ports),
+            nt.compute_nics,
+            "count",
+            False,
+            "compute port count differs from the node type",
+        )
+    for p in ports:
+        up = p.state == "ACTIVE"
+        ok = up and p.rate_gbps >= nt.compute_nic_gbps
+        yield TestResult(
+            "ib_ports", p.device, p.rate_gbps, nt.compute_nic_gbps, "Gb/s", ok, "" if up else f"port {p.state}"
+        )
+
+
+def _local_nvme(nt: records.NodeType, nv: NvmeMeasurement) -> Iterator[TestResult]:
+    read, write = nt.local_nvme_read_gb_s, nt.local_nvme_write_gb_s
+    yield TestResult("local_nvme", "nvme/read", nv.read_gb_s, read, "GB/s", _ok(nv.read_gb_s, read))
+    yield TestResult("local_nvme", "nvme/write", nv.write_gb_s, write, "GB/s", _ok(nv.write_gb_s, write))
+
+
+def judge_node(
+    node_type: str, m: NodeMeasurements | Mapping[str, Any], tests: tuple[str, ...] = NODE_TESTS
+) -> list[TestResult]:
+    """Judge one node's measurements ``m`` (``NodeMeasurements``, or the driver's JSON of it) against node
+    type ``node_type``. Returns one ``TestResult`` per test and subject; the node passes when all pass."""
+    nt = reader.node_type(node_type)
+    measured = m if isinstance(m, NodeMeasurements) else NodeMeasurements.from_dict(m)
+    out: list[TestResult] = []
     if "gpu_burn_in" in tests:
-        if len(gpus) != nt.gpus_per_node:
-            out.append(
-                TestResult(
-                    "gpu_burn_in",
-                    "gpus",
-                    len(gpus),
-                    nt.gpus_per_node,
-                    "count",
-                    False,
-                    "GPU count differs from the node type",
-                )
-            )
-        for g in gpus:
-            subject = f"gpu{g['index']}"
-            problems = []
-            if not g["responsive"]:
-                problems.append("not responding (fallen off the bus)")
-            if g["ecc_dbe_volatile"]:
-                problems.append(f"{g['ecc_dbe_volatile']} uncorrectable ECC errors")
-            if g["remap_failure"]:
-                problems.append("row remap failure")
-            if g.get("remap_pending"):
-                problems.append("row remap pending (needs a reset)")
-            detail = "; ".join(problems)
-            out.append(
-                TestResult(
-                    "gpu_burn_in",
-                    subject + "/gemm",
-                    g["bf16_tflops"],
-                    gemm,
-                    "TFLOPS",
-                    _ok(g["bf16_tflops"], gemm) and not problems,
-                    detail,
-                )
-            )
-            out.append(
-                TestResult(
-                    "gpu_burn_in",
-                    subject + "/hbm",
-                    g["hbm_gb_s"],
-                    hbm,
-                    "GB/s",
-                    _ok(g["hbm_gb_s"], hbm) and not problems,
-                    detail,
-                )
-            )
+        out.extend(_burn_in(nt, measured.gpus))
     if "nvlink" in tests:
-        for g in gpus:
-            links_ok = g["nvlink_links_up"] == g["nvlink_links_total"]
-            out.append(
-                TestResult(
-                    "nvlink",
-                    f"gpu{g['index']}",
-                    g["nvlink_gb_s"],
-                    nvl,
-                    "GB/s",
-                    links_ok and _ok(g["nvlink_gb_s"], nvl),
-                    "" if links_ok else f"{g['nvlink_links_up']}/{g['nvlink_links_total']} links up",
-                )
-            )
+        out.extend(_nvlink(nt, measured.gpus))
     if "ib_ports" in tests:
-        ports = m.get("ib_ports", [])
-        if len(ports) != nt.compute_nics:
-            out.append(
-                TestResult(
-                    "ib_ports",
-                    "ports",
-                    len(ports),
-                    nt.compute_nics,
-                    "count",
-                    False,
-                    "compute port count differs from the node type",
-                )
-            )
-        for p in ports:
-            up = p["state"] == "ACTIVE"
-            out.append(
-                TestResult(
-                    "ib_ports",
-                    p["device"],
-                    p["rate_gbps"],
-                    nt.compute_nic_gbps,
-                    "Gb/s",
-                    up and p["rate_gbps"] >= nt.compute_nic_gbps,
-                    "" if up else f"port {p['state']}",
-                )
-            )
+        out.extend(_ib_ports(nt, measured.ib_ports))
     if "local_nvme" in tests:
-        nv = m.get("nvme", {})
-        out.append(
-            TestResult(
-                "local_nvme",
-                "nvme/read",
-                nv.get("read_gb_s", 0.0),
-                nt.local_nvme_read_gb_s,
-                "GB/s",
-                _ok(nv.get("read_gb_s", 0.0), nt.local_nvme_read_gb_s),
-            )
-        )
-        out.append(
-            TestResult(
-                "local_nvme",
-                "nvme/write",
-                nv.get("write_gb_s", 0.0),
-                nt.local_nvme_write_gb_s,
-                "GB/s",
-                _ok(nv.get("write_gb_s", 0.0), nt.local_nvme_write_gb_s),
-            )
-        )
+        out.extend(_local_nvme(nt, measured.nvme))
     return out
 
 

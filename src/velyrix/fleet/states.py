@@ -1,4 +1,4 @@
-"""Node lifecycle states: documented constants, no logic (STYLE.md #5).
+"""Node lifecycle states: documented constants, no logic (CONTRIBUTING.md, "State").
 
 A node has two independent state variables:
 

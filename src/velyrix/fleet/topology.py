@@ -1,6 +1,6 @@
 """Where nodes sit in the compute fabric: scalable unit, rack, and the rail-leaf port of each NIC.
 
-The fabric planner owns the cabling rule (BRIEF contract): node i (0-based) sits in scalable unit
+The fabric planner owns the cabling rule (planners/fabric.py): node i (0-based) sits in scalable unit
 ``i // su_nodes`` and its compute NIC r lands on port ``i % su_nodes + 1`` of rail-leaf r of that SU.
 ``fabric_plan`` asks ``velyrix.planners.fabric.plan_fabric`` for the plan of a region's nodes of one type on
 the type's first fabric, and ``position`` reads leaf names and ports from it (``FabricPlan.nic_port``). Where

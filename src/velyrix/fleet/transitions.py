@@ -1,4 +1,4 @@
-"""The node lifecycle's transition table and the one function that performs every move (STYLE.md #5-6).
+"""The node lifecycle's transition table and the one function that performs every move (CONTRIBUTING.md, "State").
 
 ``transition(node, to_state, *, actor, reason, store)`` validates the move against the table of the
 state variable it concerns (a provisioning state or a fleet stage: the names are disjoint), records

@@ -231,7 +231,7 @@ class Engine:
         action = self.policy.xid_action(code, Action.parse(info.action))
         level = self.policy.xid_level(code, Level.parse(info.level))
         message = f"XID {code} {info.mnemonic}: {info.meaning}"
-        if code == 154:
+        if info.reports_recovery_action:
             table = catalog_health.xid_recovery_actions()
             ra = (last.recovery_action or "").upper()
             if ra in table and code not in self.policy.xid_actions:

@@ -1,6 +1,7 @@
 """Evidence the engine reads: XID events, counter samples, check results and repair history.
 
-Plain frozen records with the NVML/sysfs field names of the twin's SimGPU/SimIBPort/SimNVMe (see BRIEF),
+Plain frozen records with the NVML/sysfs field names of the twin's SimGPU/SimIBPort/SimNVMe
+(fleet/drivers/sim/devices.py),
 so that the agent's NodeSample and the twin convert into them field by field. Times are seconds on one
 clock (wall or simulated), named ``t_s``.
 """

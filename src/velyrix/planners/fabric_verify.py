@@ -328,6 +328,31 @@ def _augment(
     return 0
 
 
+def _cross_pod_paths(
+    by_pod: dict[int, list[int]], up: dict[int, dict[int, int]], name: list[str], counts: list[int], broken: list[str]
+) -> None:
+    """Across pods: path counts from every leaf to the first leaf of the next pod (leaf-spine-core-spine-leaf),
+    appended to ``counts``; a pair without a path is appended to ``broken``."""
+    pods = sorted(by_pod)
+    for k, pod in enumerate(pods if len(pods) > 1 else []):
+        target = by_pod[pods[(k + 1) % len(pods)]][0]
+        # cores reachable from the target leaf, with path counts (leaf <- spine <- core)
+        down_core: collections.Counter[int] = collections.Counter()
+        for spine, n in up.get(target, {}).items():
+            for core, m in up.get(spine, {}).items():
+                down_core[core] += n * m
+        via_spine: dict[int, int] = {}
+        for leaf in by_pod[pod]:
+            total = 0
+            for spine, n in up.get(leaf, {}).items():
+                if spine not in via_spine:
+                    via_spine[spine] = sum(m * down_core.get(core, 0) for core, m in up.get(spine, {}).items())
+                total += n * via_spine[spine]
+            counts.append(total)
+            if not total:
+                broken.append(f"no equal-cost path between {name[leaf]} and {name[target]}")
+
+
 def _ecmp(topo: Topology, backend: str, failures: list[str]) -> tuple[int, int]:
     """(min, max) equal-cost path counts over leaf pairs, parallel cables counted; appends a failure for
     pairs without a path. Every pair within a pod (paths leaf-spine-leaf), and across pods every leaf
@@ -347,24 +372,7 @@ def _ecmp(topo: Topology, backend: str, failures: list[str]) -> tuple[int, int]:
             counts.append(n)
             if not n:
                 broken.append(f"no equal-cost path between {name[a]} and {name[b]}")
-    pods = sorted(by_pod)
-    for k, pod in enumerate(pods if len(pods) > 1 else []):
-        target = by_pod[pods[(k + 1) % len(pods)]][0]
-        # cores reachable from the target leaf, with path counts (leaf <- spine <- core)
-        down_core: collections.Counter[int] = collections.Counter()
-        for spine, n in up.get(target, {}).items():
-            for core, m in up.get(spine, {}).items():
-                down_core[core] += n * m
-        via_spine: dict[int, int] = {}
-        for leaf in by_pod[pod]:
-            total = 0
-            for spine, n in up.get(leaf, {}).items():
-                if spine not in via_spine:
-                    via_spine[spine] = sum(m * down_core.get(core, 0) for core, m in up.get(spine, {}).items())
-                total += n * via_spine[spine]
-            counts.append(total)
-            if not total:
-                broken.append(f"no equal-cost path between {name[leaf]} and {name[target]}")
+    _cross_pod_paths(by_pod, up, name, counts, broken)
     _listed(failures, broken)
     return (min(counts), max(counts)) if counts else (0, 0)
 

@@ -9,6 +9,14 @@
 - ``runtime``: twin + driver + reconciler thread for ``velyrix up`` and ``velyrix demo``.
 """
 
-from velyrix.controlplane.db.models import reconcile as tables  # deprecated alias: use ``db.models``
+from typing import Any
 
-__all__ = ["tables"]
+
+def __getattr__(name: str) -> Any:
+    # ``reconcile.tables``: a deprecated alias of ``db.models.reconcile``, resolved on first use so that
+    # importing ``reconcile.phases`` (the CLI does) stays free of SQLAlchemy
+    if name == "tables":
+        from velyrix.controlplane.db.models import reconcile as tables
+
+        return tables
+    raise AttributeError(name)

@@ -1,4 +1,5 @@
-"""One reconcile step of one cluster (STYLE.md #7): read the cluster, its nodes and its bookkeeping, take the
+"""One reconcile step of one cluster (CONTRIBUTING.md, "State"): read the cluster, its nodes and its bookkeeping,
+take the
 next steps the phase calls for through the driver, save. A function of the database and the driver only, so a
 step after a crash picks up where the last committed one left off; requests are keyed by cluster, node,
 allocation and attempt, so resubmitting one is safe.

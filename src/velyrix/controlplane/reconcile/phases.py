@@ -1,7 +1,9 @@
-"""Cluster phases (``clusters.phase``) as the reconcilers use them (the loop's settings: ``velyrix.settings``).
+"""Cluster phases (``clusters.phase``): the names, their order and the table of allowed moves (``MOVES``).
 
 PENDING -> ALLOCATING -> PROVISIONING -> NETWORKING -> STORAGE -> VALIDATING -> READY (or DEGRADED / FAILED);
-a desired state of ``absent`` goes DELETING -> DELETED from any phase.
+a desired state of ``absent`` goes DELETING -> DELETED from any phase. ``velyrix.controlplane.status.set_phase``
+checks every move against ``MOVES`` and records who, when and why; the CLI shows progress along ``ORDER``.
+The loop's settings are ``velyrix.settings.ReconcileSettings``.
 """
 
 from __future__ import annotations
@@ -34,6 +36,48 @@ DELETING = "Deleting"
 """Nodes being drained, deprovisioned, sanitized and returned; networks released; volumes detached."""
 DELETED = "Deleted"
 """Gone: no node, network or attachment left."""
+
+ORDER = (PENDING, ALLOCATING, PROVISIONING, NETWORKING, STORAGE, VALIDATING, READY)
+"""The way to delivery, in order (``velyrix apply`` shows its progress along it)."""
+PHASES = (*ORDER, DEGRADED, DELETING, DELETED, FAILED)
+"""Every cluster phase."""
+INITIAL = PENDING
+"""The phase the API records when a cluster is declared."""
+
+_FAIL = frozenset({FAILED, DEGRADED})
+"""Where ``reconcile.steps.fail`` settles a cluster: DEGRADED when it holds delivered nodes, else FAILED
+(capacity, networks, cluster tests, or a phase timeout of ``reconcile.runner``)."""
+_REWIND = frozenset({PROVISIONING, ALLOCATING})
+"""Back to PROVISIONING when replacement nodes must catch up (``reconcile.cluster``); back to ALLOCATING when
+the declared spec changed (node count)."""
+
+# Phase -> the phases it may move to, and why each move exists. DELETING is reachable from every phase but
+# DELETED (the API's DELETE, or the reconcilers when the desired state is ``absent``).
+MOVES: dict[str, frozenset[str]] = {
+    # declared: the reconcilers start allocating; nothing to wait on but capacity (timeout -> FAILED)
+    PENDING: frozenset({ALLOCATING, DELETING}) | _FAIL,
+    # nodes chosen: provision them; no capacity left -> FAILED
+    ALLOCATING: frozenset({PROVISIONING, DELETING}) | _FAIL,
+    # image and firmware verified: networks next; the spec changed -> allocate again
+    PROVISIONING: frozenset({NETWORKING, ALLOCATING, DELETING}) | _FAIL,
+    # tenant networks attached: storage next; a replacement node -> provision it first
+    NETWORKING: frozenset({STORAGE, DELETING}) | _REWIND | _FAIL,
+    # volumes mounted: acceptance next
+    STORAGE: frozenset({VALIDATING, DELETING}) | _REWIND | _FAIL,
+    # acceptance passed -> READY; passed short (no spare left, a cluster test below the plan) -> DEGRADED
+    VALIDATING: frozenset({READY, DEGRADED, DELETING}) | _REWIND | _FAIL,
+    # delivered: healing replaces nodes taken out of service (-> PROVISIONING), a new spec reallocates,
+    # and a node lost without a spare leaves the cluster short (-> DEGRADED)
+    READY: frozenset({DEGRADED, DELETING}) | _REWIND,
+    # delivered short: healing and a new spec as from READY
+    DEGRADED: frozenset({DELETING}) | _REWIND,
+    # not delivered: only a new spec (-> ALLOCATING) or deletion moves it
+    FAILED: frozenset({ALLOCATING, DELETING}),
+    # tearing down: every node sanitized and returned, networks released
+    DELETING: frozenset({DELETED}),
+    # terminal: the row stays as a tombstone
+    DELETED: frozenset(),
+}
 
 ACTIVE_PHASES = (PENDING, ALLOCATING, PROVISIONING, NETWORKING, STORAGE, VALIDATING)
 """Phases with work in flight (and a timeout)."""

@@ -13,6 +13,7 @@ from velyrix.controlplane.reconcile.steps import ACTOR, Step, fail, per_node, se
 from velyrix.controlplane.reconcile.store import move
 from velyrix.fleet import acceptance, states
 from velyrix.fleet.drivers import base
+from velyrix.planners.plan_record import ClusterPlan
 
 
 def validating(st: Step) -> None:
@@ -68,22 +69,21 @@ def expected_all_reduce(cluster: models.Cluster) -> float | None:
     """All-reduce bus bandwidth (GB/s) the fabric plan predicts: each GPU's link, or its share of the
     bisection when the fabric is oversubscribed, times the share NCCL reaches (``acceptance.ALL_REDUCE_SHARE``).
     None when the plan has no fabric section (the judge then uses the node type's NIC)."""
-    compute = ((cluster.plan or {}).get("fabric_plan") or {}).get("compute") or {}
-    gpus = ((cluster.plan or {}).get("fabric_plan") or {}).get("gpus")
-    if not compute.get("link_gbps") or not gpus:
+    fabric = ClusterPlan.from_dict(cluster.plan).fabric
+    if fabric is None or not fabric.link_gbps or not fabric.gpus:
         return None
-    per_gpu_gbps = float(compute["link_gbps"])
-    if compute.get("bisection_gbps"):
-        per_gpu_gbps = min(per_gpu_gbps, 2.0 * float(compute["bisection_gbps"]) / float(gpus))
+    per_gpu_gbps = fabric.link_gbps
+    if fabric.bisection_gbps:
+        per_gpu_gbps = min(per_gpu_gbps, 2.0 * fabric.bisection_gbps / float(fabric.gpus))
     return round(acceptance.all_reduce_gb_s(per_gpu_gbps), 2)
 
 
 def expected_storage(cluster: models.Cluster, nodes: int) -> tuple[float | None, float | None]:
     """What the storage plan predicts for the performance tier (its own section when the plan has one,
     else the tier model at the declared capacity)."""
-    sp = (cluster.plan or {}).get("storage_plan") or {}
-    if "expected_write_gb_s" in sp:
-        return float(sp["expected_write_gb_s"]), float(sp["expected_read_gb_s"])
+    storage = ClusterPlan.from_dict(cluster.plan).storage
+    if storage is not None:
+        return storage.expected_write_gb_s, storage.expected_read_gb_s
     tb = float((cluster.spec.get("storage") or {}).get("parallel_fs_tb") or 0.0)
     if tb <= 0:
         return None, None

@@ -1,4 +1,4 @@
-"""The driver seam: how the control plane acts on nodes (STYLE.md #1).
+"""The driver seam: how the control plane acts on nodes (CONTRIBUTING.md, "Seams").
 
 Contract of every ``Driver`` (the digital twin ``velyrix.fleet.drivers.sim`` and real-hardware drivers):
 

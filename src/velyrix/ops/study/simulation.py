@@ -17,17 +17,17 @@ from velyrix.agent.collectors.sim import read_node
 from velyrix.catalog import health as catalog_health
 from velyrix.fleet.drivers.sim import Fault, SimRegion
 from velyrix.health import evidence as ev
-from velyrix.health.engine import Engine
+from velyrix.health.engine import Engine, Verdict
 from velyrix.health.ladder import Action, Level
 from velyrix.ops.study.workload import EvalConfig, H, Jobs, lasting, noise_events
 
 
 @dataclass
 class _Node:
-    samples: deque = field(default_factory=lambda: deque(maxlen=96))
-    xids: list = field(default_factory=list)
+    samples: deque[Any] = field(default_factory=lambda: deque(maxlen=96))
+    xids: list[Any] = field(default_factory=list)
     xid_seen: float = -1.0
-    repairs: list = field(default_factory=list)
+    repairs: list[Any] = field(default_factory=list)
     out_until: float = -1.0
     fix_kind: str = ""  # what happens at return: part_swap (repair) or reboot (diag/reset)
     open_fault_s: float | None = None
@@ -44,15 +44,15 @@ class _Stats:
     failures: int = 0
     precursor_failures: int = 0
     failures_caught_before_job_damage: int = 0
-    lead_times_h: list = field(default_factory=list)
+    lead_times_h: list[float] = field(default_factory=list)
     planned_requeues: int = 0
     false_drains: int = 0
     false_quarantines: int = 0
     spares_used: int = 0
     gpu_hours_lost: float = 0.0
     node_hours_out_of_service: float = 0.0
-    precursor_interruptions_by_kind: dict = field(default_factory=dict)
-    false_drain_reasons: dict = field(default_factory=dict)
+    precursor_interruptions_by_kind: dict[str, int] = field(default_factory=dict)
+    false_drain_reasons: dict[str, int] = field(default_factory=dict)
 
 
 class PolicyRun:
@@ -144,7 +144,7 @@ class PolicyRun:
             st.xids.clear()
         st.last_action = Action.IGNORE
 
-    def _event(self, event) -> None:  # a SimEvent
+    def _event(self, event: Any) -> None:  # a SimEvent
         host, st = event.hostname, self.state[event.hostname]
         if event.kind == "precursor":
             st.pending = (event.at_s, event.at_s + self.region.precursor_window_s)
@@ -214,7 +214,7 @@ class PolicyRun:
             st.last_action = verdict.action
             self._act(host, st, t, verdict)
 
-    def _act(self, host: str, st: _Node, t: float, verdict) -> None:
+    def _act(self, host: str, st: _Node, t: float, verdict: Verdict) -> None:
         cfg, action = self.cfg, verdict.action
         if action < Action.RESET_GPU or (action < Action.DRAIN_AFTER_JOB and verdict.level < Level.FATAL):
             return

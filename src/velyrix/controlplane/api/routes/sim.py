@@ -55,7 +55,7 @@ def inject_fault(body: FaultBody, request: Request, ctx: Ctx = Depends(require("
     event = runtime.sim.events[-1]
     ctx.audit(f"sim/nodes/{body.node}", status_code=202, detail=fault.to_dict())
     ctx.commit()
-    return event.to_dict()
+    return dict(event.to_dict())
 
 
 @router.get("/events", name="sim.events")

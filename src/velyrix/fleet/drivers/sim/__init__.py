@@ -1,6 +1,7 @@
 """The digital twin: a simulated region driven through the same ``Driver`` seam as real hardware.
 
-Public names (BRIEF contract): ``SimRegion``, ``SimClock``, ``SimNode``, ``SimGPU``, ``SimIBPort``, ``SimNVMe``,
+Public names (docs/architecture.md, "The twin"):
+``SimRegion``, ``SimClock``, ``SimNode``, ``SimGPU``, ``SimIBPort``, ``SimNVMe``,
 ``SimBMC``, ``Fault``, ``SimDriver``, ``SimDelays``.
 """
 

@@ -1,6 +1,6 @@
 """The twin's devices: GPUs with NVML-like counters, InfiniBand ports with sysfs counters, NVMe drives,
 BMCs, and the node that holds them. Attributes are plain and public: the agent's ``sim`` collector and the
-health checks read them directly (names fixed by the BRIEF contract)."""
+health checks read them directly (names shared with the agent and health: docs/architecture.md)."""
 
 from __future__ import annotations
 

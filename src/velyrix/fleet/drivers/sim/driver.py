@@ -1,4 +1,4 @@
-"""``SimDriver``: the ``Driver`` seam over a ``SimRegion`` (STYLE.md #4: the fake ships in the package).
+"""``SimDriver``: the ``Driver`` seam over a ``SimRegion`` (the fake ships in the package: CONTRIBUTING.md, "Seams").
 
 Each request finishes ``SimDelays`` simulated seconds after it was submitted (zero with ``SimDelays.off()``:
 it finishes during the call). The effect happens when the request finishes, so a test sees the node as it

@@ -9,47 +9,30 @@ disk), then the terminal fault.
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass, field
+from typing import Any
 
 from velyrix import errors
+from velyrix.catalog import faults as catalog_faults
+from velyrix.catalog import health as catalog_health
 from velyrix.fleet.drivers.sim import models
 from velyrix.fleet.drivers.sim.devices import SimGPU, SimNode
 
-KINDS = ("xid", "ecc_dbe", "ecc_sbe_storm", "slow_gpu", "ib_down", "slow_disk", "remap_failure", "nvlink", "thermal")
-"""Fault kinds the twin knows."""
+KINDS = tuple(catalog_faults.fault_kinds())
+"""Fault kinds the twin knows (``catalog/data/faults.toml``)."""
 
-# Catalog cause (failure_rates.toml) -> (fault kind, xid for kind "xid", precursor trend kind or None).
-# Causes the twin has no device for (host, PSU, chassis, CPU, RAM...) surface the way they reach a training job:
-# the GPUs drop off the bus (XID 79). Software causes surface as the XID the application sees.
 CAUSE_FAULTS: dict[str, tuple[str, int | None]] = {
-    "faulty_gpu": ("xid", 79),
-    "gpu_hbm3_memory": ("ecc_dbe", None),  # precursor: single-bit ECC storm
-    "software_bug": ("xid", 13),
-    "network_switch_cable": ("ib_down", None),  # precursor: symbol errors / link recoveries
-    "unplanned_host_maintenance": ("xid", 79),
-    "gpu_sram_memory": ("remap_failure", None),  # precursor: remaps filling a bank
-    "gpu_system_processor": ("xid", 119),
-    "nic": ("ib_down", None),  # precursor: link errors
-    "nccl_watchdog_timeout": ("xid", 109),
-    "silent_data_corruption": ("slow_gpu", None),  # found by GEMM-vs-peer checks: results/speed off
-    "gpu_thermal_interface_sensor": ("thermal", None),  # precursor: rising temperature
-    "ssd": ("slow_disk", None),  # precursor: media errors
-    "power_supply": ("xid", 79),
-    "server_chassis": ("xid", 79),
-    "io_expansion_board": ("xid", 79),
-    "dependency": ("xid", 79),
-    "cpu": ("xid", 79),
-    "system_memory": ("xid", 79),
+    name: (c.kind, c.xid) for name, c in catalog_faults.cause_faults().items()
 }
+"""Catalog cause (failure_rates.toml) -> (fault kind, xid for kind "xid"): ``faults.toml`` ``[cause]``."""
 
-# Fault kind -> the precursor trend that announces it, with its rate per simulated hour.
 TRENDS: dict[str, tuple[str, float]] = {
-    "ecc_dbe": ("ecc_sbe", 2000.0),  # correctable ECC climbing (XID 92 "high SBE rate" fires on the way)
-    "remap_failure": ("remap", 1.5),  # uncorrectable-row remaps filling a bank (8 per bank; REFERENCE §3)
-    "ib_down": ("link_errors", 200.0),  # symbol errors, with link_error_recovery every ~50
-    "thermal": ("temperature", 4.0),  # degrees C per hour
-    "slow_disk": ("media_errors", 3.0),
+    k.name: (k.precursor, k.precursor_rate_per_h)
+    for k in catalog_faults.fault_kinds().values()
+    if k.precursor is not None
 }
+"""Fault kind -> the precursor trend that announces it, with its rate per simulated hour (``faults.toml``)."""
 
 
 @dataclass(frozen=True)
@@ -106,59 +89,60 @@ def validate(node: SimNode, fault: Fault) -> None:
         raise errors.InvalidInputError(f"node '{node.hostname}' has NVMe drives 0-{len(node.nvme) - 1}")
 
 
+def _device(node: SimNode, fault: Fault, kind: catalog_faults.FaultKind) -> Any:
+    if kind.device == "ib_port":
+        return node.ib_ports[fault.port or 0]
+    if kind.device == "nvme":
+        return node.nvme[fault.drive or 0]
+    return _gpu(node, fault)
+
+
+def _add(device: Any, counts: Mapping[str, float]) -> None:
+    """Increase counters (never below 0); ``counters.NAME`` is an entry of the device's ``counters``."""
+    for attr, amount in counts.items():
+        if attr.startswith("counters."):
+            key = attr.removeprefix("counters.")
+            device.counters[key] = max(0, device.counters[key] + amount)
+        else:
+            setattr(device, attr, max(0, getattr(device, attr) + amount))
+
+
+def _effects(device: Any, kind: catalog_faults.FaultKind, factor: float | None) -> None:
+    """Apply the catalog effects of ``kind`` to ``device`` (see ``faults.toml``)."""
+    _add(device, kind.add)
+    for attr, value in kind.assign.items():
+        setattr(device, attr, value)
+    for attr, value in kind.at_least.items():
+        setattr(device, attr, max(getattr(device, attr), value))
+    f = factor if factor is not None else kind.factor_default
+    for attr in kind.factor_set:
+        setattr(device, attr, f)
+    for attr in kind.factor_at_most:
+        setattr(device, attr, min(getattr(device, attr), f))
+    for attr, healthy in kind.factor_scales.items():
+        setattr(device, attr, getattr(device, healthy) * f)
+    for reason in kind.throttle:
+        device.throttle_reasons |= getattr(models, f"THROTTLE_{reason}")
+
+
 def apply(node: SimNode, fault: Fault, now_s: float) -> None:
-    """Make ``fault`` happen on ``node`` at simulated time ``now_s``."""
+    """Make ``fault`` happen on ``node`` at simulated time ``now_s``: the effects of its kind in
+    ``catalog/data/faults.toml``; an XID fault raises its XID with that XID's ``twin_set``/``twin_add`` of
+    ``xids.toml``."""
     validate(node, fault)
     gpu = _gpu(node, fault)
-    kind = fault.kind
-    if kind == "xid":
+    kind = catalog_faults.fault_kinds()[fault.kind]
+    _effects(_device(node, fault, kind), kind, fault.factor)
+    for code in kind.xids:
+        gpu.add_xid(now_s, code)
+    if fault.kind == "xid":
         assert fault.xid is not None
         gpu.add_xid(now_s, fault.xid)
-        if fault.xid == 79:  # fallen off the bus: gone until reboot/repair
-            gpu.responsive = False
-        elif fault.xid in (48, 94, 95):
-            gpu.ecc_dbe_volatile += 1
-            gpu.ecc_dbe_aggregate += 1
-    elif kind == "ecc_dbe":
-        gpu.ecc_dbe_volatile += 1
-        gpu.ecc_dbe_aggregate += 1
-        gpu.remapped_rows_uncorrectable += 1
-        gpu.remap_pending = True
-        gpu.remap_bank_max = max(gpu.remap_bank_max, 1)
-        gpu.retired_pages += 1
-        gpu.add_xid(now_s, 48)
-        gpu.add_xid(now_s, 63)
-    elif kind == "ecc_sbe_storm":
-        gpu.ecc_sbe_volatile += 50_000
-        gpu.ecc_sbe_aggregate += 50_000
-        gpu.add_xid(now_s, 92)
-    elif kind == "slow_gpu":
-        gpu.compute_factor = fault.factor if fault.factor is not None else 0.6
-        gpu.throttle_reasons |= models.THROTTLE_HW_SLOWDOWN
-    elif kind == "ib_down":
-        port = node.ib_ports[fault.port or 0]
-        port.state = "DOWN"
-        port.counters["link_downed"] += 1
-    elif kind == "slow_disk":
-        drive = node.nvme[fault.drive or 0]
-        factor = fault.factor if fault.factor is not None else 0.3
-        drive.read_gb_s_measured = drive.healthy_read_gb_s * factor
-        drive.write_gb_s_measured = drive.healthy_write_gb_s * factor
-    elif kind == "remap_failure":
-        gpu.remap_failure = True
-        gpu.remap_bank_max = 8
-        gpu.remapped_rows_uncorrectable += 1
-        gpu.add_xid(now_s, 64)
-    elif kind == "nvlink":
-        gpu.nvlink_links_up = max(0, gpu.nvlink_links_up - 1)
-        gpu.nvlink_crc_errors += 1000
-        gpu.nvlink_replay_errors += 100
-        gpu.nvlink_recovery_errors += 1
-        gpu.add_xid(now_s, 74)
-    elif kind == "thermal":
-        gpu.thermal_offset_c = max(gpu.thermal_offset_c, 55.0)
-        gpu.compute_factor = min(gpu.compute_factor, fault.factor if fault.factor is not None else 0.7)
-        gpu.throttle_reasons |= models.THROTTLE_HW_THERMAL | models.THROTTLE_SW_THERMAL
+        if fault.xid in catalog_health.xid_codes():
+            info = catalog_health.xid(fault.xid)
+            _add(gpu, info.twin_add)
+            for attr, value in info.twin_set.items():
+                setattr(gpu, attr, value)
     gpu.refresh_measured()
     gpu.step(0.0, node.load_pct)
 

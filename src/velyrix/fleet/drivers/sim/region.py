@@ -15,6 +15,7 @@ from typing import Any
 import numpy as np
 
 from velyrix import errors
+from velyrix.catalog import faults as catalog_faults
 from velyrix.catalog import reader
 from velyrix.fleet import hardware, topology
 from velyrix.fleet.drivers.sim import faults, models
@@ -313,7 +314,8 @@ class SimRegion:
         for at in sorted(float(t) for t in self.rng.uniform(start, end, size=count)):
             hostname = hostnames[int(self.rng.integers(len(hostnames)))]
             cause = rates.causes[int(self.rng.choice(len(rates.causes), p=shares / shares.sum()))]
-            kind, xid = faults.CAUSE_FAULTS.get(cause.name, ("xid", 79))
+            chosen = catalog_faults.cause_fault(cause.name)
+            kind, xid = chosen.kind, chosen.xid
             node = self.nodes[hostname]
             fault = faults.Fault(
                 kind=kind,
