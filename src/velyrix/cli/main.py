@@ -52,6 +52,7 @@ COMMANDS: tuple[tuple[str, tuple[str, ...]], ...] = (
     ("health", ("health",)),
     ("scheduler", ("scheduler",)),
     ("audit", ("audit",)),
+    ("evidence", ("report", "verify")),  # after fleet: joins its `report` and `verify` groups
 )
 
 

@@ -18,6 +18,7 @@ from velyrix.controlplane.api.routes import (
     audit_events,
     audit_log,
     clusters,
+    evidence,
     fleet,
     health,
     node_health,
@@ -41,6 +42,7 @@ ROUTERS = (
     audit_events.router,
     audit_log.router,
     fleet.router,
+    evidence.router,
     fleet.sim_router,
     node_health.router,
 )
