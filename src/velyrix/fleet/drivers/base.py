@@ -112,7 +112,9 @@ class Driver(abc.ABC):
     @abc.abstractmethod
     def provision(self, node: str, *, image: str, firmware: Mapping[str, str], request_id: str) -> Operation:
         """Install OS ``image`` and flash ``firmware`` (component -> version, the region's signed baseline);
-        verify the running versions afterwards. Result: ``{"image": str, "firmware": {component: version}}``."""
+        verify the running versions afterwards. Result: ``{"image": str, "firmware": {component: version},
+        "firmware_sha256": {component: hex digest of the running image}, "secure_boot": {"enabled": bool,
+        "mode": str}}`` (the last two as the BMC reports them: Redfish SecureBoot, firmware inventory)."""
 
     @abc.abstractmethod
     def attach_networks(self, node: str, networks: NetworkAttachment, *, request_id: str) -> Operation:

@@ -57,6 +57,8 @@ class SimDriver(base.Driver):
         self._due: dict[str, float] = {}
         self._fail_next: dict[tuple[str, str], tuple[str, bool]] = {}
         self._stuck_firmware: dict[str, dict[str, str]] = {}
+        self._tampered_firmware: dict[str, set[str]] = {}
+        self._secure_boot_off: set[str] = set()
         self.calls = 0
         """Requests actually executed (not deduplicated) — tests check idempotence with it."""
 
@@ -66,6 +68,21 @@ class SimDriver(base.Driver):
         """Make flashing ``component`` on ``node`` silently leave ``version`` running (a bad flash)."""
         self.region.node(node)
         self._stuck_firmware.setdefault(node, {})[component] = version
+
+    def tamper_firmware(self, node: str, component: str) -> None:
+        """Make ``component`` on ``node`` run an image other than the published one (same version string)."""
+        self.region.node(node)
+        self._tampered_firmware.setdefault(node, set()).add(component)
+
+    def disable_secure_boot(self, node: str) -> None:
+        """Make ``node`` boot with UEFI Secure Boot off (as its Redfish SecureBoot resource would say)."""
+        self.region.node(node)
+        self._secure_boot_off.add(node)
+
+    @staticmethod
+    def firmware_image(component: str, version: str) -> bytes:
+        """The twin's firmware image of ``component`` at ``version`` (what a vendor would ship)."""
+        return f"velyrix-twin-firmware/{component}/{version}".encode()
 
     def fail_next(self, kind: str, node: str, error: str = "simulated failure", *, retryable: bool = True) -> None:
         """Make the next ``kind`` request (``provision``, ``inspect``...) on ``node`` fail with ``error``."""
@@ -144,7 +161,18 @@ class SimDriver(base.Driver):
             sim.firmware.update(wanted)
             sim.firmware.update(self._stuck_firmware.get(node, {}))
             sim.tenant_data = True
-            return {"image": image, "firmware": dict(sim.firmware)}
+            bad = self._tampered_firmware.get(node, set())
+            digests = {
+                c: hashlib.sha256(self.firmware_image(c, v) + (b"/tampered" if c in bad else b"")).hexdigest()
+                for c, v in sim.firmware.items()
+            }
+            secure_boot = {"enabled": node not in self._secure_boot_off, "mode": "DeployedMode"}
+            return {
+                "image": image,
+                "firmware": dict(sim.firmware),
+                "firmware_sha256": digests,
+                "secure_boot": secure_boot,
+            }
 
         return self._submit("provision", node, request_id, self.delays.provision_s, effect)
 
