@@ -15,6 +15,7 @@ from typing import Any
 import sqlalchemy as sa
 from sqlalchemy import orm
 
+from velyrix.controlplane import scoping
 from velyrix.controlplane.audit import log
 from velyrix.controlplane.db import models
 from velyrix.controlplane.db import models_evidence as ev
@@ -91,3 +92,9 @@ def issue_volumes(session: orm.Session, cluster: models.Cluster, driver: Any, ac
 def for_cluster(session: orm.Session, cluster_id: str) -> list[ev.SanitizationCertificate]:
     cert = ev.SanitizationCertificate
     return list(session.scalars(sa.select(cert).where(cert.cluster_id == cluster_id).order_by(cert.id)))
+
+
+def documents(scope: scoping.Scope, cluster_id: str) -> list[dict[str, Any]]:
+    """The signed certificates of a cluster the caller may read (404 for another tenant's cluster)."""
+    cluster = scope.get(models.Cluster, cluster_id, "cluster")
+    return [dict(row.document) for row in for_cluster(scope.session, cluster.id)]

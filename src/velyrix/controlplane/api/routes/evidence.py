@@ -9,7 +9,6 @@ from fastapi import APIRouter, Depends
 
 from velyrix.controlplane.api import schemas
 from velyrix.controlplane.api.context import Ctx, require
-from velyrix.controlplane.db import models
 from velyrix.controlplane.evidence import sanitization
 
 router = APIRouter(tags=["evidence"], responses=schemas.PROBLEM_RESPONSES)
@@ -19,5 +18,4 @@ router = APIRouter(tags=["evidence"], responses=schemas.PROBLEM_RESPONSES)
 def sanitization_certificates(cluster_id: str, ctx: Ctx = Depends(require("clusters:read"))) -> dict[str, Any]:
     """Every signed certificate of the cluster (one per released node and deleted volume), oldest first.
     Verify each offline with ``velyrix verify sanitization FILE``."""
-    cluster = ctx.scope.get(models.Cluster, cluster_id, "cluster")
-    return {"items": [row.document for row in sanitization.for_cluster(ctx.scope.session, cluster.id)]}
+    return {"items": sanitization.documents(ctx.scope, cluster_id)}
