@@ -54,6 +54,7 @@ COMMANDS: tuple[tuple[str, tuple[str, ...]], ...] = (
     ("noc", ("noc", "invoice", "sla")),
     ("audit", ("audit",)),
     ("output", ("output",)),
+    ("evidence", ("report", "verify")),  # after fleet: joins its `report` and `verify` groups
 )
 
 

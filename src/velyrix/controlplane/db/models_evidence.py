@@ -49,3 +49,20 @@ class AuditCheckpoint(models.Base):
     root_hash: Mapped[str] = mapped_column(sa.String(64))
     at: Mapped[dt.datetime] = mapped_column(default=models.utcnow)
     document: Mapped[dict[str, Any]] = mapped_column()
+
+
+class SanitizationCertificate(models.Base):
+    """A signed NIST SP 800-88 certificate of one node's or volume's sanitization on release
+    (``velyrix.controlplane.evidence.sanitization``); the tenant whose data it held can read it."""
+
+    __tablename__ = "sanitization_certificates"
+    id_prefix = "san"
+
+    id: Mapped[str] = mapped_column(sa.String(32), primary_key=True)
+    tenant_id: Mapped[str] = mapped_column(sa.String(32), index=True)
+    cluster_id: Mapped[str] = mapped_column(sa.String(32), index=True)
+    subject_kind: Mapped[str] = mapped_column(sa.String(16))
+    """``node`` or ``volume``."""
+    subject: Mapped[str] = mapped_column(sa.String(200))
+    created_at: Mapped[dt.datetime] = mapped_column(default=models.utcnow)
+    document: Mapped[dict[str, Any]] = mapped_column()

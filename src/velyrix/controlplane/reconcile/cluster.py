@@ -14,9 +14,10 @@ from typing import Any, cast
 import sqlalchemy as sa
 from sqlalchemy import orm
 
-from velyrix import catalog, errors
+from velyrix import errors
 from velyrix.controlplane import status
 from velyrix.controlplane.db import models
+from velyrix.controlplane.evidence import firmware
 from velyrix.controlplane.reconcile import allocation, locks, networks, phases, teardown, validation, volumes
 from velyrix.controlplane.reconcile.steps import (
     ACTOR,
@@ -30,7 +31,7 @@ from velyrix.controlplane.reconcile.steps import (
     work_of,
 )
 from velyrix.controlplane.reconcile.store import move
-from velyrix.fleet import hardware, states
+from velyrix.fleet import states
 from velyrix.fleet.drivers import base
 
 __all__ = ["Step", "fail", "heal", "needs_work", "reconcile", "replace", "set_phase", "spec_digest", "work_of"]
@@ -74,20 +75,23 @@ def _allocating(st: Step) -> None:
 
 
 def _provisioning(st: Step) -> None:
-    baseline = catalog.region(st.cluster.region).firmware_baseline
+    try:
+        manifest = firmware.load(st.cluster.region)  # signature checked before every provisioning
+    except errors.InvalidInputError as exc:
+        fail(st, "FirmwareManifestRefused", exc.message)
+        return
+    baseline = manifest.versions
     for name, entry in st.live().items():
         node = st.members[name]
         if entry["step"] == "allocated" and node.provisioning_state == states.ALLOCATED:
             move(st.session, node, states.PROVISIONING, actor=ACTOR, reason=f"provisioning for {st.cluster.name}")
 
     def check(node: models.Node, op: base.Operation) -> str | None:
-        running = op.result.get("firmware", {})
-        drift = hardware.firmware_drift(running, baseline)
-        if drift:
-            return "firmware differs from the signed baseline after flashing: " + ", ".join(
-                f"{k} {have} != {want}" for k, (have, want) in sorted(drift.items())
-            )
-        node.hardware = {**(node.hardware or {}), "firmware": running}
+        evidence, problem = firmware.check(manifest, op.result)
+        node.hardware = {**(node.hardware or {}), "firmware_evidence": evidence}
+        if problem:
+            return problem
+        node.hardware = {**node.hardware, "firmware": op.result.get("firmware", {})}
         return None
 
     done = per_node(

@@ -17,6 +17,8 @@ from typing import Any
 
 from sqlalchemy import orm
 
+from velyrix import catalog
+from velyrix.controlplane.evidence import firmware
 from velyrix.controlplane.reconcile import enrollment, phases
 from velyrix.controlplane.reconcile.runner import Reconciler
 from velyrix.fleet.drivers import base
@@ -62,6 +64,9 @@ class FleetRuntime:
         hardware, the twin survives a crash of the control plane."""
         sim = SimRegion.build(region, node_counts, seed=seed, clock=SimClock(speed=speed if delays else None))
         driver = SimDriver(sim, SimDelays() if delays else SimDelays.off())
+        if not firmware.manifest_path(region).exists():  # the twin's vendor images, published once
+            firmware.publish(region, catalog.region(region).firmware_baseline, driver.firmware_image)
+        firmware.load(region)  # a tampered or foreign manifest: refuse to start
         runtime = cls(sessionmaker, driver, region, sim, settings)
         if state_file is not None:
             runtime.state_file = state_file

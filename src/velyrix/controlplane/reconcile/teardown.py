@@ -1,12 +1,13 @@
 """Taking nodes back: release (scale-down, replacement) and destroy. A node that held tenant data is
-deprovisioned (networks and storage detached), sanitized (certificate recorded), then returned to the pool;
-a node that was only allocated goes straight back."""
+deprovisioned (networks and storage detached), sanitized (a signed certificate stored:
+``evidence.sanitization``), then returned to the pool; a node that was only allocated goes straight back."""
 
 from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
 from velyrix.controlplane.db import models
+from velyrix.controlplane.evidence import sanitization
 from velyrix.controlplane.reconcile import networks, phases, volumes
 from velyrix.controlplane.reconcile.store import move
 from velyrix.fleet import states
@@ -68,6 +69,7 @@ def process_releases(st: Step) -> None:
             if not _ok(st, name, entry, [op]):
                 continue
             _note_certificate(st, name, op.result.get("certificate", ""))
+            sanitization.issue_node(st.session, st.cluster, node, op.result, ACTOR)
             _clear(node)
             move(
                 st.session,
@@ -115,6 +117,11 @@ def destroy(st: Step) -> None:
         st.wait()
         return
     networks.release(st.session, st.cluster)
+    if st.work.delete_volumes:
+        try:
+            sanitization.issue_volumes(st.session, st.cluster, st.driver, ACTOR)
+        except NotImplementedError as exc:
+            status.add_event(st.cluster, "NoSanitizationCertificate", str(exc))
     deleted = volumes.detach(st.session, st.cluster, delete=st.work.delete_volumes)
     if deleted:
         status.add_event(st.cluster, "VolumesDeleted", ", ".join(deleted))

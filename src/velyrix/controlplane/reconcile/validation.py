@@ -7,7 +7,8 @@ from typing import Any
 
 from velyrix.controlplane import status
 from velyrix.controlplane.db import models
-from velyrix.controlplane.reconcile import phases, signing, volumes
+from velyrix.controlplane.evidence import integrity
+from velyrix.controlplane.reconcile import networks, phases, signing, volumes
 from velyrix.controlplane.reconcile import report as report_mod
 from velyrix.controlplane.reconcile.steps import ACTOR, Step, fail, per_node, set_phase
 from velyrix.controlplane.reconcile.store import move
@@ -103,6 +104,7 @@ def deliver(st: Step, names: list[str], cluster_results: list[dict[str, Any]]) -
         list(st.work.replacements),
         delivered_at=models.utcnow().isoformat(),
     )
+    doc["integrity"] = integrity.section(st.cluster, nodes, networks.ensure(st.session, st.cluster))
     signed = signing.sign(doc, st.cluster.region)
     st.session.add(
         models.AcceptanceReport(

@@ -112,7 +112,9 @@ class Driver(abc.ABC):
     @abc.abstractmethod
     def provision(self, node: str, *, image: str, firmware: Mapping[str, str], request_id: str) -> Operation:
         """Install OS ``image`` and flash ``firmware`` (component -> version, the region's signed baseline);
-        verify the running versions afterwards. Result: ``{"image": str, "firmware": {component: version}}``."""
+        verify the running versions afterwards. Result: ``{"image": str, "firmware": {component: version},
+        "firmware_sha256": {component: hex digest of the running image}, "secure_boot": {"enabled": bool,
+        "mode": str}}`` (the last two as the BMC reports them: Redfish SecureBoot, firmware inventory)."""
 
     @abc.abstractmethod
     def attach_networks(self, node: str, networks: NetworkAttachment, *, request_id: str) -> Operation:
@@ -160,7 +162,14 @@ class Driver(abc.ABC):
     @abc.abstractmethod
     def sanitize(self, node: str, *, request_id: str) -> Operation:
         """Purge local NVMe (NIST SP 800-88), clear GPU memory, reset BMC users, power-cycle.
-        Result: ``{"certificate": str}`` (a sanitization certificate id)."""
+        Result: ``{"certificate": str, "method": "clear|purge|destroy", "media": [{type, name, serial,
+        technique, ...}], "tool": str, "verification": {"method": str, "passed": bool}}`` (the facts of
+        the NIST SP 800-88 certificate the control plane signs)."""
+
+    def sanitize_volume(self, volume_id: str, tier: str, size_tb: float) -> dict[str, Any]:
+        """Purge a deleted volume on its storage tier; result as ``sanitize`` (without ``certificate``).
+        Drivers without a storage backend raise ``NotImplementedError`` (no certificate is then issued)."""
+        raise NotImplementedError(f"{type(self).__name__} cannot sanitize volumes")
 
 
 def parse_hardware(op: Operation) -> hardware.NodeHardware:

@@ -59,6 +59,8 @@ class SimDriver(base.Driver):
         self._due: dict[str, float] = {}
         self._fail_next: dict[tuple[str, str], tuple[str, bool]] = {}
         self._stuck_firmware: dict[str, dict[str, str]] = {}
+        self._tampered_firmware: dict[str, set[str]] = {}
+        self._secure_boot_off: set[str] = set()
         self.calls = 0
         """Requests actually executed (not deduplicated) — tests check idempotence with it."""
 
@@ -68,6 +70,21 @@ class SimDriver(base.Driver):
         """Make flashing ``component`` on ``node`` silently leave ``version`` running (a bad flash)."""
         self.region.node(node)
         self._stuck_firmware.setdefault(node, {})[component] = version
+
+    def tamper_firmware(self, node: str, component: str) -> None:
+        """Make ``component`` on ``node`` run an image other than the published one (same version string)."""
+        self.region.node(node)
+        self._tampered_firmware.setdefault(node, set()).add(component)
+
+    def disable_secure_boot(self, node: str) -> None:
+        """Make ``node`` boot with UEFI Secure Boot off (as its Redfish SecureBoot resource would say)."""
+        self.region.node(node)
+        self._secure_boot_off.add(node)
+
+    @staticmethod
+    def firmware_image(component: str, version: str) -> bytes:
+        """The twin's firmware image of ``component`` at ``version`` (what a vendor would ship)."""
+        return f"velyrix-twin-firmware/{component}/{version}".encode()
 
     def fail_next(self, kind: str, node: str, error: str = "simulated failure", *, retryable: bool = True) -> None:
         """Make the next ``kind`` request (``provision``, ``inspect``...) on ``node`` fail with ``error``."""
@@ -146,7 +163,18 @@ class SimDriver(base.Driver):
             sim.firmware.update(wanted)
             sim.firmware.update(self._stuck_firmware.get(node, {}))
             sim.tenant_data = True
-            return {"image": image, "firmware": dict(sim.firmware)}
+            bad = self._tampered_firmware.get(node, set())
+            digests = {
+                c: hashlib.sha256(self.firmware_image(c, v) + (b"/tampered" if c in bad else b"")).hexdigest()
+                for c, v in sim.firmware.items()
+            }
+            secure_boot = {"enabled": node not in self._secure_boot_off, "mode": "DeployedMode"}
+            return {
+                "image": image,
+                "firmware": dict(sim.firmware),
+                "firmware_sha256": digests,
+                "secure_boot": secure_boot,
+            }
 
         return self._submit("provision", node, request_id, self.delays.provision_s, effect)
 
@@ -222,12 +250,47 @@ class SimDriver(base.Driver):
     def sanitize(self, node: str, *, request_id: str) -> base.Operation:
         def effect() -> dict[str, Any]:
             sim = self.region.node(node)
+            held = sim.tenant_data
             sim.image, sim.networks, sim.mounts, sim.tenant_data, sim.load_pct = None, None, [], False, 0.0
             sim.powered = True
             digest = hashlib.sha256(f"{node}/{request_id}".encode()).hexdigest()[:16]
-            return {"certificate": f"nist-800-88-purge-{digest}", "method": "NVMe format --ses=1 (crypto erase)"}
+            media = [
+                {
+                    "type": "NVMe SSD",
+                    "name": d.name,
+                    "serial": d.serial,
+                    "capacity_tb": d.capacity_tb,
+                    "technique": "cryptographic erase",
+                    "command": f"nvme format /dev/{d.name} --ses=2",  # SES 2: cryptographic erase (NVMe base spec)
+                }
+                for d in sim.nvme
+            ] + [
+                {"type": "GPU memory (HBM)", "name": f"gpu{g.index}", "serial": g.serial, "technique": "overwrite"}
+                for g in sim.gpus
+            ]
+            return {
+                "certificate": f"nist-800-88-purge-{digest}",
+                "method": "purge",
+                "media": media,
+                "tool": "velyrix twin sanitize (nvme-cli format semantics)",
+                "verification": {
+                    "method": "full: every medium read back after the erase",
+                    "passed": not sim.tenant_data,
+                    "held_tenant_data": held,
+                },
+            }
 
         return self._submit("sanitize", node, request_id, self.delays.sanitize_s, effect)
+
+    def sanitize_volume(self, volume_id: str, tier: str, size_tb: float) -> dict[str, Any]:
+        """The twin keeps no volume contents: it reports the purge a storage tier performs."""
+        return {
+            "method": "purge",
+            "media": [{"type": f"{tier} volume", "name": volume_id, "capacity_tb": size_tb}],
+            "technique": "cryptographic erase: the volume's data key destroyed, its extents deallocated",
+            "tool": "velyrix twin storage",
+            "verification": {"method": "full: the volume no longer exists on the tier", "passed": True},
+        }
 
     # --- measurements ---------------------------------------------------------------------------
 

@@ -1,6 +1,7 @@
-"""Evidence: the audit log's Merkle tree (head; leaves with the inner nodes they complete) and its signed
-checkpoints. The leaf and checkpoint tables are append-only by trigger; the head's tree size may only
-grow. Audit events written before this revision become the first leaves, in id (creation) order.
+"""Evidence: the audit log's Merkle tree (head; leaves with the inner nodes they complete), its signed
+checkpoints, and signed sanitization certificates (NIST SP 800-88). The leaf, checkpoint and certificate
+tables are append-only by trigger; the head's tree size may only grow. Audit events written before this
+revision become the first leaves, in id (creation) order.
 
 Revision ID: 0006
 Revises: 0005
@@ -17,7 +18,7 @@ down_revision = "0005"
 branch_labels = None
 depends_on = None
 
-APPEND_ONLY = ("audit_leaves", "audit_checkpoints")
+APPEND_ONLY = ("audit_leaves", "audit_checkpoints", "sanitization_certificates")
 
 _PG_APPEND_ONLY = """
 CREATE OR REPLACE FUNCTION velyrix_evidence_append_only() RETURNS trigger AS $$
@@ -65,6 +66,20 @@ def upgrade() -> None:
     )
     with op.batch_alter_table("audit_checkpoints", schema=None) as batch_op:
         batch_op.create_index(batch_op.f("ix_audit_checkpoints_tree_size"), ["tree_size"], unique=False)
+    op.create_table(
+        "sanitization_certificates",
+        sa.Column("id", sa.String(length=32), nullable=False),
+        sa.Column("tenant_id", sa.String(length=32), nullable=False),
+        sa.Column("cluster_id", sa.String(length=32), nullable=False),
+        sa.Column("subject_kind", sa.String(length=16), nullable=False),
+        sa.Column("subject", sa.String(length=200), nullable=False),
+        sa.Column("created_at", sa.DateTime(timezone=True), nullable=False),
+        sa.Column("document", sa.JSON(), nullable=False),
+        sa.PrimaryKeyConstraint("id"),
+    )
+    with op.batch_alter_table("sanitization_certificates", schema=None) as batch_op:
+        batch_op.create_index(batch_op.f("ix_sanitization_certificates_tenant_id"), ["tenant_id"], unique=False)
+        batch_op.create_index(batch_op.f("ix_sanitization_certificates_cluster_id"), ["cluster_id"], unique=False)
     _backfill()
     _triggers()
 
@@ -124,5 +139,5 @@ def downgrade() -> None:
         op.execute("DROP FUNCTION IF EXISTS velyrix_audit_log_head_grows()")
     with op.batch_alter_table("audit_checkpoints", schema=None) as batch_op:
         batch_op.drop_index(batch_op.f("ix_audit_checkpoints_tree_size"))
-    for table in ("audit_checkpoints", "audit_leaves", "audit_log_head"):
+    for table in ("sanitization_certificates", "audit_checkpoints", "audit_leaves", "audit_log_head"):
         op.drop_table(table)

@@ -1,0 +1,1 @@
+"""Evidence a tenant can verify offline: signed sanitization certificates (``sanitization``)."""
