@@ -32,3 +32,8 @@ if [ ! -f "$stamp" ] || [ "$(cat "$stamp")" != "$digest" ]; then
   .venv/bin/pip install -q -e '.[dev]'
   echo "$digest" > "$stamp"
 fi
+
+# npm packages of the tests (package-lock.json pins them): the OpenID provider of tests/identity
+if command -v npm >/dev/null && [ ! -d tests/identity/oidc/node_modules ]; then
+  (cd tests/identity/oidc && npm ci --no-audit --no-fund --silent)
+fi

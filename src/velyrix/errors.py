@@ -264,3 +264,17 @@ class BusyError(VelyrixError):
     http_status = 503
     user_error = False
     template = "{what} changed concurrently; retry the request"
+
+
+class IdentityError(VelyrixError):
+    """A login, session, second factor or identity provider's answer was refused. ``reason`` makes the
+    stable code (``identity_<reason>``, e.g. ``identity_token_expired``, ``identity_csrf_failed``)."""
+
+    code = "identity_refused"
+    http_status = 401
+    template = "{message}"
+
+    def __init__(self, message: str, *, reason: str, status: int = 401, hint: str | None = None, **fields: Any):
+        super().__init__(message, hint=hint, reason=reason, **fields)
+        self.code = f"identity_{reason}"  # type: ignore[misc]
+        self.http_status = status  # type: ignore[misc]

@@ -65,12 +65,16 @@ class ClientSettings:
     """Bearer API key (``vlx_...``); overrides the stored login when set with ``endpoint``."""
     debug: bool = field(default_factory=lambda: _env("VELYRIX_DEBUG", "") == "1")
     """Show tracebacks (like ``--debug``)."""
+    ca_bundle: str = field(default_factory=lambda: _env("VELYRIX_CA_BUNDLE", ""))
+    """PEM file of the CA that signed the control plane's TLS certificate; empty: the system's trust store."""
 
 
 @dataclass(frozen=True)
 class AgentSettings:
     node_token: str = field(default_factory=lambda: _env("VELYRIX_NODE_TOKEN", ""))
     """The node agent's credential (``vlxn_...``) when ``--node-token`` is not given."""
+    ca_bundle: str = field(default_factory=lambda: _env("VELYRIX_CA_BUNDLE", ""))
+    """PEM file of the CA the control plane's TLS certificate chains to, when ``--ca-bundle`` is not given."""
 
 
 @dataclass(frozen=True)
@@ -84,6 +88,18 @@ class PostgresHarnessSettings:
 
 
 @dataclass(frozen=True)
+class NocSettings:
+    sweep_s: float = field(default_factory=lambda: float(_env("VELYRIX_NOC_SWEEP_S", "30")))
+    """Seconds between escalation sweeps of ``velyrix server`` (0: no sweeps)."""
+    smtp_host: str = field(default_factory=lambda: _env("VELYRIX_SMTP_HOST", "127.0.0.1"))
+    """SMTP server that email pages go through."""
+    smtp_port: int = field(default_factory=lambda: int(_env("VELYRIX_SMTP_PORT", "25")))
+    """Its TCP port."""
+    pagerduty_routing_key: str = field(default_factory=lambda: _env("VELYRIX_PAGERDUTY_ROUTING_KEY", "velyrix"))
+    """``routing_key`` of the PagerDuty Events v2 pages."""
+
+
+@dataclass(frozen=True)
 class Settings:
     paths: PathSettings = field(default_factory=PathSettings)
     database: DatabaseSettings = field(default_factory=DatabaseSettings)
@@ -92,6 +108,7 @@ class Settings:
     client: ClientSettings = field(default_factory=ClientSettings)
     agent: AgentSettings = field(default_factory=AgentSettings)
     postgres_harness: PostgresHarnessSettings = field(default_factory=PostgresHarnessSettings)
+    noc: NocSettings = field(default_factory=NocSettings)
 
     def database_url(self) -> str:
         """The effective database URL (the SQLite default when none is configured)."""

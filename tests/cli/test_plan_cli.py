@@ -53,7 +53,7 @@ def test_help_is_useful(velyrix) -> None:
 
 def test_console_script_exit_code_and_no_traceback(tmp_path) -> None:
     bad = tmp_path / "bad.tf"
-    bad.write_text('provider "velyrix" { region = "us-east-1" }\nresource "velyrix_cluster" "x" {\n  name = 1\n}\n')
+    bad.write_text('provider "velyrix" { region = "us-east-1" }\nresource "velyrix_cluster" "x" {\n  name = [1]\n}\n')
     proc = subprocess.run(
         [sys.executable, "-m", "velyrix.cli.main", "plan", str(bad)], capture_output=True, text=True, cwd=ROOT
     )

@@ -8,6 +8,7 @@ scope -> 403; a role with it -> 2xx on its own objects; a tenant key on another 
 
 from __future__ import annotations
 
+import itertools
 import re
 from typing import Any
 
@@ -15,11 +16,18 @@ import pytest
 from fastapi.routing import APIRoute
 
 from tests.controlplane.conftest import PROVIDER_ROLES, TENANT_ROLES, World, auth, cluster_body, unique
-from velyrix.controlplane.api.app import ROUTERS
 from velyrix.controlplane.auth import keys, roles
+from velyrix.ops.service import ROUTERS
 
 ROUTES = [r for router in ROUTERS for r in router.routes if isinstance(r, APIRoute) and r.path.startswith("/v1")]
 BAD_KEYS = ("none", "malformed", "unknown", "revoked", "expired")
+_MONTH_COUNT = itertools.count()
+
+
+def fresh_month() -> str:
+    """A billing month not used before in this run (a month closes once; one invoice per tenant and month)."""
+    n = next(_MONTH_COUNT)
+    return f"{2030 + n // 12}-{n % 12 + 1:02d}"
 
 
 def required_scope(route: APIRoute) -> str:
@@ -41,9 +49,33 @@ def body_for(route: APIRoute, world: World, principal_role: str, cluster_name: s
         "volumes.create": {"name": unique("v"), "region": "us-east-1", "tier": "object", "size_tb": 5},
         "volumes.update": {"size_tb": 50},
         "clusters.destroy": {"delete_volumes": False},
+        "api_keys.rotate": {"grace_s": 0},
+        "identity_providers.create": {
+            "name": unique("idp"),
+            "kind": "oidc",
+            "issuer": "https://i.example",
+            "client_id": "c",
+        },
         "sim.faults": {"node": "use1-h200-su00-n00", "kind": "xid", "xid": 79, "gpu": 0},
         "nodes.report": {"hostname": "gpu-0", "collected_at_s": 1.0, "up": True, "problems": [], "sample": {}},
+        "incidents.act": {"action": "note", "text": "investigating"},
+        "contracts.set": {"hcl": 'contract "gold" {\n  availability_target_percent = 99.95\n}\n'},
+        "alerts.alertmanager": {
+            "version": "4",
+            "groupKey": unique('{}:{alertname="GpuXid"}'),
+            "status": "firing",
+            "alerts": [{"status": "firing", "labels": {"alertname": "GpuXid"}, "fingerprint": "f00d"}],
+        },
     }
+    if route.name == "billing_months.close":
+        return {"month": fresh_month()}
+    if route.name == "maintenance_windows.create":
+        return {
+            "cluster_id": world.cluster(world.a),
+            "starts_at": "2026-12-20T00:00:00Z",
+            "ends_at": "2026-12-20T02:00:00Z",
+            "label": "fabric firmware",
+        }
     if route.body_field is None:
         return None
     assert route.name in samples, f"add a sample body for the new route {route.name}"
@@ -81,10 +113,58 @@ def path_for(route: APIRoute, world: World, owner: Any, principal_role: str) -> 
             from velyrix.controlplane.db import models
 
             obj = s.get(models.Node, world.node(owner, world.cluster(owner))).name
+    elif param in ("incident_id", "invoice_id", "credit_note_id"):
+        obj = billing_object(world, owner, param)
+    elif param == "provider_id":
+        from velyrix.controlplane.db.models_identity import IdentityProvider
+
+        with world.session() as s:
+            idp = IdentityProvider(
+                tenant_id=owner.tenant_id, name=unique("idp"), kind="oidc", issuer="https://i.example"
+            )
+            s.add(idp)
+            s.commit()
+            obj = idp.id
     else:
         raise AssertionError(f"add a path parameter resolver for {param} ({route.name})")
     seed_for(route, world, obj, owner)
     return route.path.replace("{" + param + "}", obj), obj, name
+
+
+def billing_object(world: World, owner: Any, param: str) -> str:
+    """A fresh incident, invoice or credit note of ``owner`` straight in the database."""
+    from velyrix.controlplane.db import health_tables, models_noc
+
+    with world.session() as s:
+        if param == "incident_id":
+            obj: Any = health_tables.Incident(
+                number=unique("INC"), key=unique("k"), priority="P2", title="t", tenant_id=owner.tenant_id, nodes=[]
+            )
+        elif param == "invoice_id":
+            obj = models_noc.Invoice(
+                tenant_id=owner.tenant_id,
+                number=unique("INV"),
+                month=fresh_month(),
+                lines=[],
+                credits=[],
+                subtotal="0",
+                credits_applied="0",
+                total="0",
+            )
+        else:
+            obj = models_noc.CreditNote(
+                tenant_id=owner.tenant_id,
+                number=unique("CN"),
+                month="2026-11",
+                cluster_id="clu_x",
+                amount="1.00",
+                remaining="1.00",
+                applications=[],
+                evidence={},
+            )
+        s.add(obj)
+        s.commit()
+        return str(obj.id)
 
 
 def seed_for(route: APIRoute, world: World, obj: str, owner: Any) -> None:
@@ -219,7 +299,10 @@ def test_lists_of_each_tenant_hold_only_its_objects(client: Any, world: World) -
         world.cluster(tenant)
         world.volume(tenant)
         world.node(tenant)
-    for path in ("/v1/clusters", "/v1/volumes", "/v1/nodes", "/v1/api-keys", "/v1/tenants", "/v1/audit-events"):
+        for param in ("incident_id", "invoice_id", "credit_note_id"):
+            billing_object(world, tenant, param)
+    lists = ("/v1/clusters", "/v1/volumes", "/v1/nodes", "/v1/api-keys", "/v1/tenants", "/v1/audit-events")
+    for path in (*lists, "/v1/incidents", "/v1/invoices", "/v1/credit-notes"):
         for me, other in ((world.a, world.b), (world.b, world.a)):
             items = client.get(path, headers=auth(me.keys["owner"]), params={"limit": 200}).json()["items"]
             assert items, path

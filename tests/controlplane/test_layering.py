@@ -7,7 +7,7 @@ import ast
 import importlib
 from pathlib import Path
 
-from velyrix.controlplane.api.app import ROUTERS
+from velyrix.ops.service import ROUTERS
 
 
 def test_route_modules_never_import_sqlalchemy_or_touch_the_session() -> None:

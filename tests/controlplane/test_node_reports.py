@@ -1,6 +1,7 @@
 """Node agents' credentials and reports on SQLite and PostgreSQL: the token is shown once and only its hash
 kept, it reports for its own node only and opens nothing else, rotation revokes it, bad verdicts answer 422,
-and a reported QUARANTINE with an RMA criterion moves the node (recorded) and files the RMA."""
+and evidence of an RMA criterion (XID 64) moves the node (recorded) and files the RMA: the server judges the
+evidence, the agent's verdict is a typed claim beside it."""
 
 from __future__ import annotations
 
@@ -10,11 +11,17 @@ from tests.controlplane.conftest import World, auth, unique
 from velyrix.controlplane.auth import keys
 
 
-def report(hostname: str, action: int | None = None, level: int = 0, summary: str = "") -> dict[str, Any]:
-    sample: dict[str, Any] = {"hostname": hostname, "gpus": []}
-    if action is not None:
-        sample |= {"health_level": level, "health_action": action, "health_summary": summary}
-    return {"hostname": hostname, "collected_at_s": 1000.0, "up": True, "problems": [], "sample": sample}
+def report(
+    hostname: str, verdict: dict[str, Any] | None = None, xids: list[tuple[int, float, int]] = ()
+) -> dict[str, Any]:
+    """A report whose evidence holds 8 clean GPUs plus ``xids`` as (gpu, t_s, code), and the claimed ``verdict``."""
+    gpus = [{"index": i, "uuid": f"GPU-{i}", "xid_events": [[t, c] for g, t, c in xids if g == i]} for i in range(8)]
+    sample: dict[str, Any] = {"hostname": hostname, "gpus": gpus}
+    body = {"hostname": hostname, "collected_at_s": 1000.0, "up": True, "problems": [], "sample": sample}
+    return body | ({"verdict": verdict} if verdict is not None else {})
+
+
+HEALTHY = {"level": "ok", "action": "IGNORE", "reasons": []}
 
 
 def register(client: Any, world: World, **extra: Any) -> dict[str, Any]:
@@ -49,7 +56,7 @@ def test_registered_node_starts_burn_in_and_gets_its_token_once(client: Any, wor
 def test_node_token_reports_for_its_own_node_only_and_reads_nothing(client: Any, world: World) -> None:
     mine, other = register(client, world), register(client, world)
     token = mine["node_token"]
-    ok = client.post(f"/v1/nodes/{mine['name']}/reports", json=report(mine["name"], 0), headers=auth(token))
+    ok = client.post(f"/v1/nodes/{mine['name']}/reports", json=report(mine["name"], HEALTHY), headers=auth(token))
     assert ok.status_code == 200, ok.text
     assert ok.json()["health_action"] == "IGNORE" and ok.json()["reports"] == 1
     theirs = client.post(f"/v1/nodes/{other['name']}/reports", json=report(other["name"]), headers=auth(token))
@@ -62,9 +69,12 @@ def test_node_token_reports_for_its_own_node_only_and_reads_nothing(client: Any,
     assert operator.status_code == 403  # an API key is no node credential
     mismatch = client.post(f"/v1/nodes/{mine['name']}/reports", json=report(other["name"]), headers=auth(token))
     assert mismatch.status_code == 422 and mismatch.json()["code"] == "invalid_input"
-    bad = report(mine["name"], 9, 1, "x")
+    bad = report(mine["name"], {"level": "warn", "action": "QUARANTIN", "reasons": []})
     wrong = client.post(f"/v1/nodes/{mine['name']}/reports", json=bad, headers=auth(token))
-    assert wrong.status_code == 422 and "0 IGNORE .. 7 RMA" in wrong.json()["hint"]
+    assert wrong.status_code == 422 and "QUARANTINE" in wrong.text  # the closest valid rung is named
+    reason = {"key": "xid:64:gpu3", "source": "xid", "message": "", "level": "fatal", "action": "QUARANTINE"}
+    empty = report(mine["name"], {"level": "fatal", "action": "QUARANTINE", "reasons": [reason]})
+    assert client.post(f"/v1/nodes/{mine['name']}/reports", json=empty, headers=auth(token)).status_code == 422
     forged = token[:-1] + ("A" if token[-1] != "A" else "B")
     assert (
         client.post(f"/v1/nodes/{mine['name']}/reports", json=report(mine["name"]), headers=auth(forged)).status_code
@@ -79,7 +89,7 @@ def test_rotation_revokes_the_old_token_on_its_next_request(client: Any, world: 
     rotated = client.post(f"/v1/nodes/{node['id']}/credentials", headers=auth(world.provider["operator"]))
     assert rotated.status_code == 201 and rotated.json()["prefix"] == rotated.json()["node_token"][:13]
     new = rotated.json()["node_token"]
-    body = report(node["name"], 0)
+    body = report(node["name"], HEALTHY)
     assert client.post(f"/v1/nodes/{node['name']}/reports", json=body, headers=auth(old)).status_code == 401
     assert client.post(f"/v1/nodes/{node['name']}/reports", json=body, headers=auth(new)).status_code == 200
 
@@ -90,7 +100,7 @@ def test_tenant_reads_the_last_report_of_its_node(client: Any, world: World) -> 
     for n in (1, 2):
         resp = client.post(
             f"/v1/nodes/{rotated['hostname']}/reports",
-            json=report(rotated["hostname"], 0),
+            json=report(rotated["hostname"], HEALTHY),
             headers=auth(rotated["node_token"]),
         )
         assert resp.json()["reports"] == n
@@ -107,11 +117,14 @@ def test_reported_rma_criterion_quarantines_the_node_and_files_the_rma(client: A
         row = s.get(models.Node, node["id"])
         row.fleet_stage, row.provisioning_state, row.hardware = "production", "available", {"serial": "SN-77"}
         s.commit()
-    summary = "xid:64:gpu3: XID 64 INFOROM_DRAM_RETIREMENT_FAILURE: Row remap failed"
-    body = report(node["name"], 6, 3, summary)
+    body = report(node["name"], HEALTHY, xids=[(3, 990.0, 64)])  # the agent claims healthy: not believed
     first = client.post(f"/v1/nodes/{node['name']}/reports", json=body, headers=auth(node["node_token"]))
     assert first.status_code == 200, first.text
     assert first.json()["actions"] == [f"drain {node['name']}", f"quarantine {node['name']}", f"rma {node['name']}"]
+    assert first.json()["health_action"] == "QUARANTINE" and first.json()["agent_action"] == "IGNORE"
+    events = client.get(f"/v1/nodes/{node['id']}/events", headers=auth(world.provider["operator"])).json()["items"]
+    assert [e["reason"] for e in events] == ["AgentDisagrees", "HealthAction"]
+    assert "claims IGNORE" in events[0]["message"] and events[0]["server_action"] == "QUARANTINE"
     again = client.post(f"/v1/nodes/{node['name']}/reports", json=body, headers=auth(node["node_token"]))
     assert again.json()["actions"] == []  # nothing left to do: no second RMA
     got = client.get(f"/v1/nodes/{node['id']}", headers=auth(world.provider["operator"])).json()
@@ -150,14 +163,14 @@ def test_report_that_loses_a_race_answers_503_busy_and_keeps_nothing(client: Any
 
     node = register(client, world)
 
-    def racing(session: Any, row: Any, verdict: Any, previous: Any) -> list[str]:
+    def racing(session: Any, row: Any, judgement: Any) -> list[str]:
         raise orm.exc.StaleDataError("UPDATE statement on table 'cluster_work' expected to update 1 row(s); 0 were")
 
     app.app.state.report_handler, saved = racing, app.app.state.report_handler
     try:
         resp = client.post(
             f"/v1/nodes/{node['name']}/reports",
-            json=report(node["name"], 6, 3, "xid:64:gpu0: x"),
+            json=report(node["name"], None, xids=[(0, 990.0, 64)]),
             headers=auth(node["node_token"]),
         )
     finally:

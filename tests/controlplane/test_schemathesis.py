@@ -18,8 +18,8 @@ from schemathesis.generation.modes import GenerationMode
 from schemathesis.specs.openapi.checks import negative_data_rejection, positive_data_acceptance
 
 from tests.controlplane.conftest import World, auth
-from velyrix.controlplane.api.app import ROUTERS
 from velyrix.controlplane.auth import roles
+from velyrix.ops.service import ROUTERS
 
 EXAMPLES_PER_OPERATION = 50
 OPERATIONS = [

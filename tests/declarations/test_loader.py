@@ -32,9 +32,12 @@ def test_variable_defaults_and_interpolation() -> None:
 
 
 def test_cli_var_overrides_default_with_declared_type() -> None:
-    (cluster,) = loader.load(EXAMPLES / "small-h100-k8s.tf", variables={"node_count": "8", "team": "42"}).clusters
+    (cluster,) = loader.load(EXAMPLES / "small-h100-k8s.tf", variables={"node_count": "8", "team": "t42"}).clusters
     assert cluster.node_count == 8
-    assert cluster.name == "42-finetune"  # a string variable stays a string
+    assert cluster.name == "t42-finetune"
+    with pytest.raises(errors.SpecError) as caught:  # a string variable stays a string: "42", not 42.0
+        loader.load(EXAMPLES / "small-h100-k8s.tf", variables={"team": "42"})
+    assert "'name' = \"42-finetune\" must be" in caught.value.message  # the API's rule: a name starts with a letter
 
 
 def test_var_file_sets_values(tmp_path: Path) -> None:

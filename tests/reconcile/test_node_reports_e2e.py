@@ -27,6 +27,7 @@ from velyrix.controlplane.db import models
 from velyrix.controlplane.reconcile import phases
 from velyrix.controlplane.reconcile.runtime import FleetRuntime
 from velyrix.health.drains import InMemorySeam
+from velyrix.ops import twin_agents
 from velyrix.ops.service import create_app
 from velyrix.testing.postgres import free_port
 
@@ -44,8 +45,8 @@ class Up:
     """What ``velyrix up`` runs (app of ``velyrix.ops.service``, twin runtime, reconcile thread), served by a
     real uvicorn on a free loopback port."""
 
-    def __init__(self, db_url: str, twin_nodes: int) -> None:
-        self.app = create_app(db_url)
+    def __init__(self, db_url: str, twin_nodes: int, agent_interval_s: float = 0.0) -> None:
+        self.app = twin_agents.install(create_app(db_url))
         self.runtime = FleetRuntime.twin(
             self.app.state.sessionmaker,
             "us-east-1",
@@ -74,8 +75,17 @@ class Up:
             time.sleep(0.02)
         self.runtime.start()
         self.http = httpx.Client(base_url=self.url, timeout=10)
+        self.agents: twin_agents.TwinAgents | None = None
+        if agent_interval_s > 0:  # what `velyrix up` runs: one agent per twin node, reporting over HTTP
+            assert self.runtime.sim is not None
+            self.agents = twin_agents.TwinAgents(
+                self.app.state.sessionmaker, self.runtime.sim, self.url, interval_s=agent_interval_s
+            )
+            self.agents.start()
 
     def stop(self) -> None:
+        if self.agents is not None:
+            self.agents.stop()
         self.http.close()
         self.runtime.stop()
         self.server.should_exit = True
@@ -182,9 +192,12 @@ def test_fatal_xid_reported_by_the_agent_quarantines_replaces_and_opens_an_incid
     assert f"quarantine {second}" in answer["actions"]
     (incident_line,) = [a for a in answer["actions"] if a.startswith("incident ")]
     incidents = up.http.get("/v1/incidents", headers=up.operator).json()["items"]
-    assert [i["number"] for i in incidents] == [incident_line.split()[1]]
-    assert incidents[0]["cluster_id"] == cid and incidents[0]["nodes"] == [second]
-    assert incidents[0]["priority"] == "P1"  # 1 of 8 nodes lost without replacement: more than 10%
+    assert [i["number"] for i in incidents] == [incident_line.split()[1]]  # one incident per cluster
+    assert incidents[0]["cluster_id"] == cid and incidents[0]["nodes"] == [first, second]
+    assert incidents[0]["priority"] == "P1"  # a fatal XID hit the tenant's job
+    assert incidents[0]["title"] == (
+        f"cluster train: 2 of 8 nodes failed ({first}, {second}); 1 replaced from spares, 1 without a hgx-h200-8g spare"
+    )  # the counts come from the database, not from the last event
     tenant_view = up.http.get("/v1/incidents", headers=up.tenant).json()["items"]
     assert [i["id"] for i in tenant_view] == [incidents[0]["id"]]  # the tenant sees its cluster's incident
     events = up.http.get(f"/v1/clusters/{cid}", headers=up.tenant).json()["status"]["events"]

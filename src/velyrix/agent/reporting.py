@@ -2,8 +2,11 @@
 
 Wire contract (the control plane implements the other side):
 ``POST {control_plane}/v1/nodes/{hostname}/reports`` with ``Authorization: Bearer <node token>`` and a
-JSON body ``{"hostname", "collected_at_s", "up", "problems", "sample"}`` (``sample`` is
-``NodeSample.to_dict()``); any 2xx means accepted. Temporary failures (connection errors, timeouts,
+JSON body ``{"hostname", "collected_at_s", "up", "problems", "sample", "verdict"}``: ``sample`` is
+``NodeSample.to_dict()``, the evidence (counters, XID events with their times); ``verdict`` is the agent's
+whole verdict (``Verdict.to_dict()``, every reason typed) or null. The control plane re-evaluates the
+evidence itself and acts on its own verdict (the agent's is a claim it records). Any 2xx means accepted.
+Temporary failures (connection errors, timeouts,
 429, 5xx) are retried with exponential backoff (``Retry-After`` honoured up to ``max_backoff_s``);
 other 4xx answers are permanent and raise at once. The token is never logged.
 """
@@ -11,6 +14,7 @@ other 4xx answers are permanent and raise at once. The token is never logged.
 from __future__ import annotations
 
 import logging
+import ssl
 import time
 from typing import Any
 
@@ -27,7 +31,8 @@ RETRY_STATUS = frozenset({408, 425, 429, 500, 502, 503, 504})
 class Reporter:
     """Small HTTP client for node reports.
 
-    ``url``: control-plane base URL; ``node_token``: this node's credential; ``attempts``: tries per
+    ``url``: control-plane base URL (``https://`` for TLS, verified against the system's CAs or the PEM
+    ``ca_bundle``); ``node_token``: this node's credential; ``attempts``: tries per
     report (>= 1); ``backoff_s``: first retry delay, doubled each time, capped at ``max_backoff_s``.
     """
 
@@ -41,6 +46,7 @@ class Reporter:
         max_backoff_s: float = 10.0,
         timeout_s: float = 5.0,
         client: httpx.Client | None = None,
+        ca_bundle: str | None = None,
     ):
         if not url.startswith(("http://", "https://")):
             raise errors.InvalidInputError(
@@ -55,7 +61,9 @@ class Reporter:
         self.attempts = max(1, attempts)
         self.backoff_s = backoff_s
         self.max_backoff_s = max_backoff_s
-        self.client = client or httpx.Client(timeout=timeout_s)
+        # https URLs: the server's certificate is checked against the system's CAs, or ``ca_bundle`` (PEM)
+        verify = ssl.create_default_context(cafile=ca_bundle) if ca_bundle else ssl.create_default_context()
+        self.client = client or httpx.Client(timeout=timeout_s, verify=verify)
         self._headers = {"Authorization": f"Bearer {node_token}", "User-Agent": "velyrix-agent"}
 
     def payload(self, sample: NodeSample) -> dict[str, Any]:
@@ -66,6 +74,7 @@ class Reporter:
             "up": sample.up,
             "problems": sample.problems,
             "sample": sample.to_dict(),
+            "verdict": sample.health_verdict,
         }
 
     def report(self, sample: NodeSample) -> dict[str, Any]:

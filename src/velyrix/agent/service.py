@@ -99,7 +99,8 @@ class MetricsSource:
 
 def stamp_health(latest: Callable[[], object | None]) -> Callable[[NodeSample], None]:
     """An ``after_collect`` hook writing the latest health verdict (``velyrix.health.engine.Verdict``, from
-    ``latest()``) on samples of its node: ``health_level``, ``health_action``, ``health_summary``."""
+    ``latest()``) on samples of its node: ``health_level``, ``health_action``, ``health_summary``
+    and the whole verdict (``health_verdict``)."""
 
     def stamp(sample: NodeSample) -> None:
         verdict = latest()
@@ -108,6 +109,7 @@ def stamp_health(latest: Callable[[], object | None]) -> Callable[[NodeSample], 
         sample.health_level = int(verdict.level)  # type: ignore[attr-defined]
         sample.health_action = int(verdict.action)  # type: ignore[attr-defined]
         sample.health_summary = verdict.summary()  # type: ignore[attr-defined]
+        sample.health_verdict = verdict.to_dict()  # type: ignore[attr-defined]
 
     return stamp
 

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 from typing import Any
 
+from velyrix.cli import common
+
 
 def render_report(con: Any, signed: dict[str, Any], max_nodes: int = 12) -> None:
     """Acceptance report as tables: per-test summary over nodes, worst nodes, cluster tests, replacements."""
@@ -48,7 +50,7 @@ def render_report(con: Any, signed: dict[str, Any], max_nodes: int = 12) -> None
         nodes.add_row(
             node["name"],
             str(node["su"]),
-            str(node["serial"]),
+            common.safe(node["serial"]),
             str(len(node["gpu_uuids"])),
             closest,
             "yes" if node["passed"] else "[red]no[/]",
@@ -77,7 +79,7 @@ def render_report(con: Any, signed: dict[str, Any], max_nodes: int = 12) -> None
                 r["failed"],
                 str(r["replacement"]),
                 r["phase"],
-                r["reason"].split(";")[0][:100],
+                common.safe(r["reason"].split(";")[0][:100]),
                 r.get("sanitize_certificate", "after delivery"),
             )
         con.print(rt)

@@ -21,6 +21,9 @@ Examples:
   velyrix agent --collector sim --port 9402 --once
 
   velyrix agent --control-plane https://velyrix.example.com --node-token "$TOKEN"
+
+  velyrix agent --collector twin --hostname use1-h200-su00-n03 --control-plane http://127.0.0.1:8600 \
+--node-token "$TOKEN"   (a node of a running `velyrix up`)
 """
 
 
@@ -36,7 +39,12 @@ def register(app: typer.Typer) -> None:
 
 def agent(
     ctx: typer.Context,
-    collector: str = typer.Option("nvml", "--collector", help="Where GPU readings come from: nvml or sim."),
+    collector: str = typer.Option(
+        "nvml",
+        "--collector",
+        help="Where GPU readings come from: nvml, sim (a one-node twin of its own) or twin (--hostname of a "
+        "running `velyrix up`, read through its API with --node-token).",
+    ),
     listen: str = typer.Option("0.0.0.0", "--listen", help="Address to serve /metrics on."),
     port: int = typer.Option(9402, "--port", help="Port to serve /metrics on (0 picks a free one)."),
     job_map_dir: Path | None = typer.Option(
@@ -59,6 +67,9 @@ def agent(
     ),
     node_token: str | None = typer.Option(
         None, "--node-token", metavar="T", help="This node's credential (or env VELYRIX_NODE_TOKEN)."
+    ),
+    ca_bundle: str | None = typer.Option(
+        None, "--ca-bundle", metavar="PEM", help="CA file that signed an https control plane's certificate."
     ),
     report_interval_s: float = typer.Option(30.0, "--report-interval", help="Seconds between reports."),
     sim_region: str = typer.Option("us-east-1", "--sim-region", help="With --collector sim: catalog region."),
@@ -95,13 +106,26 @@ def agent(
     from velyrix.agent import service
     from velyrix.agent.collectors import base
 
-    names = ["nvml", "sim"]
+    names = ["nvml", "sim", "twin"]
     if collector not in names:
         raise errors.UnknownNameError("collector", collector, names)
     from velyrix.agent import ib_names
 
     if ib_metrics not in ib_names.IB_METRICS_MODES:
         raise errors.UnknownNameError("InfiniBand metric naming", ib_metrics, ib_names.IB_METRICS_MODES)
+    if collector == "twin":
+        from velyrix.cli import agent_twin
+
+        agent_twin.run(
+            hostname=hostname,
+            control_plane=control_plane,
+            node_token=node_token or os.environ.get("VELYRIX_NODE_TOKEN", ""),
+            listen=listen,
+            port=port,
+            interval_s=report_interval_s,
+            once=once,
+        )
+        return
     from velyrix.agent.collectors import dcgm
 
     prober_name = prober or ("sim" if collector == "sim" else "dcgm")
@@ -181,7 +205,12 @@ def agent(
     if control_plane:
         from velyrix.agent.reporting import Reporter
 
-        reporter = Reporter(control_plane, node_token or settings.load().agent.node_token)
+        agent_settings = settings.load().agent
+        reporter = Reporter(
+            control_plane,
+            node_token or agent_settings.node_token,
+            ca_bundle=ca_bundle or agent_settings.ca_bundle or None,
+        )
     if monitor is not None:
         threading.Thread(target=monitor.run, name="health", daemon=True).start()
     server = service.serve(source, listen, port)

@@ -77,9 +77,9 @@ def render_diff(con: Any, address: str, action: str, changes: list[tuple[str, An
     con.print(f"  {sign} [bold]{address}[/] {verb}")
     for field, old, new in changes:
         if action == "create":
-            con.print(f"      [green]+[/] {field} = {new}")
+            con.print(f"      [green]+[/] {field} = {common.safe(new)}")
         else:
-            con.print(f"      [yellow]~[/] {field}: {old} [dim]->[/] {new}")
+            con.print(f"      [yellow]~[/] {field}: {common.safe(old)} [dim]->[/] {common.safe(new)}")
 
 
 def confirm(con: Any, auto_approve: bool, what: str) -> None:
@@ -119,7 +119,7 @@ def follow(
             events = st.get("events") or []
             for ev in events[seen_events:] if seen_events else events[-3:]:
                 style = "yellow" if ev.get("type") == "Warning" else "dim"
-                bar.console.print(f"  [{style}]{event_line(ev)}[/]")
+                bar.console.print(f"  [{style}]{common.safe(event_line(ev))}[/]")
             seen_events = len(events)
             phase = st["phase"]
             done = PHASE_ORDER.index(phase) if phase in PHASE_ORDER else len(PHASE_ORDER) - 1
@@ -151,37 +151,115 @@ def reasons(cluster: dict[str, Any]) -> list[str]:
     ]
 
 
+def render_changes(con: Any, planned: list[Any]) -> None:
+    """Each planned change of ``cli.state`` as a diff, then Terraform's summary line."""
+    from velyrix.cli import state
+
+    con.print("\nVelyrix will perform the following actions:\n")
+    for change in planned:
+        if change.action == "replace":
+            con.print(f"  [red]-[/]/[green]+[/] [bold]{change.address}[/] must be replaced")
+            for f, old, new in change.fields:
+                con.print(f"      [yellow]~[/] {f}: {old} [dim]->[/] {new} [red](forces replacement)[/]")
+            continue
+        render_diff(con, change.address, "destroy" if change.action == "delete" else change.action, change.fields)
+    add, change_n, destroy_n = state.counts(planned)
+    con.print(f"\n[bold]Plan:[/] {add} to add, {change_n} to change, {destroy_n} to destroy.")
+
+
+TARGET_HELP = "Only plan/apply this resource address (repeatable), e.g. velyrix_cluster.training."
+
+
 def apply(
-    file: Path = typer.Argument(..., help="HCL file with velyrix_cluster resources.", show_default=False),
+    file: Path = typer.Argument(
+        ...,
+        help="HCL file or directory with velyrix_cluster resources, or a plan saved by plan -out.",
+        show_default=False,
+    ),
     auto_approve: bool = typer.Option(False, "-auto-approve", "--auto-approve", help="Skip the confirmation."),
     var: list[str] = typer.Option(None, "-var", "--var", metavar="NAME=VALUE", help="Set a variable (repeatable)."),
     var_file: list[Path] = typer.Option(None, "-var-file", "--var-file", metavar="FILE", help="A .tfvars file."),
     timeout_s: float = typer.Option(3600.0, "--timeout", help="Seconds to wait for the clusters to settle."),
+    target: list[str] = typer.Option(None, "-target", "--target", metavar="ADDRESS", help=TARGET_HELP),
+    refresh_only: bool = typer.Option(
+        False, "-refresh-only", "--refresh-only", help="Read the live clusters and report drift; change nothing."
+    ),
 ) -> None:
     from velyrix.cli import client as client_mod
-    from velyrix.controlplane import specs
+    from velyrix.cli import state
 
     con = common.console()
-    spec_file = _load(file, var, var_file)
+    saved = state.read_saved(file)
     client = client_mod.Client.from_login()
-    bodies = [specs.to_body(c) for c in spec_file.clusters]
-    plans = []
-    con.print("\nVelyrix will perform the following actions:\n")
-    for body in bodies:
-        live = client.find_cluster(body["name"])
-        action, changes = diff(body, live)
-        plans.append((body, live, action))
-        render_diff(con, body["address"], action, changes)
-    counts = {a: sum(1 for *_, x in plans if x == a) for a in ("create", "update")}
-    con.print(f"\n[bold]Plan:[/] {counts['create']} to add, {counts['update']} to change, 0 to destroy.")
-    if counts["create"] + counts["update"]:
+    live = state.managed(client)
+    if saved is not None:
+        if var or var_file or target:
+            from velyrix import errors
+
+            raise errors.InvalidInputError("a saved plan cannot take -var, -var-file or -target", hint="plan again")
+        state.check_saved(saved, live, client.endpoint)
+        planned = state.from_saved(saved, live)
+    else:
+        spec_file = _load(file, var, var_file)
+        if refresh_only:
+            refresh_report(con, spec_file, live, target or [])
+            return
+        planned = state.changes(spec_file, live, diff, target or [])
+    render_changes(con, planned)
+    add, change_n, destroy_n = state.counts(planned)
+    if saved is None and add + change_n + destroy_n:
         confirm(con, auto_approve, "perform these actions")
+    if not _run(client, planned, con, timeout_s):
+        raise typer.Exit(1)
+    con.print("\n[green bold]Apply complete.[/]")
+
+
+def refresh_report(con: Any, spec_file: Any, live: dict[str, dict[str, Any]], targets: list[str]) -> None:
+    """``-refresh-only``: what the control plane holds for each managed cluster and where it differs from
+    the configuration (changed outside this configuration); nothing is changed."""
+    from velyrix.cli import state
+    from velyrix.controlplane import specs
+
+    declared = {c.address: specs.to_body(c) for c in spec_file.clusters}
+    shown = 0
+    for address, cluster in sorted(live.items()):
+        if not state.matches(address, targets):
+            continue
+        shown += 1
+        st = cluster["status"]
+        con.print(f"  [bold]{address}[/] ({cluster['name']}): {st['phase']}, {cluster['node_count']} nodes")
+        body = declared.get(address)
+        if body is None:
+            con.print("      [yellow]not in the configuration[/] (velyrix apply would destroy it)")
+            continue
+        _, fields = diff(body, cluster)
+        for f, old, new in fields:
+            con.print(f"      [yellow]~[/] {f}: live {old} [dim]/ declared[/] {new}")
+        for line in reasons(cluster):
+            con.print(f"      [red]{line}[/]")
+    con.print(
+        f"\n[bold]Refresh:[/] {shown} clusters read from the control plane; nothing was changed "
+        "(the control plane is the state, so there is nothing to record)."
+    )
+
+
+def _run(client: Any, planned: list[Any], con: Any, timeout_s: float) -> bool:
+    """Carry out the planned changes in order; False when a cluster ended Failed or Degraded."""
     failed = False
-    for body, live, action in plans:
+    for change in planned:
+        if change.action in ("delete", "replace") and change.live is not None:
+            client.post(f"/v1/clusters/{change.live['id']}/destroy", {"delete_volumes": False})
+            con.print(f"\n[bold]{change.address}[/] ({change.live['id']}): destroying")
+            follow(client, change.live["id"], since_phases=0, want=("Deleted",), timeout_s=timeout_s, con=con)
+            con.print(f"[green]{change.live['name']}: destroyed[/] (volumes kept)")
+        if change.action == "delete":
+            continue
+        body, live = change.body, change.live
+        action = "create" if change.action == "replace" else change.action
         before = 0 if action == "create" or live is None else len(live["status"].get("phase_history") or [])
         cluster: dict[str, Any] | None = client.apply_cluster(body) if action != "noop" else live
         assert cluster is not None
-        con.print(f"\n[bold]{body['address']}[/] ({cluster['id']}):")
+        con.print(f"\n[bold]{change.address}[/] ({cluster['id']}):")
         cluster = follow(
             client,
             cluster["id"],
@@ -197,10 +275,8 @@ def apply(
             failed = True
             con.print(f"[red]{body['name']}: {phase}[/]")
             for line in reasons(cluster):
-                con.print(f"  [red]{line}[/]")
-    if failed:
-        raise typer.Exit(1)
-    con.print("\n[green bold]Apply complete.[/]")
+                con.print(f"  [red]{common.safe(line)}[/]")
+    return not failed
 
 
 def destroy(
@@ -210,16 +286,20 @@ def destroy(
     var: list[str] = typer.Option(None, "-var", "--var", metavar="NAME=VALUE", help="Set a variable (repeatable)."),
     var_file: list[Path] = typer.Option(None, "-var-file", "--var-file", metavar="FILE", help="A .tfvars file."),
     timeout_s: float = typer.Option(3600.0, "--timeout", help="Seconds to wait for the teardown."),
+    target: list[str] = typer.Option(None, "-target", "--target", metavar="ADDRESS", help=TARGET_HELP),
 ) -> None:
     """Destroy the clusters declared in FILE: nodes are drained, sanitized and returned; volumes are kept
-    unless --delete-volumes."""
+    unless --delete-volumes. Resources whose lifecycle sets prevent_destroy are refused."""
     from velyrix.cli import client as client_mod
+    from velyrix.cli import state
 
     con = common.console()
     spec_file = _load(file, var, var_file)
+    chosen = [c for c in spec_file.clusters if state.matches(c.address, target or [])]
+    state.check_destroy(spec_file, [c.address for c in chosen])
     client = client_mod.Client.from_login()
     targets = []
-    for c in spec_file.clusters:
+    for c in chosen:
         live = client.find_cluster(c.name)
         if live is None or live["status"]["phase"] == "Deleted":
             continue
@@ -290,7 +370,7 @@ def render_cluster(con: Any, cluster: dict[str, Any], nodes: list[dict[str, Any]
     for col in ("type", "status", "reason", "message"):
         cond.add_column(col)
     for c in st.get("conditions", []):
-        cond.add_row(c["type"], c["status"], c["reason"], c["message"])
+        cond.add_row(*(common.safe(c[k]) for k in ("type", "status", "reason", "message")))
     con.print(cond)
     if nodes:
         per_su = Counter(((n.get("hardware") or {}).get("position") or {}).get("su") for n in nodes)
@@ -302,4 +382,4 @@ def render_cluster(con: Any, cluster: dict[str, Any], nodes: list[dict[str, Any]
             + ", ".join(f"SU{su}: {v}" for su, v in sorted(per_su.items(), key=lambda x: str(x[0])))
         )
     for ev in (st.get("events") or [])[-5:]:
-        con.print(f"  [dim]{ev['at'][:19]} {event_line(ev)}[/]")
+        con.print(f"  [dim]{ev['at'][:19]} {common.safe(event_line(ev))}[/]")

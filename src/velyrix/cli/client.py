@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import json
 import os
+import ssl
 import uuid
 from dataclasses import dataclass
 from pathlib import Path
@@ -28,13 +29,17 @@ def credentials_path() -> Path:
     return settings.load().paths.home / CREDENTIALS_FILE
 
 
-def save_credentials(endpoint: str, api_key: str) -> Path:
-    """Write endpoint and key to the credentials file, readable by the owner only (0600)."""
+def save_credentials(endpoint: str, api_key: str, ca_bundle: str | None = None) -> Path:
+    """Write endpoint, key (and the CA bundle that verifies the endpoint's certificate) to the
+    credentials file, readable by the owner only (0600)."""
     path = credentials_path()
     path.parent.mkdir(parents=True, exist_ok=True)
     fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
     with os.fdopen(fd, "w") as fh:
-        json.dump({"endpoint": endpoint.rstrip("/"), "api_key": api_key}, fh)
+        stored = {"endpoint": endpoint.rstrip("/"), "api_key": api_key}
+        if ca_bundle:
+            stored["ca_bundle"] = str(Path(ca_bundle).resolve())
+        json.dump(stored, fh)
     path.chmod(0o600)
     return path
 
@@ -48,19 +53,23 @@ class Client:
     timeout_s: float = 30.0
     transport: Any = None
     """An httpx transport (tests pass ``httpx.ASGITransport(app)``)."""
+    ca_bundle: str | None = None
+    """PEM file of the CAs that may sign the endpoint's certificate (default: the system's trust store)."""
 
     @classmethod
     def from_login(cls) -> Client:
         """The client of the stored login (or of ``VELYRIX_ENDPOINT``/``VELYRIX_API_KEY``)."""
         client_settings = settings.load().client
         endpoint, key = client_settings.endpoint, client_settings.api_key
+        ca_bundle = client_settings.ca_bundle or None
         path = credentials_path()
-        if (not endpoint or not key) and path.exists():
+        if (not endpoint or not key or not ca_bundle) and path.exists():
             stored = json.loads(path.read_text())
             endpoint, key = endpoint or stored.get("endpoint"), key or stored.get("api_key")
+            ca_bundle = ca_bundle or stored.get("ca_bundle")
         if not endpoint or not key:
             raise errors.NotLoggedInError(hint="run: velyrix login --endpoint http://HOST:PORT")
-        return cls(endpoint=endpoint, api_key=key)
+        return cls(endpoint=endpoint, api_key=key, ca_bundle=ca_bundle)
 
     def _http(self) -> httpx.Client:
         import httpx
@@ -69,6 +78,7 @@ class Client:
             base_url=self.endpoint,
             timeout=self.timeout_s,
             transport=self.transport,
+            verify=verify_context(self.ca_bundle),
             headers={"Authorization": f"Bearer {self.api_key}", "User-Agent": "velyrix-cli"},
         )
 
@@ -96,6 +106,8 @@ class Client:
                     resp = http.request(method, path, json=json_body, params=params, headers=headers)
                     break
                 except httpx.TransportError as exc:
+                    if "CERTIFICATE_VERIFY_FAILED" in str(exc):
+                        raise _untrusted(self.endpoint, exc, self.ca_bundle) from exc
                     last = exc
             else:
                 raise errors.RemoteError(
@@ -145,6 +157,28 @@ class Client:
         if current is None:
             raise errors.NotFoundError(kind="cluster", name=name)
         return dict(self.request("DELETE", f"/v1/clusters/{current['id']}")[0])
+
+
+def verify_context(ca_bundle: str | None) -> ssl.SSLContext:
+    """The TLS context that checks the control plane's certificate and host name: the system's trust
+    store, or only the CAs of ``ca_bundle`` (PEM). ``InvalidInputError`` when the bundle is unreadable."""
+    try:
+        return ssl.create_default_context(cafile=ca_bundle) if ca_bundle else ssl.create_default_context()
+    except (OSError, ssl.SSLError) as exc:
+        raise errors.InvalidInputError(
+            f"cannot read the CA bundle {ca_bundle}: {exc}", hint="a PEM file of CA certificates (--ca-bundle)"
+        ) from exc
+
+
+def _untrusted(endpoint: str, exc: Exception, ca_bundle: str | None) -> errors.RemoteError:
+    return errors.RemoteError(
+        f"the certificate of {endpoint} is not trusted: {exc}",
+        code="tls_untrusted",
+        status=495,  # "SSL Certificate Error": the client refused the server's certificate
+        hint="pass --ca-bundle FILE (the CA that signed the server's certificate) to velyrix login"
+        if not ca_bundle
+        else f"{ca_bundle} does not hold the CA of this certificate, or the host name does not match",
+    )
 
 
 def _remote_error(resp: httpx.Response) -> errors.RemoteError:

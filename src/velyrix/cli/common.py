@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import math
 import sys
 from typing import Any
 
@@ -37,8 +38,32 @@ def parse_node_counts(values: list[str] | None, example: str = "hgx-h200-8g=96")
 
 
 def print_json(data: Any) -> None:
-    """Write ``data`` as indented JSON to stdout."""
-    sys.stdout.write(json.dumps(data, indent=2, sort_keys=False) + "\n")
+    """Write ``data`` as indented JSON to stdout (strict JSON: a NaN or infinity is an error, not output)."""
+    require_finite(data, "the output")
+    sys.stdout.write(json.dumps(data, indent=2, sort_keys=False, allow_nan=False) + "\n")
+
+
+def require_finite(data: Any, what: str) -> None:
+    """``InvalidInputError`` (exit 2) naming the first NaN or infinite number inside ``data``."""
+    todo: list[tuple[Any, str]] = [(data, "")]
+    while todo:
+        item, where = todo.pop()
+        if isinstance(item, float) and not math.isfinite(item):
+            raise errors.InvalidInputError(
+                f"{what} holds a non-finite figure at {where or '(top)'}: {item}",
+                hint="an input is out of the range the planners handle; check the values of that resource",
+            )
+        if isinstance(item, dict):
+            todo.extend((v, f"{where}.{k}" if where else str(k)) for k, v in item.items())
+        elif isinstance(item, (list, tuple)):
+            todo.extend((v, f"{where}[{i}]") for i, v in enumerate(item))
+
+
+def safe(text: Any) -> str:
+    """``text`` escaped for rich markup: user values print verbatim (``[/]`` is text, not a tag)."""
+    from rich.markup import escape
+
+    return escape(str(text))
 
 
 def console(stderr: bool = False) -> Any:

@@ -65,17 +65,29 @@ def up(
     spontaneous: bool = typer.Option(
         False, "--spontaneous-faults", help="Let faults happen at the catalog's failure rates (with precursors)."
     ),
+    agent_interval_s: float = typer.Option(
+        5.0, "--agent-interval", help="Wall seconds between polls of each twin node's agent (0: run no agents)."
+    ),
+    tls_cert: Path = typer.Option(None, "--tls-cert", help="Serve HTTPS with this PEM certificate (chain)."),
+    tls_key: Path = typer.Option(None, "--tls-key", help="The certificate's PEM private key."),
+    tls_min_version: str = typer.Option("1.3", "--tls-min-version", help="1.3 (default), or 1.2 to allow TLS 1.2."),
 ) -> None:
-    """Run the control plane with a digital-twin region as its fleet (API, reconcilers, twin; long-running)."""
+    """Run the control plane with a digital-twin region as its fleet (API, reconcilers, twin, and a node
+    agent per twin node that reports to the API; long-running)."""
     import logging
 
     import uvicorn
 
+    from velyrix.controlplane.identity import tls
+
+    tls_options = tls.uvicorn_options(tls_cert, tls_key, tls_min_version)
+
     from velyrix.controlplane.reconcile.runtime import FleetRuntime
+    from velyrix.ops import twin_agents
     from velyrix.ops.service import create_app
 
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s %(message)s")
-    app = create_app()
+    app = twin_agents.install(create_app())
     from velyrix import settings
 
     home = settings.load().paths.home
@@ -93,13 +105,23 @@ def up(
     if spontaneous and runtime.sim is not None:
         runtime.sim.enable_spontaneous()
     runtime.start()
+    agents = None
+    if agent_interval_s > 0 and runtime.sim is not None:
+        local = "127.0.0.1" if host in ("0.0.0.0", "::") else host
+        agents = twin_agents.TwinAgents(
+            app.state.sessionmaker, runtime.sim, f"http://{local}:{port}", interval_s=agent_interval_s
+        )
+        agents.start()
     common.console(stderr=True).print(
         f"velyrix up: {region} twin with {len(runtime.sim.nodes) if runtime.sim else 0} "
-        f"nodes, API on http://{host}:{port}"
+        f"nodes, API on {'https' if tls_options else 'http'}://{host}:{port}"
+        + (f", one agent per node every {agent_interval_s:g} s" if agents else ", no node agents")
     )
     try:
-        uvicorn.run(app, host=host, port=port, log_level="warning")
+        uvicorn.run(app, host=host, port=port, log_level="warning", **tls_options)
     finally:
+        if agents is not None:
+            agents.stop()
         runtime.stop()
 
 
@@ -198,7 +220,7 @@ def verify_acceptance(
             + ("" if public_key else " [yellow](key not pinned: use --public-key to check who signed)[/]")
         )
         return
-    con.print(f"[red]INVALID[/]: {result.reason}")
+    con.print(f"[red]INVALID[/]: {common.safe(result.reason)}")
     raise typer.Exit(1)
 
 

@@ -45,11 +45,15 @@ COMMANDS: tuple[tuple[str, tuple[str, ...]], ...] = (
     ("sim_exporter", ("sim",)),  # after fleet: joins its `sim` group
     ("server", ("server", "db", "admin")),
     ("login", ("login",)),
+    ("keys", ("keys",)),
     ("fabric", ("fabric",)),
     ("checkpoint", ("checkpoint",)),
     ("goodput", ("goodput",)),
     ("health", ("health",)),
     ("scheduler", ("scheduler",)),
+    ("noc", ("noc", "invoice", "sla")),
+    ("audit", ("audit",)),
+    ("output", ("output",)),
 )
 
 
@@ -72,11 +76,12 @@ _register(sys.argv[1:])
 
 def _print_error(exc: errors.VelyrixError) -> None:
     from rich.console import Console
+    from rich.markup import escape
 
     console = Console(stderr=True, highlight=False, soft_wrap=True)
-    console.print(f"[bold red]Error:[/] {exc.message}", markup=True)
+    console.print(f"[bold red]Error:[/] {escape(exc.message)}", markup=True)  # messages quote user text
     if exc.hint:
-        console.print(f"[yellow]Hint:[/] {exc.hint}", markup=True)
+        console.print(f"[yellow]Hint:[/] {escape(exc.hint)}", markup=True)
 
 
 def run() -> None:

@@ -33,7 +33,9 @@ Examples:
 
 def plan(
     file: Path = typer.Argument(
-        ..., help="HCL file with velyrix_cluster resources (Terraform syntax).", show_default=False
+        ...,
+        help="HCL file (or .tf.json, or a directory of them) with velyrix_cluster resources (Terraform syntax).",
+        show_default=False,
     ),
     json_out: bool = typer.Option(False, "--json", help="Print the plan as JSON (schema: docs/plan-schema.md)."),
     var: list[str] = typer.Option(
@@ -42,16 +44,72 @@ def plan(
     var_file: list[Path] = typer.Option(
         None, "-var-file", "--var-file", metavar="FILE", help="Read variable values from a .tfvars file (repeatable)."
     ),
+    out: Path = typer.Option(
+        None, "-out", "--out", metavar="FILE", help="Save the plan against the control plane for velyrix apply FILE."
+    ),
+    target: list[str] = typer.Option(
+        None, "-target", "--target", metavar="ADDRESS", help="Only plan this resource address (repeatable)."
+    ),
+    refresh_only: bool = typer.Option(
+        False, "-refresh-only", "--refresh-only", help="Only read the live clusters and report drift."
+    ),
+    offline: bool = typer.Option(False, "--offline", help="Do not compare with the control plane even when logged in."),
 ) -> None:
+    import dataclasses
+
+    from velyrix.cli import state
     from velyrix.declarations import loader
     from velyrix.planners import plan as planner
 
     spec_file = loader.load(file, variables=common.parse_vars(var), var_files=var_file or [])
-    result = planner.plan_file(spec_file)
+    shown = dataclasses.replace(
+        spec_file, clusters=tuple(c for c in spec_file.clusters if state.matches(c.address, target or []))
+    )
+    result = planner.plan_file(shown)
+    common.require_finite(result, "the plan")
+    against_state = bool(out or refresh_only or (not offline and state.has_endpoint()))
+    if not against_state:
+        if json_out:
+            common.print_json(result)
+        else:
+            render(result)
+        return
+    _plan_against_state(spec_file, result, json_out, out, target or [], refresh_only, file)
+
+
+def _plan_against_state(
+    spec_file: Any,
+    result: dict[str, Any],
+    json_out: bool,
+    out: Path | None,
+    target: list[str],
+    refresh_only: bool,
+    file: Path,
+) -> None:
+    """The plan compared with the control plane's state: creations, updates and destructions."""
+    from velyrix.cli import apply, state
+    from velyrix.cli import client as client_mod
+
+    client = client_mod.Client.from_login()
+    live = state.managed(client)
+    con = common.console()
+    if refresh_only:
+        if json_out:
+            common.print_json({"refresh": {a: {"phase": c["status"]["phase"], "id": c["id"]} for a, c in live.items()}})
+        else:
+            apply.refresh_report(con, spec_file, live, target)
+        return
+    planned = state.changes(spec_file, live, apply.diff, target)
+    if out is not None:
+        state.save(out, planned, state.fingerprint(live), client.endpoint, str(file))
     if json_out:
+        result["changes"] = [{k: v for k, v in c.to_dict().items() if k != "body"} for c in planned]
         common.print_json(result)
         return
     render(result)
+    apply.render_changes(con, planned)
+    if out is not None:
+        con.print(f"\nSaved the plan to {out}. To perform exactly these actions, run: velyrix apply {out}")
 
 
 def render(result: dict[str, Any]) -> None:
@@ -61,7 +119,7 @@ def render(result: dict[str, Any]) -> None:
     con = common.console()
     for res in result["resources"]:
         summary = Table(
-            title=f"{res['address']}  ({res['name']}, {res['region']})",
+            title=common.safe(f"{res['address']}  ({res['name']}, {res['region']})"),
             show_header=False,
             title_justify="left",
             title_style="bold",

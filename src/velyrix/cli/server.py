@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import typer
 
 db_app = typer.Typer(help="The control plane's database.", no_args_is_help=True)
@@ -12,29 +14,54 @@ def register(app: typer.Typer) -> None:
     app.command("server")(server)
     app.add_typer(db_app, name="db")
     app.add_typer(admin_app, name="admin")
+    from velyrix.cli import noc
+
+    admin_app.add_typer(noc.contract_app, name="contract")
 
 
 def server(
     host: str = typer.Option("127.0.0.1", help="address to listen on"),
     port: int = typer.Option(8600, help="TCP port"),
     workers: int = typer.Option(1, help="uvicorn worker processes (PostgreSQL for more than one)"),
+    tls_cert: Path = typer.Option(None, "--tls-cert", help="serve HTTPS with this PEM certificate (chain)"),
+    tls_key: Path = typer.Option(None, "--tls-key", help="the certificate's PEM private key"),
+    tls_min_version: str = typer.Option("1.3", "--tls-min-version", help="1.3 (default) or 1.2 to allow TLS 1.2"),
 ) -> None:
-    """Run the control-plane API (migrates the database first). OpenAPI at /openapi.json, docs at /docs."""
+    """Run the control-plane API (migrates the database first). OpenAPI at /openapi.json, docs at /docs.
+
+    With --tls-cert/--tls-key it serves HTTPS, TLS 1.3 only unless --tls-min-version 1.2, with HSTS."""
     import logging
 
     import uvicorn
 
+    from velyrix.controlplane.identity import tls
     from velyrix.ops.service import create_app
+
+    tls_options = tls.uvicorn_options(tls_cert, tls_key, tls_min_version)
 
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s %(message)s")
     logging.getLogger("alembic").setLevel(logging.WARNING)
     if workers > 1:
         create_app()  # migrate once, before the workers start
         uvicorn.run(
-            "velyrix.ops.service:create_app", factory=True, host=host, port=port, workers=workers, log_level="warning"
+            "velyrix.ops.service:create_app",
+            factory=True,
+            host=host,
+            port=port,
+            workers=workers,
+            log_level="warning",
+            **tls_options,
         )
     else:
-        uvicorn.run(create_app(), host=host, port=port, log_level="warning")
+        from velyrix import settings
+
+        uvicorn.run(
+            create_app(noc_sweep_s=settings.load().noc.sweep_s),
+            host=host,
+            port=port,
+            log_level="warning",
+            **tls_options,
+        )
 
 
 @db_app.command("upgrade")

@@ -4,10 +4,12 @@
   issued when the node is registered (``POST /v1/nodes``) or rotated by an operator
   (``POST /v1/nodes/{id}/credentials``); shown once, only its SHA-256 stored, older ones revoked.
 - ``record_report``: ``POST /v1/nodes/{hostname}/reports`` (wire contract in docs/telemetry.md) keeps the
-  node's last report and the verdict it carries (``node_reports``, one row per node) and, when the verdict
-  says DRAIN_NOW or worse, hands it to the report handler the service was composed with
-  (``app.state.report_handler``: ``velyrix.ops.remediation.node_reports.handle`` quarantines, replaces, opens
-  incidents and RMA records). The control plane itself never imports ``ops`` (layers).
+  node's last report (``node_reports``, one row per node), judges its evidence on the server
+  (``node_evidence``: catalog thresholds, the server's history of the node, its peers; the agent's verdict
+  is a claim, recorded and flagged when it differs) and hands the server's verdict to the report handler
+  the service was composed with (``app.state.report_handler``: ``velyrix.ops.remediation.node_reports`` drains,
+  resets, reboots, quarantines, replaces, opens incidents and RMA records). The control plane itself never
+  imports ``ops`` (layers).
 """
 
 from __future__ import annotations
@@ -19,18 +21,13 @@ import sqlalchemy as sa
 from sqlalchemy import orm
 
 from velyrix import errors
+from velyrix.controlplane import node_evidence
 from velyrix.controlplane.auth import keys
 from velyrix.controlplane.db import health_tables, models
-from velyrix.health.engine import Reason, Verdict
-from velyrix.health.ladder import Action, Level
 
-ReportHandler = Callable[[orm.Session, models.Node, Verdict, "str | None"], list[str]]
-"""Acts on a verdict in the request's transaction, given the action of the node's previous report (None:
-none); returns what it did (``quarantine <node>``, ``replace <node> with <spare> in <cluster>`` ...)."""
-
-ACT_FROM = Action.DRAIN_NOW
-"""Verdicts from this rung up are acted on by the control plane (lower ones stay with the node's agent and
-its scheduler seam)."""
+ReportHandler = Callable[[orm.Session, models.Node, node_evidence.Judgement], list[str]]
+"""Acts on the server's verdict of a report in the request's transaction (``velyrix.ops.remediation.node_reports``:
+drains, driver fixes, quarantine, replacement, incident, RMA); returns what it did."""
 
 
 def issue_token(
@@ -56,49 +53,15 @@ def issue_token(
     return row, token
 
 
-def verdict_of(node: str, sample: Mapping[str, Any]) -> Verdict | None:
-    """The verdict an agent stamped on ``sample`` (``health_level`` 0-3, ``health_action`` 0-7,
-    ``health_summary`` ``"<key>: <message>"``), or None when it carries none. Bad values: 422."""
-    level, action = sample.get("health_level"), sample.get("health_action")
-    if level is None or action is None:
-        return None
-    valid_levels, valid_actions = [int(v) for v in Level], [int(a) for a in Action]
-    if not isinstance(level, int) or isinstance(level, bool) or level not in valid_levels:
-        raise errors.InvalidInputError(
-            f"sample.health_level {level!r} is not a verdict level",
-            hint=f"expected one of {valid_levels} (0 ok .. 3 fatal)",
-        )
-    if not isinstance(action, int) or isinstance(action, bool) or action not in valid_actions:
-        raise errors.InvalidInputError(
-            f"sample.health_action {action!r} is not a ladder rung",
-            hint=f"expected one of {valid_actions} (0 IGNORE .. 7 RMA)",
-        )
-    summary = str(sample.get("health_summary") or "")
-    reasons: tuple[Reason, ...] = ()
-    if action > Action.IGNORE or level > 0:
-        key, _, message = summary.partition(": ")
-        reasons = (
-            Reason(
-                key=key or f"agent:{Action(action).name}",
-                source="agent",
-                message=message or summary,
-                level=Level(level),
-                action=Action(action),
-                hardware=action >= Action.QUARANTINE,
-            ),
-        )
-    return Verdict(node=node, level=Level(level), action=Action(action), reasons=reasons)
-
-
 def record_report(
     session: orm.Session, node: models.Node, report: Mapping[str, Any], handler: ReportHandler | None = None
 ) -> tuple[health_tables.NodeReport, list[str]]:
-    """Keep ``report`` as ``node``'s last one and act on its verdict (see the module docstring).
-    Returns the stored row (its ``actions``: what the last report that changed anything did) and what this
-    report did."""
+    """Keep ``report`` as ``node``'s last one, judge it on the server (``node_evidence.judge``: the agent's
+    verdict is a claim, recorded and compared) and hand the server's verdict to ``handler``. Returns the
+    stored row (its ``actions``: what the last report that changed anything did) and what this report did."""
     name = node.name
-    sample = dict(report.get("sample") or {})
-    verdict = verdict_of(name, sample)
+    judgement = node_evidence.judge(session, node, report)
+    verdict = judgement.verdict
     row = session.scalar(sa.select(health_tables.NodeReport).where(health_tables.NodeReport.node_id == node.id))
     previous = row.health_action if row is not None else None
     if row is None:
@@ -109,17 +72,17 @@ def record_report(
     row.collected_at_s = float(report.get("collected_at_s") or 0.0)
     row.up = bool(report.get("up", True))
     row.problems = list(report.get("problems") or [])
-    row.sample = sample
-    row.health_level = int(verdict.level) if verdict else None
-    row.health_action = verdict.action.name if verdict else None
-    row.health_summary = verdict.summary() if verdict else ""
+    row.sample = dict(report.get("sample") or {})
+    row.health_level = int(verdict.level)
+    row.health_action = verdict.action.name
+    row.health_summary = verdict.summary()
     row.reports = (row.reports or 0) + 1
     done: list[str] = []
     try:
-        if verdict is not None and verdict.action >= ACT_FROM and handler is not None:
+        if handler is not None:
             # the same verdict reported again is acted on again only where something is left to do: the
             # handler's steps are idempotent (a quarantined node is not quarantined twice)
-            done = handler(session, node, verdict, previous)
+            done = handler(session, node, judgement)
         if done or previous != row.health_action:
             row.actions = done
         session.flush()
@@ -131,9 +94,13 @@ def record_report(
     return row, done
 
 
-def report_out(row: Any, node_name: str) -> dict[str, Any]:
-    """The API view of a stored report."""
+def report_out(row: Any, node_name: str, evidence: Any = None) -> dict[str, Any]:
+    """The API view of a stored report; ``evidence`` (the node's ``NodeEvidence``) adds the server's whole
+    verdict, the agent's claimed one and how often they disagreed."""
     return {
+        "verdict": getattr(evidence, "verdict", None) or None,
+        "agent_verdict": getattr(evidence, "agent_verdict", None),
+        "disagreements": int(getattr(evidence, "disagreements", 0) or 0),
         "node_id": row.node_id,
         "hostname": node_name,
         "received_at": row.received_at,

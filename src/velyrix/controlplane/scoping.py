@@ -14,6 +14,7 @@ import base64
 import binascii
 import functools
 import json
+import re
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any, TypeVar
 
@@ -27,10 +28,13 @@ from velyrix.controlplane.db import models
 M = TypeVar("M", bound=models.Base)
 
 MAX_PAGE = 200
+_CURSOR_ID = re.compile(r"^[a-z]{1,12}_[0-9a-f]{1,48}$")
+"""What ``models.new_id`` makes; a cursor naming anything else was not issued by us."""
 
 
 def encode_cursor(last_id: str) -> str:
-    """Opaque cursor pointing after ``last_id``."""
+    """Cursor pointing after ``last_id``: unpadded URL-safe base64 of the JSON ``{"after": "<id>"}``
+    (docs/api-limits.md; clients pass it back unchanged, its content is not an interface)."""
     return base64.urlsafe_b64encode(json.dumps({"after": last_id}).encode()).decode().rstrip("=")
 
 
@@ -39,7 +43,7 @@ def decode_cursor(cursor: str) -> str:
     try:
         raw = base64.urlsafe_b64decode(cursor + "=" * (-len(cursor) % 4))
         after = json.loads(raw)["after"]
-        if not isinstance(after, str):
+        if not isinstance(after, str) or not _CURSOR_ID.match(after):
             raise ValueError(after)
         return after
     except (binascii.Error, ValueError, KeyError, TypeError, UnicodeDecodeError) as exc:

@@ -15,10 +15,10 @@ from typing import Any
 import pydantic
 
 from velyrix import errors
-from velyrix.declarations import loader, models
+from velyrix.declarations import loader, models, rules
 
-NAME_PATTERN = r"^[a-z][a-z0-9-]{0,62}$"
-WORD_PATTERN = r"^[A-Za-z0-9][A-Za-z0-9._-]{0,62}$"
+NAME_PATTERN = rules.NAME_PATTERN
+WORD_PATTERN = rules.WORD_PATTERN
 _FORBID = pydantic.ConfigDict(extra="forbid")
 
 
@@ -52,7 +52,7 @@ class ClusterSpecBody(pydantic.BaseModel):
     storage: StorageBody | None = None  # type: ignore[valid-type]
     workload: WorkloadBody | None = None  # type: ignore[valid-type]
     acceptance: AcceptanceBody | None = None  # type: ignore[valid-type]
-    address: str | None = pydantic.Field(default=None, pattern=r"^velyrix_cluster\.[A-Za-z_][A-Za-z0-9_-]{0,62}$")
+    address: str | None = pydantic.Field(default=None, pattern=r"^velyrix_cluster\." + rules.LABEL_PATTERN[1:])
 
 
 def _hcl_value(value: Any) -> str:

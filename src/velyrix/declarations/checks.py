@@ -1,53 +1,21 @@
-"""The checks of a declaration beyond its syntax: the diagnostics collector (``Checker``), the catalog checks
-of one cluster (known node type, fabric and region, the fabric the node type supports, regional capacity)
-and the checks across the file (one provider block, unique addresses and names). Used by ``loader``."""
+"""Checks of declared clusters against the catalog (node types, fabrics, regions, capacity) and across
+resources (duplicate addresses and names, one provider block). Used by ``velyrix.declarations.loader``."""
 
 from __future__ import annotations
 
-from collections.abc import Sequence
 from typing import Any
 
-from velyrix import catalog, errors
-from velyrix.declarations import hcl, models
-
-
-class Checker:
-    """Collects diagnostics for one file."""
-
-    def __init__(self, filename: str) -> None:
-        self.filename = filename
-        self.diagnostics: list[errors.Diagnostic] = []
-
-    def error(
-        self,
-        line: int,
-        column: int,
-        message: str,
-        expected: str | None = None,
-        suggestion: str | None = None,
-        file: str | None = None,
-    ) -> None:
-        self.diagnostics.append(errors.Diagnostic(file or self.filename, line, column, message, expected, suggestion))
-
-    def unknown(self, line: int, col: int, kind: str, name: str, valid: Sequence[str], where: str = "") -> None:
-        near = errors.closest(name, valid)
-        place = f" {where}" if where else ""
-        self.error(
-            line,
-            col,
-            f"unknown {kind} '{name}'{place}",
-            expected="one of " + ", ".join(valid),
-            suggestion=near[0] if near else None,
-        )
+from velyrix import catalog
+from velyrix.declarations import diagnostics, hcl, models
 
 
 def find_attribute(block: hcl.Block, name: str) -> hcl.Attribute:
-    """The attribute ``name`` of ``block`` (it must be there: callers checked)."""
+    """The attribute ``name`` of ``block`` (it must exist)."""
     return next(a for a in block.attributes if a.name == name)
 
 
 def catalog_checks(
-    block: hcl.Block, attrs: dict[str, Any], chk: Checker, region: str | None, region_declared: bool
+    block: hcl.Block, attrs: dict[str, Any], chk: diagnostics.Checker, region: str | None, region_declared: bool
 ) -> bool:
     ok = True
 
@@ -103,11 +71,10 @@ def catalog_checks(
     return ok
 
 
-def cross_checks(root: hcl.Block, clusters: list[models.ClusterSpec], chk: Checker) -> None:
-    providers = [b for b in root.blocks if b.type == "provider"]
+def cross_checks(providers: list[hcl.Block], clusters: list[models.ClusterSpec], chk: diagnostics.Checker) -> None:
     if len(providers) > 1:
         for extra in providers[1:]:
-            chk.error(extra.line, extra.column, "the velyrix provider is configured twice")
+            chk.error(extra.line, extra.column, "the velyrix provider is configured twice", file=extra.file or None)
     seen_addr: dict[str, int] = {}
     seen_name: dict[str, int] = {}
     for c in clusters:

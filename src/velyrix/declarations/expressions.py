@@ -4,6 +4,7 @@ string interpolation and simple arithmetic. Anything else is reported, not guess
 from __future__ import annotations
 
 import operator
+import re
 from typing import Any
 
 from velyrix import errors
@@ -195,8 +196,26 @@ def _string(node: Any, variables: dict[str, Any]) -> str:
     return "".join(out)
 
 
+_ESCAPE = re.compile(r"\\(?:u([0-9A-Fa-f]{4})|U([0-9A-Fa-f]{8})|(.))|(\$\$\{)|(%%\{)", re.DOTALL)
+_SIMPLE = {"n": "\n", "r": "\r", "t": "\t", '"': '"', "\\": "\\"}
+
+
 def _unescape(text: str) -> str:
-    return text.replace('\\"', '"').replace("\\n", "\n").replace("\\t", "\t").replace("\\\\", "\\")
+    """HCL's escapes in a quoted string (hclsyntax spec, "Template Literals"): ``\\n \\r \\t \\" \\\\``,
+    ``\\uNNNN``, ``\\UNNNNNNNN``, and ``$${`` / ``%%{`` for a literal ``${`` / ``%{``."""
+
+    def one(m: re.Match[str]) -> str:
+        short, long, simple, dollar, percent = m.groups()
+        if dollar:
+            return "${"
+        if percent:
+            return "%{"
+        if short or long:
+            code = int(short or long, 16)
+            return chr(code) if code <= 0x10FFFF else m.group()
+        return _SIMPLE.get(simple, m.group())
+
+    return _ESCAPE.sub(one, text)
 
 
 class _Missing:

@@ -11,6 +11,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from velyrix import errors
+from velyrix.declarations import rules
 
 
 @dataclass
@@ -33,6 +34,8 @@ class Block:
     column: int
     attributes: list[Attribute] = field(default_factory=list)
     blocks: list[Block] = field(default_factory=list)
+    file: str = ""
+    """The file the block was declared in (a configuration may be a directory of files)."""
 
 
 def _pos(node: Any) -> tuple[int, int]:
@@ -76,7 +79,7 @@ def _string_label(node: Any) -> str:
     return _identifier(node)
 
 
-def _body(tree: Any, into: Block) -> None:
+def _body(tree: Any, into: Block, file: str = "") -> None:
     from lark import Tree
 
     for child in tree.children:
@@ -91,10 +94,10 @@ def _body(tree: Any, into: Block) -> None:
             parts = [c for c in child.children if isinstance(c, Tree)]
             head, rest = parts[0], parts[1:]
             line, col = _pos(head)
-            block = Block(type=_identifier(head), labels=[], line=line, column=col)
+            block = Block(type=_identifier(head), labels=[], line=line, column=col, file=file)
             for part in rest:
                 if part.data == "body":
-                    _body(part, block)
+                    _body(part, block, file)
                 else:
                     block.labels.append(_string_label(part))
             into.blocks.append(block)
@@ -108,6 +111,18 @@ def parse(text: str, filename: str) -> Block:
     import hcl2
     from lark import exceptions as lark_exc
 
+    too_deep = _too_deep(text)
+    if too_deep is not None:
+        raise errors.SpecError(
+            [
+                errors.Diagnostic(
+                    filename,
+                    *too_deep,
+                    f"nested deeper than {rules.MAX_NESTING} levels of (), [] and {{}}",
+                    expected=f"at most {rules.MAX_NESTING} levels",
+                )
+            ]
+        )
     try:
         tree = hcl2.parses_to_tree(text if text.endswith("\n") else text + "\n")
     except lark_exc.UnexpectedInput as exc:
@@ -115,11 +130,45 @@ def parse(text: str, filename: str) -> Block:
         raise errors.SpecError([diagnostic or _syntax_diagnostic(exc, filename)]) from None
     except lark_exc.LarkError as exc:
         raise errors.SpecError([errors.Diagnostic(filename, 1, 1, f"cannot parse HCL: {exc}")]) from None
-    root = Block(type="", labels=[], line=1, column=1)
+    except RecursionError:  # a shape the nesting scan does not see (e.g. a long chain of operators)
+        raise errors.SpecError([errors.Diagnostic(filename, 1, 1, "expression too complex to parse")]) from None
+    root = Block(type="", labels=[], line=1, column=1, file=filename)
     for child in tree.children:
         if getattr(child, "data", None) == "body":
-            _body(child, root)
+            _body(child, root, filename)
     return root
+
+
+def _too_deep(text: str) -> tuple[int, int] | None:
+    """(line, column) of the first bracket nested deeper than ``rules.MAX_NESTING``, outside strings and
+    comments; None when the text stays within it."""
+    depth, line, col, i, n = 0, 1, 0, 0, len(text)
+    in_string = False
+    while i < n:
+        ch = text[i]
+        col += 1
+        if ch == "\n":
+            line, col = line + 1, 0
+        elif in_string:
+            if ch == "\\":
+                i += 1
+                col += 1
+            elif ch == '"':
+                in_string = False
+        elif ch == '"':
+            in_string = True
+        elif ch == "#" or text.startswith("//", i):
+            end = text.find("\n", i)
+            i = n if end < 0 else end
+            continue
+        elif ch in "([{":
+            depth += 1
+            if depth > rules.MAX_NESTING:
+                return line, col
+        elif ch in ")]}":
+            depth = max(0, depth - 1)
+        i += 1
+    return None
 
 
 def _unterminated_string(text: str, filename: str, error_line: int) -> errors.Diagnostic | None:

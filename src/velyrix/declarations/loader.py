@@ -6,39 +6,58 @@ file:line:column, what was expected and the closest valid value.
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import json
-from collections.abc import Mapping, Sequence
+import os
+from collections.abc import Iterator, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
 from velyrix import catalog, errors
-from velyrix.declarations import expressions, hcl, models, schema
-from velyrix.declarations.checks import Checker as _Checker
+from velyrix.declarations import (
+    configuration,
+    diagnostics,
+    evaluation,
+    files,
+    hcl,
+    models,
+    rules,
+    schema,
+    typeexpr,
+)
+from velyrix.declarations import variables as variables_mod
 from velyrix.declarations.checks import catalog_checks as _catalog_checks
 from velyrix.declarations.checks import cross_checks as _cross_checks
 from velyrix.declarations.checks import find_attribute as _find
 
-CLI = "<command line>"
+_Checker = diagnostics.Checker
 
 
 def load(
-    path: str | Path, variables: Mapping[str, str] | None = None, var_files: Sequence[str | Path] = ()
+    path: str | Path,
+    variables: Mapping[str, str] | None = None,
+    var_files: Sequence[str | Path] = (),
+    env: Mapping[str, str] | None = None,
 ) -> models.SpecFile:
-    """Read ``path`` and return its validated ``SpecFile``.
+    """Read the configuration at ``path`` (a ``.tf`` / ``.tf.json`` file, or a directory of them) and
+    return its validated ``SpecFile``.
 
     ``variables`` are ``-var name=value`` strings from the command line (converted by the declared
-    type); ``var_files`` are ``.tfvars`` files of ``name = value`` lines. Raises ``SpecError``.
+    type); ``var_files`` are ``.tfvars`` / ``.tfvars.json`` files; ``env`` (default: the process
+    environment) supplies ``TF_VAR_name`` values; ``terraform.tfvars`` and ``*.auto.tfvars`` of the
+    configuration's directory are loaded first, as Terraform does. Raises ``SpecError``.
     """
-    path = Path(path)
-    try:
-        text = path.read_text(encoding="utf-8")
-    except (OSError, UnicodeDecodeError) as exc:
-        reason = exc.strerror if isinstance(exc, OSError) and exc.strerror else str(exc)
-        raise errors.SpecError(
-            [errors.Diagnostic(str(path), 1, 1, f"cannot read file: {reason}", expected="a readable UTF-8 HCL file")]
-        ) from None
-    return loads(text, str(path), variables=variables, var_files=var_files)
+    roots, base_dir = files.read_configuration(Path(path))
+    auto = variables_mod.auto_var_files(Path(base_dir))
+    return _build(
+        roots,
+        str(path),
+        base_dir,
+        variables or {},
+        [*auto, *(Path(f) for f in var_files)],
+        os.environ if env is None else env,
+    )
 
 
 def loads(
@@ -47,25 +66,36 @@ def loads(
     variables: Mapping[str, str] | None = None,
     var_files: Sequence[str | Path] = (),
 ) -> models.SpecFile:
-    """Like ``load`` for HCL ``text`` named ``filename`` in messages."""
-    root = hcl.parse(text, filename)
+    """Like ``load`` for the HCL (or, for a ``.tf.json`` name, JSON) ``text`` named ``filename``; no
+    environment variables and no auto-loaded variable files."""
+    root = files.parse_text(text, filename)
+    return _build([root], filename, ".", variables or {}, [Path(f) for f in var_files], {})
+
+
+def _build(
+    roots: list[hcl.Block],
+    filename: str,
+    base_dir: str,
+    cli_vars: Mapping[str, str],
+    var_files: list[Path],
+    env: Mapping[str, str],
+) -> models.SpecFile:
     chk = _Checker(filename)
-    values = _resolve_variables(root, chk, variables or {}, var_files)
+    config = configuration.build(roots, chk, base_dir=base_dir, cli_vars=cli_vars, var_files=var_files, env=env)
     region: str | None = None
     clusters: list[models.ClusterSpec] = []
-    region_declared = any(b.type == "provider" and any(a.name == "region" for a in b.attributes) for b in root.blocks)
-    _no_attributes(root, chk, "at the top level")
-    for block in root.blocks:
-        if block.type not in schema.TOP_BLOCKS:
-            chk.unknown(block.line, block.column, "block type", block.type, schema.TOP_BLOCKS)
-        elif block.type == "provider":
-            region = _provider(block, chk, values) or region
-    for block in root.blocks:
-        if block.type == "resource":
-            cluster = _resource(block, chk, values, region, region_declared)
-            if cluster is not None:
-                clusters.append(cluster)
-    _cross_checks(root, clusters, chk)
+    region_declared = any(any(a.name == "region" for a in b.attributes) for b in config.providers)
+    for block in config.providers:
+        with _in_file(chk, block.file):
+            region = _provider(block, chk, config.scope) or region
+    lifecycles: dict[str, models.Lifecycle] = {}
+    for inst in config.instances:
+        with _in_file(chk, inst.block.file):
+            cluster = _resource(inst.block, chk, inst.scope, region, region_declared, inst.address)
+        if cluster is not None:
+            clusters.append(cluster)
+            lifecycles[cluster.address] = inst.lifecycle
+    _cross_checks(config.providers, clusters, chk)
     if not clusters and not chk.diagnostics:
         chk.error(1, 1, "no velyrix_cluster resource in file", expected='resource "velyrix_cluster" "NAME" { ... }')
     if chk.diagnostics:
@@ -75,149 +105,22 @@ def loads(
         path=filename,
         region=region or clusters[0].region,
         clusters=tuple(clusters),
-        variables={k: v for k, v in values.items() if v is not expressions._MISSING},
+        variables=variables_mod.given(config.values),
+        outputs=config.outputs,
+        lifecycles=lifecycles,
+        sensitive_variables=tuple(sorted(n for n, v in config.declared.items() if v.sensitive)),
     )
 
 
-# --- variables -------------------------------------------------------------------------------------
-
-
-def _resolve_variables(
-    root: hcl.Block, chk: _Checker, cli_vars: Mapping[str, str], var_files: Sequence[str | Path]
-) -> dict[str, Any]:
-    declared: dict[str, tuple[str | None, hcl.Block]] = {}
-    values: dict[str, Any] = {}
-    for block in root.blocks:
-        if block.type != "variable":
-            continue
-        if len(block.labels) != 1:
-            chk.error(
-                block.line, block.column, "a variable block takes exactly one label", expected='variable "NAME" { ... }'
-            )
-            continue
-        name = block.labels[0]
-        if name in declared:
-            chk.error(block.line, block.column, f"variable '{name}' is declared twice")
-            continue
-        _no_blocks(block, chk, f"in variable '{name}'")
-        vtype: str | None = None
-        values[name] = expressions._MISSING
-        for attr in block.attributes:
-            if attr.name not in schema.VARIABLE:
-                chk.unknown(
-                    attr.line, attr.column, "attribute", attr.name, list(schema.VARIABLE), f"in variable '{name}'"
-                )
-            elif attr.name == "type":
-                vtype = hcl._identifier(attr.expr) if attr.expr is not None else None
-                if vtype not in schema.VARIABLE_TYPES:
-                    chk.unknown(attr.line, attr.column, "variable type", str(vtype), schema.VARIABLE_TYPES)
-                    vtype = None
-            elif attr.name == "default":
-                try:
-                    values[name] = expressions.evaluate(attr.expr, {})
-                except expressions.ExpressionError as exc:
-                    chk.diagnostics.append(exc.diagnostic(chk.filename))
-        declared[name] = (vtype, block)
-    for name, (vtype, block) in declared.items():
-        if values[name] is not expressions._MISSING and vtype:
-            ok, _ = _convert_var(values[name], vtype)
-            if not ok:
-                chk.error(block.line, block.column, f"default of variable '{name}' is not a {vtype}", expected=vtype)
-    for var_file in var_files:
-        _apply_var_file(Path(var_file), declared, values, chk)
-    for name, raw in cli_vars.items():
-        if name not in declared:
-            near = errors.closest(name, declared)
-            chk.error(
-                1,
-                1,
-                f"-var '{name}': no variable of that name is declared in {chk.filename}",
-                expected="a declared variable" + (": " + ", ".join(sorted(declared)) if declared else ""),
-                suggestion=near[0] if near else None,
-                file=CLI,
-            )
-            continue
-        vtype = declared[name][0]
-        ok, value = _convert_var(_parse_cli_value(raw, vtype), vtype or "any")
-        if not ok:
-            chk.error(1, 1, f"-var '{name}={raw}' is not a {vtype}", expected=vtype, file=CLI)
-            continue
-        values[name] = value
-    return values
-
-
-def _parse_cli_value(raw: str, vtype: str | None) -> Any:
-    if vtype == "string":
-        return raw
-    if raw in ("true", "false"):
-        return raw == "true"
+@contextlib.contextmanager
+def _in_file(chk: _Checker, file: str) -> Iterator[None]:
+    """Diagnostics recorded inside name ``file`` (a block of a multi-file configuration)."""
+    saved = chk.filename
+    chk.filename = file or saved
     try:
-        return int(raw)
-    except ValueError:
-        try:
-            return float(raw)
-        except ValueError:
-            return raw
-
-
-def _convert_var(value: Any, vtype: str) -> tuple[bool, Any]:
-    if vtype == "any":
-        return True, value
-    if vtype == "string":
-        return (isinstance(value, (str, int, float)) and not isinstance(value, bool)), (
-            value if isinstance(value, str) else json.dumps(value)
-        )
-    if vtype == "number":
-        return isinstance(value, (int, float)) and not isinstance(value, bool), value
-    if vtype == "bool":
-        return isinstance(value, bool), value
-    return True, value
-
-
-def _apply_var_file(
-    path: Path, declared: dict[str, tuple[str | None, hcl.Block]], values: dict[str, Any], chk: _Checker
-) -> None:
-    fname = str(path)
-    try:
-        text = path.read_text(encoding="utf-8")
-        root = hcl.parse(text, fname)
-    except OSError as exc:
-        chk.error(1, 1, f"cannot read -var-file: {exc.strerror or exc}", expected="a readable .tfvars file", file=fname)
-        return
-    except errors.SpecError as exc:
-        chk.diagnostics.extend(exc.diagnostics)
-        return
-    for block in root.blocks:
-        chk.error(
-            block.line,
-            block.column,
-            f"unexpected block '{block.type}' in a variables file",
-            expected="name = value lines",
-            file=fname,
-        )
-    for attr in root.attributes:
-        if attr.name not in declared:
-            near = errors.closest(attr.name, declared)
-            chk.error(
-                attr.line,
-                attr.column,
-                f"no variable '{attr.name}' is declared",
-                expected="a declared variable",
-                suggestion=near[0] if near else None,
-                file=fname,
-            )
-            continue
-        try:
-            value = expressions.evaluate(attr.expr, {})
-        except expressions.ExpressionError as exc:
-            chk.diagnostics.append(exc.diagnostic(fname))
-            continue
-        vtype = declared[attr.name][0] or "any"
-        ok, value = _convert_var(value, vtype)
-        if not ok:
-            chk.error(attr.line, attr.column, f"value of '{attr.name}' is not a {vtype}", expected=vtype, file=fname)
-            continue
-        values[attr.name] = value
+        yield
+    finally:
+        chk.filename = saved
 
 
 # --- blocks ----------------------------------------------------------------------------------------
@@ -238,7 +141,7 @@ def _no_blocks(block: hcl.Block, chk: _Checker, where: str) -> None:
         chk.error(inner.line, inner.column, f"unexpected block '{inner.type}' {where}", expected="attributes only")
 
 
-def _provider(block: hcl.Block, chk: _Checker, values: dict[str, Any]) -> str | None:
+def _provider(block: hcl.Block, chk: _Checker, values: evaluation.Scope) -> str | None:
     if len(block.labels) != 1:
         chk.error(block.line, block.column, "a provider block takes exactly one label", expected='provider "velyrix"')
         return None
@@ -257,7 +160,7 @@ def _provider(block: hcl.Block, chk: _Checker, values: dict[str, Any]) -> str | 
 
 
 def _attributes(
-    block: hcl.Block, attr_schema: Mapping[str, schema.AttrSchema], chk: _Checker, values: dict[str, Any], where: str
+    block: hcl.Block, attr_schema: Mapping[str, schema.AttrSchema], chk: _Checker, values: evaluation.Scope, where: str
 ) -> dict[str, Any]:
     """Evaluate and type-check the attributes of ``block``; unknown, duplicate and missing ones are errors."""
     out: dict[str, Any] = {}
@@ -271,8 +174,8 @@ def _attributes(
             continue
         seen.add(attr.name)
         try:
-            value = expressions.evaluate(attr.expr, values)
-        except expressions.ExpressionError as exc:
+            value = evaluation.evaluate(attr.expr, values)
+        except evaluation.ExpressionError as exc:
             chk.diagnostics.append(exc.diagnostic(chk.filename))
             continue
         checked = _typed(value, attr_schema[attr.name], attr, chk, where)
@@ -298,11 +201,19 @@ def _typed(value: Any, spec: schema.AttrSchema, attr: hcl.Attribute, chk: _Check
         return value
     if isinstance(value, str) and value in spec.words:
         return value
+    value = _converted(value, spec.type)
     words = f" or {' / '.join(repr(w) for w in spec.words)}" if spec.words else ""
     if spec.type == "string":
         if not isinstance(value, str):
             chk.error(
                 line, col, f"'{name}' must be a string, got {_describe(value)}", expected=f"a quoted string{words}"
+            )
+            return _INVALID
+        problem = rules.text_problem(value) or (rules.name_problem(value) if name == "name" else None)
+        if problem:
+            suggestion = rules.suggest_name(value) if name == "name" else None
+            chk.error(
+                line, col, f"'{name}' = {_quoted(value)} {problem}", expected="a valid name", suggestion=suggestion
             )
             return _INVALID
         allowed = schema.ALLOWED_WORDS.get(name)
@@ -316,6 +227,10 @@ def _typed(value: Any, spec: schema.AttrSchema, attr: hcl.Attribute, chk: _Check
             return _INVALID
         return value
     number_ok = isinstance(value, (int, float)) and not isinstance(value, bool)
+    problem = rules.number_problem(value) if number_ok else None
+    if problem:
+        chk.error(line, col, f"'{name}' = {value!r} {problem}", expected="a finite number within +-2**53")
+        return _INVALID
     if spec.type == "integer" and number_ok and isinstance(value, float) and value.is_integer():
         value = int(value)
     if not number_ok or (spec.type == "integer" and not isinstance(value, int)):
@@ -332,6 +247,23 @@ def _typed(value: Any, spec: schema.AttrSchema, attr: hcl.Attribute, chk: _Check
         chk.error(line, col, f"'{name}' = {value} is out of range in {where}", expected=f"a value <= {spec.maximum:g}")
         return _INVALID
     return value
+
+
+def _quoted(value: str) -> str:
+    """``value`` in double quotes, verbatim but with non-printable characters escaped (NUL as \\x00)."""
+    return json.dumps(value, ensure_ascii=False) if value.isprintable() else json.dumps(value)
+
+
+def _converted(value: Any, kind: str) -> Any:
+    """Terraform's automatic conversion to an argument's type: ``"64"`` for a number, ``8`` or ``true``
+    for a string, ``"true"`` for a bool; a value that does not convert is returned unchanged."""
+    target = {"integer": typeexpr.NUMBER, "number": typeexpr.NUMBER, "string": typeexpr.STRING}.get(kind, kind)
+    if value is None or isinstance(value, (list, dict)) or target not in typeexpr.PRIMITIVES:
+        return value
+    try:
+        return typeexpr.convert(value, target)
+    except evaluation.ExpressionError:
+        return value
 
 
 def _is_number(text: str) -> bool:
@@ -357,18 +289,14 @@ def _describe(value: Any) -> str:
 
 
 def _resource(
-    block: hcl.Block, chk: _Checker, values: dict[str, Any], region: str | None, region_declared: bool
+    block: hcl.Block,
+    chk: _Checker,
+    values: evaluation.Scope,
+    region: str | None,
+    region_declared: bool,
+    address: str,
 ) -> models.ClusterSpec | None:
-    if len(block.labels) != 2:
-        chk.error(
-            block.line, block.column, "a resource block takes two labels", expected='resource "velyrix_cluster" "NAME"'
-        )
-        return None
-    rtype, rname = block.labels
-    if rtype not in schema.RESOURCE_TYPES:
-        chk.unknown(block.line, block.column, "resource type", rtype, schema.RESOURCE_TYPES)
-        return None
-    address = f"{rtype}.{rname}"
+    """The ``ClusterSpec`` of one resource instance (labels already checked by ``expansion``)."""
     where = f"resource {address}"
     attrs = _attributes(block, schema.CLUSTER, chk, values, where)
     nested: dict[str, Any] = {}

@@ -126,6 +126,28 @@ class ClusterSpec:
 
 
 @dataclass(frozen=True)
+class Lifecycle:
+    """A resource's ``lifecycle`` block and ``depends_on``: what ``apply`` and ``destroy`` must honour."""
+
+    prevent_destroy: bool = False
+    ignore_changes: tuple[str, ...] = ()
+    """Attribute names (or ``"all"``) whose live values a plan keeps instead of the declared ones."""
+    create_before_destroy: bool = False
+    depends_on: tuple[str, ...] = ()
+    """Addresses of the resources this one is created after (and destroyed before)."""
+
+
+@dataclass(frozen=True)
+class OutputValue:
+    """An ``output "NAME"`` of the configuration (``velyrix output``)."""
+
+    name: str
+    value: object
+    sensitive: bool = False
+    description: str = ""
+
+
+@dataclass(frozen=True)
 class SpecFile:
     """A whole declaration file: the provider settings and every cluster resource."""
 
@@ -133,3 +155,7 @@ class SpecFile:
     region: str
     clusters: tuple[ClusterSpec, ...]
     variables: dict[str, object] = field(default_factory=dict)
+    outputs: dict[str, OutputValue] = field(default_factory=dict)
+    lifecycles: dict[str, Lifecycle] = field(default_factory=dict)
+    """Per resource address; absent means the defaults."""
+    sensitive_variables: tuple[str, ...] = ()

@@ -10,6 +10,7 @@ import dataclasses
 from dataclasses import dataclass
 from typing import Any
 
+from velyrix import catalog
 from velyrix.declarations import models
 
 
@@ -95,7 +96,10 @@ CLUSTER = {
     "region": AttrSchema("string"),
 }
 
-STORAGE = {key: AttrSchema("number", minimum=0.0) for key in models.StorageSpec().by_key()}
+STORAGE = {
+    key: AttrSchema("number", minimum=0.0, maximum=catalog.storage_tier_by_hcl_key(key).param("max_tb"))
+    for key in models.StorageSpec().by_key()
+}
 
 CLUSTER_BLOCKS = ("storage", "workload", "acceptance")
 
@@ -107,7 +111,7 @@ VARIABLE = {
     "nullable": AttrSchema("bool"),
 }
 
-TOP_BLOCKS = ("provider", "resource", "variable", "terraform")
+TOP_BLOCKS = ("terraform", "provider", "variable", "locals", "output", "resource")
 RESOURCE_TYPES = ("velyrix_cluster",)
 PROVIDERS = ("velyrix",)
 VARIABLE_TYPES = ("string", "number", "bool", "any")

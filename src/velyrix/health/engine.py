@@ -63,6 +63,27 @@ class Reason:
             "hardware": self.hardware,
         }
 
+    @classmethod
+    def from_dict(cls, raw: Any) -> Reason:
+        """A reason from its ``to_dict`` form (what a node report carries). Raises ``InvalidInputError``
+        naming the bad field; unknown levels and actions get the closest valid name."""
+        if not isinstance(raw, dict):
+            raise errors.InvalidInputError(f"a verdict reason must be an object, got {type(raw).__name__}")
+        for name in ("key", "source", "message"):
+            if not isinstance(raw.get(name), str) or not raw.get(name):
+                raise errors.InvalidInputError(f"verdict reason field '{name}' must be a non-empty string")
+        hardware = raw.get("hardware", False)
+        if not isinstance(hardware, bool):
+            raise errors.InvalidInputError("verdict reason field 'hardware' must be true or false")
+        return cls(
+            key=raw["key"][:200],
+            source=raw["source"][:32],
+            message=raw["message"][:1000],
+            level=Level.parse(str(raw.get("level", ""))),
+            action=Action.parse(str(raw.get("action", ""))),
+            hardware=hardware,
+        )
+
 
 @dataclass(frozen=True)
 class Verdict:
@@ -93,6 +114,28 @@ class Verdict:
             "lemon_score": round(self.lemon_score, 3),
             "reasons": [r.to_dict() for r in self.reasons],
         }
+
+    @classmethod
+    def from_dict(cls, raw: Any, node: str, *, max_reasons: int = 200) -> Verdict:
+        """A verdict from its ``to_dict`` form, every reason typed (what an agent's report carries);
+        ``node`` is the node the report is for (a verdict naming another node is refused)."""
+        if not isinstance(raw, dict):
+            raise errors.InvalidInputError(f"the verdict must be an object, got {type(raw).__name__}")
+        if raw.get("node", node) != node:
+            raise errors.InvalidInputError(f"the verdict is for node '{raw.get('node')}', not '{node}'")
+        reasons = raw.get("reasons", [])
+        if not isinstance(reasons, list) or len(reasons) > max_reasons:
+            raise errors.InvalidInputError(f"verdict 'reasons' must be a list of at most {max_reasons} reasons")
+        score = raw.get("lemon_score", 0.0)
+        if isinstance(score, bool) or not isinstance(score, (int, float)):
+            raise errors.InvalidInputError("verdict 'lemon_score' must be a number")
+        return cls(
+            node=node,
+            level=Level.parse(str(raw.get("level", ""))),
+            action=Action.parse(str(raw.get("action", ""))),
+            reasons=tuple(Reason.from_dict(r) for r in reasons),
+            lemon_score=float(score),
+        )
 
 
 @dataclass

@@ -119,6 +119,55 @@ class CounterSample:
     ib_ports: tuple[IbPortReading, ...] = ()
     nvme: tuple[NvmeReading, ...] = ()
 
+    @classmethod
+    def from_reading(
+        cls, t_s: float, gpus: Iterable[Any], ib_ports: Iterable[Any], nvme: Iterable[Any]
+    ) -> CounterSample:
+        """The engine's view of one collection at ``t_s``: ``gpus``/``ib_ports``/``nvme`` are the agent's
+        readings or their JSON form (a node report's ``sample``). Fields a device did not report keep the
+        healthy defaults; checks that need them treat a missing value as "could not run"."""
+        get = _getter
+        return cls(
+            t_s=t_s,
+            gpus=tuple(GpuReading.from_object(g) for g in gpus),
+            ib_ports=tuple(
+                IbPortReading(
+                    str(get(p, "device")),
+                    int(get(p, "port") or 1),
+                    str(get(p, "state") or "UNKNOWN"),
+                    float(get(p, "rate_gbps") or 0.0),
+                    {str(k): int(v) for k, v in dict(get(p, "counters") or {}).items()},
+                )
+                for p in ib_ports
+            ),
+            nvme=tuple(
+                NvmeReading(
+                    str(get(d, "name")),
+                    int(get(d, "media_errors") or 0),
+                    int(get(d, "percent_used") or 0),
+                    get(d, "read_gb_s_measured"),
+                    get(d, "write_gb_s_measured"),
+                )
+                for d in nvme
+            ),
+        )
+
+
+def _getter(obj: Any, key: str) -> Any:
+    return obj.get(key) if isinstance(obj, Mapping) else getattr(obj, key, None)
+
+
+def xid_events_of(gpus: Iterable[Any], since_s: float = float("-inf")) -> list[XidEvent]:
+    """The XID events of ``gpus`` (readings or their JSON form, each with ``index`` and ``xid_events`` as
+    ``(t_s, code)`` pairs) at or after ``since_s``."""
+    out = []
+    for g in gpus:
+        index = _getter(g, "index")
+        for t, code in _getter(g, "xid_events") or ():
+            if float(t) >= since_s:
+                out.append(XidEvent(float(t), int(code), int(index) if index is not None else None))
+    return out
+
 
 @dataclass(frozen=True)
 class CheckResult:

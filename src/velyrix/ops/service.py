@@ -6,12 +6,32 @@ from __future__ import annotations
 
 from typing import Any
 
-from fastapi import FastAPI
+from fastapi import APIRouter, FastAPI
+
+from velyrix.controlplane.api import app as controlplane_api
+from velyrix.ops.billing import routes as billing_routes
+from velyrix.ops.noc import intake_routes
+from velyrix.ops.noc import routes as noc_routes
+
+OPS_ROUTERS: tuple[APIRouter, ...] = (noc_routes.router, intake_routes.router, billing_routes.router)
+"""Routers the ops layer adds (NOC incidents; billing, SLA contracts and reports)."""
+
+ROUTERS: tuple[APIRouter, ...] = (*controlplane_api.ROUTERS, *OPS_ROUTERS)
+"""Every router of the service as it runs (the authorization matrix is built from this table)."""
 
 
-def create_app(*args: Any, **kwargs: Any) -> FastAPI:
-    """``velyrix.controlplane.api.create_app(*args, **kwargs)`` with the remediation of node reports."""
+def create_app(*args: Any, noc_sweep_s: float = 0.0, **kwargs: Any) -> FastAPI:
+    """``velyrix.controlplane.api.create_app(*args, **kwargs)`` with the remediation of node reports, the
+    ops routes, and (``noc_sweep_s`` > 0) the escalation sweeper every ``noc_sweep_s`` seconds."""
     from velyrix.controlplane.api import create_app as controlplane_app
     from velyrix.ops.remediation import node_reports
 
-    return node_reports.install(controlplane_app(*args, **kwargs))
+    app = node_reports.install(controlplane_app(*args, **kwargs))
+    for router in OPS_ROUTERS:
+        app.include_router(router)
+    app.openapi_schema = None
+    if noc_sweep_s > 0:
+        from velyrix.ops.noc import sweeping
+
+        sweeping.install(app, noc_sweep_s)
+    return app

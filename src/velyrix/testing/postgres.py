@@ -87,13 +87,7 @@ class PostgresServer:
                 "--no-sync",
                 "--locale=C",
             )
-            opts = (
-                f"-c listen_addresses=127.0.0.1 -c port={server.port} -c unix_socket_directories={root} "
-                "-c fsync=off -c synchronous_commit=off -c full_page_writes=off -c max_connections=200"
-            )
-            server._run(
-                "pg_ctl", "-D", str(root / "data"), "-l", str(root / "log"), "-o", opts, "-w", "-t", "30", "start"
-            )
+            server.resume()
         except BaseException:
             server.stop()
             raise
@@ -107,6 +101,20 @@ class PostgresServer:
         if proc.returncode != 0:
             log = (self.root / "log").read_text() if (self.root / "log").exists() else ""
             raise errors.ExternalToolError(f"{tool} failed: {proc.stderr.strip() or proc.stdout.strip()} {log}")
+
+    def resume(self) -> None:
+        """Start the server (again, after ``pause``) on its port and data directory."""
+        opts = (
+            f"-c listen_addresses=127.0.0.1 -c port={self.port} -c unix_socket_directories={self.root} "
+            "-c fsync=off -c synchronous_commit=off -c full_page_writes=off -c max_connections=200"
+        )
+        data, log = str(self.root / "data"), str(self.root / "log")
+        self._run("pg_ctl", "-D", data, "-l", log, "-o", opts, "-w", "-t", "30", "start")
+
+    def pause(self) -> None:
+        """Stop the server (fast shutdown: clients are disconnected) but keep its files: an outage that
+        ``resume`` ends."""
+        self._run("pg_ctl", "-D", str(self.root / "data"), "-m", "fast", "-w", "stop")
 
     def url(self, database: str = "postgres") -> str:
         """SQLAlchemy URL of ``database`` on this server."""

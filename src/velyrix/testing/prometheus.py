@@ -53,6 +53,7 @@ class PrometheusServer:
         binary: str | None = None,
         http_sd: dict[str, tuple[str, int]] | None = None,
         scrape_timeout_s: float | None = None,
+        alertmanagers: list[str] | None = None,
     ):
         """``http_sd``: job name -> (HTTP service discovery URL, number of targets it lists)."""
         self.targets = targets
@@ -60,6 +61,8 @@ class PrometheusServer:
         self.scrape_timeout_s = scrape_timeout_s
         self.interval_s = interval_s
         self.rule_files = [Path(p).resolve() for p in rule_files or []]
+        self.alertmanagers = list(alertmanagers or [])
+        """``host:port`` of Alertmanagers that firing alerts are sent to."""
         self.binary = binary or prometheus_binary()
         self.port = 0
         self.root: Path | None = None
@@ -81,6 +84,9 @@ class PrometheusServer:
         if self.rule_files:
             lines.append("rule_files:")
             lines += [f"  - '{p}'" for p in self.rule_files]
+        if self.alertmanagers:
+            lines += ["alerting:", "  alertmanagers:", "    - static_configs:", "        - targets:"]
+            lines += [f"          - '{a}'" for a in self.alertmanagers]
         lines.append("scrape_configs:")
         for job, addrs in self.targets.items():
             lines += [f"  - job_name: '{job}'", "    static_configs:", "      - targets:"]

@@ -4,7 +4,7 @@ provider "velyrix" { region = "us-east-1" }
 resource "velyrix_cluster" "training" {
   name       = "acme-pretrain"
   node_type  = "hgx-h200-8g"
-  node_count = "64"
+  node_count = "sixty-four"
   fabric     = "infiniband-ndr"
   scheduler  = "slurm"
   storage {

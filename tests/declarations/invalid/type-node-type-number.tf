@@ -1,4 +1,4 @@
-# expect: line=5 message="must be a string"
+# expect: line=5 message="unknown node type '8'"
 provider "velyrix" { region = "us-east-1" }
 
 resource "velyrix_cluster" "training" {

@@ -1,4 +1,4 @@
-# expect: line=14 message="unknown block type 'module'"
+# expect: line=14 message="module block: modules are not supported"
 provider "velyrix" { region = "us-east-1" }
 
 resource "velyrix_cluster" "training" {

@@ -1,4 +1,4 @@
-# expect: line=6 message="unsupported reference"
+# expect: line=6 message="undeclared local value 'local.nodes'"
 provider "velyrix" { region = "us-east-1" }
 
 resource "velyrix_cluster" "training" {

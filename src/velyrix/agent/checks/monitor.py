@@ -14,7 +14,7 @@ from collections.abc import Callable
 
 from velyrix.agent.checks import convert, suites
 from velyrix.agent.checks.runner import CheckContext
-from velyrix.agent.collectors.base import Collector
+from velyrix.agent.collectors.base import Collector, NodeSample
 from velyrix.health import actions
 from velyrix.health import evidence as ev
 from velyrix.health.drains import SchedulerSeam
@@ -34,7 +34,7 @@ class HealthMonitor:
         *,
         engine: Engine | None = None,
         poll_interval_s: float = 60.0,
-        clock: Callable[[], float] = time.time,
+        clock: Callable[[], float] | None = time.time,
         window_s: float = 72 * 3600.0,
         max_samples: int = 512,
         deep_schedule: suites.DeepCheckSchedule | None = None,
@@ -52,9 +52,17 @@ class HealthMonitor:
         self.repairs: list[ev.RepairEvent] = []
         self.held: Action | None = None
         self.last: Verdict | None = None
+        self.last_sample: NodeSample | None = None
+        self._booted_at_s: float | None = None
         self._seen_xids: set[tuple[float, int, int]] = set()
         self.stop = threading.Event()
         self.deep_schedule = deep_schedule
+
+    def now(self) -> float:
+        """The evidence clock: ``clock()``, or the time of the last sample when the samples carry it."""
+        if self.clock is not None:
+            return self.clock()
+        return self.last_sample.collected_at_s if self.last_sample is not None else 0.0
 
     def add_checks(self, results: list[ev.CheckResult]) -> None:
         """Feed results of a quick/deep check run into the next verdict."""
@@ -64,19 +72,31 @@ class HealthMonitor:
         """Run the ``tier`` suite (quick between jobs, deep when idle, acceptance) and judge right away."""
         self.add_checks(suites.run_tier(tier, ctx))
         if tier != "quick" and self.deep_schedule is not None:
-            self.deep_schedule.ran(self.node, self.clock())
+            self.deep_schedule.ran(self.node, self.now())
         return self.poll()
 
     def maybe_deep(self, ctx: CheckContext, idle: bool) -> Verdict | None:
         """Run the deep suite when ``deep_schedule`` says it is due and the node is ``idle``."""
-        if self.deep_schedule is None or not self.deep_schedule.due(self.node, self.clock(), idle):
+        if self.deep_schedule is None or not self.deep_schedule.due(self.node, self.now(), idle):
             return None
         return self.run_suite("deep", ctx)
 
     def poll(self) -> Verdict:
         """One collection, verdict and action. Returns the verdict."""
-        now = self.clock()
-        sample = self.collector.collect()
+        return self.observe(self.collector.collect())
+
+    def observe(self, sample: NodeSample) -> Verdict:
+        """Judge ``sample`` (collected by the caller) and act on the verdict. The evidence time is
+        ``clock()``, or the sample's own ``collected_at_s`` when ``clock`` is None (the twin's collectors
+        stamp samples with the twin's clock, the clock of its XID events)."""
+        now = self.clock() if self.clock is not None else sample.collected_at_s
+        booted = sample.booted_at_s
+        if booted is not None and self._booted_at_s is not None and booted != self._booted_at_s:
+            # the node rebooted (whoever did it): a fix at the REBOOT rung, as the recurrence rule counts it
+            self.repairs.append(ev.RepairEvent(booted, "reboot", reason="node rebooted"))
+        if booted is not None:
+            self._booted_at_s = booted
+        self.last_sample = sample
         self.samples.append(convert.counter_sample(sample, now))
         while self.samples and self.samples[0].t_s < now - self.window_s:
             self.samples.popleft()

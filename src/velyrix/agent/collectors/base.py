@@ -136,18 +136,44 @@ class NodeSample:
     nvme: list[NVMeReading] = field(default_factory=list)
     firmware: dict[str, str] = field(default_factory=dict)
     problems: list[str] = field(default_factory=list)
+    booted_at_s: float | None = None
+    """When the node booted (same clock as ``collected_at_s``; None when unknown): a change means it rebooted."""
     health_level: int | None = None
     """Health engine verdict (``velyrix.health.ladder.Level``: 0 ok .. 3 fatal), set by the agent's checks."""
     health_action: int | None = None
     """Rung of ``velyrix.health.ladder.Action`` the verdict asks for (0 ignore .. 7 RMA)."""
     health_summary: str = ""
+    health_verdict: dict[str, Any] | None = None
+    """The whole verdict (``velyrix.health.engine.Verdict.to_dict()``: level, action, every reason), set
+    with ``health_level``; the reporter sends it beside the sample, typed, never as a summary string."""
 
     def to_dict(self) -> dict[str, Any]:
-        """The sample as JSON-able data (what the reporter sends to the control plane)."""
+        """The sample as JSON-able data (what the reporter sends to the control plane, less the verdict)."""
         out = asdict(self)
+        out.pop("health_verdict")
         for gpu in out["gpus"]:
             gpu["xid_counts"] = {str(k): v for k, v in gpu["xid_counts"].items()}
             gpu["xid_events"] = [list(e) for e in gpu["xid_events"]]
+        return out
+
+    @classmethod
+    def from_dict(cls, raw: dict[str, Any]) -> NodeSample:
+        """The inverse of ``to_dict`` (the twin's telemetry endpoint sends this form). Unknown keys are
+        ignored, so a newer server does not break an older agent."""
+        known = {f for f in cls.__dataclass_fields__ if f not in ("gpus", "ib_ports", "nvme", "health_verdict")}
+        out = cls(**{k: v for k, v in raw.items() if k in known})
+        gpu_fields = set(GPUReading.__dataclass_fields__)
+        for g in raw.get("gpus") or []:
+            kw = {k: v for k, v in g.items() if k in gpu_fields}
+            kw["xid_events"] = [(float(t), int(x)) for t, x in kw.get("xid_events") or []]
+            kw["xid_counts"] = {int(k): int(v) for k, v in (kw.get("xid_counts") or {}).items()}
+            out.gpus.append(GPUReading(**kw))
+        port_fields = set(IBPortReading.__dataclass_fields__)
+        out.ib_ports = [
+            IBPortReading(**{k: v for k, v in p.items() if k in port_fields}) for p in raw.get("ib_ports") or []
+        ]
+        nvme_fields = set(NVMeReading.__dataclass_fields__)
+        out.nvme = [NVMeReading(**{k: v for k, v in d.items() if k in nvme_fields}) for d in raw.get("nvme") or []]
         return out
 
 
@@ -288,6 +314,7 @@ _REGISTRY: dict[str, str] = {
     "infiniband": "velyrix.agent.collectors.infiniband:InfinibandCollector",
     "nvme": "velyrix.agent.collectors.nvme:NvmeCollector",
     "sim": "velyrix.agent.collectors.sim:SimCollector",
+    "twin": "velyrix.agent.collectors.twin:TwinCollector",
 }
 
 

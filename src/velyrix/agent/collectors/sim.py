@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import threading
 import time
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from velyrix.agent.collectors.base import (
     Collector,
@@ -113,13 +113,16 @@ def read_gpu(g: SimGPU, driver: str | None = None) -> GPUReading:
     )
 
 
-def read_node(node: SimNode) -> NodeSample:
-    """A ``NodeSample`` of one twin node (``up=False`` while it is powered off)."""
+def read_node(node: SimNode, at_s: float | None = None) -> NodeSample:
+    """A ``NodeSample`` of one twin node (``up=False`` while it is powered off), stamped ``at_s`` (default:
+    wall-clock now; the ``twin`` collector passes the twin's clock, the clock of its counters and XIDs)."""
+    when = time.time() if at_s is None else at_s
     if not node.powered:
         return NodeSample(
             hostname=node.hostname,
             node_type=node.node_type,
             serial=node.serial,
+            collected_at_s=when,
             up=False,
             problems=["node is powered off"],
         )
@@ -127,7 +130,7 @@ def read_node(node: SimNode) -> NodeSample:
         hostname=node.hostname,
         node_type=node.node_type,
         serial=node.serial,
-        collected_at_s=time.time(),
+        collected_at_s=when,
         gpus=[read_gpu(g, node.firmware.get("driver")) for g in node.gpus],
         ib_ports=[
             IBPortReading(
@@ -146,8 +149,20 @@ def read_node(node: SimNode) -> NodeSample:
             for d in node.nvme
         ],
         firmware=dict(node.firmware),
+        booted_at_s=node.booted_at_s,
         problems=[f"gpu {g.index}: fallen off the bus" for g in node.gpus if not g.responsive],
     )
+
+
+def twin_telemetry(region: SimRegion, hostname: str) -> dict[str, Any]:
+    """What the twin's hardware shows of ``hostname`` now: the region caught up to its clock, then the node
+    read as a ``NodeSample`` stamped with the twin's clock, in its JSON form. ``velyrix up`` serves this at
+    ``GET /v1/sim/nodes/{hostname}/telemetry``; the ``twin`` collector reads it there, or calls this
+    directly inside ``up``. Unknown hostnames raise ``UnknownNameError``."""
+    with region_lock(region):
+        region.advance()
+        node = region.node(hostname)
+        return read_node(node, region.clock.now()).to_dict()
 
 
 class SimCollector(Collector):
@@ -160,8 +175,11 @@ class SimCollector(Collector):
         self.region = region
 
     def collect(self) -> NodeSample:
+        """The node now; with a ``region``, caught up and stamped with the region's clock (the clock of the
+        counters and the XID events), without one with wall time."""
         if self.region is not None:
             catch_up(self.region)
+            return read_node(self.node, self.region.clock.now())
         return read_node(self.node)
 
 

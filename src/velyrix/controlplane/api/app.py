@@ -5,18 +5,25 @@
 
 from __future__ import annotations
 
+import contextlib
+from collections.abc import AsyncIterator
+from typing import Any
+
 import sqlalchemy as sa
 from fastapi import FastAPI
 from sqlalchemy import orm
 
 import velyrix
-from velyrix.controlplane.api import context, problems
+from velyrix.controlplane import audit
+from velyrix.controlplane.api import context, edge, problems
 from velyrix.controlplane.api.routes import (
     acceptance,
     api_keys,
     audit_events,
+    audit_log,
     clusters,
     health,
+    identity_providers,
     node_health,
     nodes,
     regions,
@@ -24,8 +31,10 @@ from velyrix.controlplane.api.routes import (
     tenants,
     volumes,
 )
+from velyrix.controlplane.audit import checkpoints
 from velyrix.controlplane.db import engine as engine_mod
 from velyrix.controlplane.db import migrate as migrate_mod
+from velyrix.controlplane.identity import tls, web
 
 ROUTERS = (
     health.router,
@@ -38,7 +47,10 @@ ROUTERS = (
     audit_events.router,
     acceptance.router,
     sim.router,
+    audit_log.router,
     node_health.router,
+    identity_providers.router,
+    web.router,
 )
 
 
@@ -66,5 +78,26 @@ def create_app(database_url: str | None = None, *, engine: sa.Engine | None = No
     for router in ROUTERS:
         app.include_router(router)
     problems.install(app)
+    _audit_checkpoints(app)
+    app.add_middleware(edge.EdgeMiddleware, refuse=problems.refuse)  # inside: the request id is set first
     app.add_middleware(context.RequestIdMiddleware)
+    app.add_middleware(tls.HstsMiddleware)  # HSTS on answers over TLS (velyrix server --tls-cert)
     return app
+
+
+def _audit_checkpoints(app: FastAPI) -> None:
+    """Sequence audit events into the Merkle log; publish a checkpoint at start and at every interval."""
+    audit.log.install()
+    publisher = checkpoints.Publisher(app.state.sessionmaker, checkpoints.interval_s())
+    app.state.audit_checkpoints = publisher
+
+    @contextlib.asynccontextmanager
+    async def lifespan(_app: Any) -> AsyncIterator[None]:
+        publisher.tick()
+        publisher.start()
+        try:
+            yield
+        finally:
+            publisher.stop()
+
+    app.router.lifespan_context = lifespan

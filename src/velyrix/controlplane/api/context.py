@@ -21,6 +21,7 @@ from starlette.concurrency import run_in_threadpool
 from velyrix import errors
 from velyrix.controlplane import audit, scoping
 from velyrix.controlplane.auth import principals
+from velyrix.controlplane.identity import keyuse, resolve, sessions
 
 log = logging.getLogger("velyrix.api")
 T = TypeVar("T")
@@ -159,9 +160,14 @@ def _refuse_unknown_query_parameters(request: Request) -> None:
         )
 
 
-def _authenticate(engine: sa.Engine, token: str | None) -> principals.Principal:
+def _authenticate(engine: sa.Engine, token: str | None, *session: str | None) -> principals.Principal:
     with engine.connect() as conn:  # a bare connection: cheaper than a session, on every request
-        return principals.authenticate(conn, token)
+        return resolve.authenticate(conn, token, *session)
+
+
+def _session_of(request: Request) -> tuple[str | None, str, str | None]:
+    """(session cookie, method, CSRF header) for ``identity.resolve``."""
+    return request.cookies.get(sessions.COOKIE), request.method, request.headers.get(sessions.CSRF_HEADER)
 
 
 async def run_db(request: Request, fn: Callable[..., T], *args: Any) -> T:
@@ -176,6 +182,20 @@ async def run_db(request: Request, fn: Callable[..., T], *args: Any) -> T:
     return await run_in_threadpool(fn, *args)
 
 
+async def _touch(request: Request, conn: sa.Connection | None, key_id: str) -> None:
+    """Record the key's last use (``identity.keyuse``) on the request's connection, or on a new one."""
+    address = request.client.host if request.client else None
+    if conn is not None:
+        keyuse.touch(conn, key_id, address)
+        return
+
+    def on_own_connection() -> None:
+        with request.app.state.engine.connect() as own:
+            keyuse.touch(own, key_id, address)
+
+    await run_in_threadpool(on_own_connection)
+
+
 def require(scope_name: str) -> Callable[..., Awaitable[Ctx]]:
     """Dependency: authenticate, then demand ``scope_name`` (401 / 403). ``.required_scope`` on the
     returned function lets tests build the authorization matrix from the route table."""
@@ -188,11 +208,14 @@ def require(scope_name: str) -> Callable[..., Awaitable[Ctx]]:
             # SQLite: one pooled connection serves the key lookup and the reads of the request (closed
             # by RequestIdMiddleware); cheaper than a connection per query.
             conn = request.state.conn = state.engine.connect()
-            principal = principals.authenticate(conn, token)
+            principal = resolve.authenticate(conn, token, *_session_of(request))
         else:
             conn = None
-            principal = await run_in_threadpool(_authenticate, state.engine, token)
+            principal = await run_in_threadpool(_authenticate, state.engine, token, *_session_of(request))
         request.state.principal = principal
+        is_key = principal.user_id is None and principal.role != principals.NODE_ROLE
+        if is_key and keyuse.due(principal.key_id):
+            await _touch(request, conn, principal.key_id)
         principal.require(scope_name)
 
         def open_session() -> orm.Session:

@@ -7,6 +7,7 @@ mutation (POST/PUT/PATCH/DELETE) also writes its audit event here, in its own tr
 
 from __future__ import annotations
 
+import errno
 import logging
 from typing import Any
 
@@ -16,6 +17,7 @@ from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse
 from sqlalchemy import exc as sa_exc
 from sqlalchemy.orm import exc as orm_exc
+from starlette.concurrency import run_in_threadpool
 from starlette.exceptions import HTTPException as StarletteHTTPException
 
 from velyrix import errors
@@ -39,6 +41,8 @@ _HTTP_CODES = {
     415: "unsupported_media_type",
     422: "invalid_request",
 }
+RETRY_AFTER_S = 5
+"""What a 503 (database or disk unavailable) tells clients to wait before retrying (``Retry-After``)."""
 
 
 def problem(
@@ -65,8 +69,10 @@ def problem(
     if extra:
         body.update({k: v for k, v in extra.items() if k not in body})
     _audit_refusal(request, status, code)
-    headers = {"WWW-Authenticate": 'Bearer realm="velyrix"'} if status == 401 else None
-    return JSONResponse(jsonable_encoder(body), status_code=status, media_type=MEDIA_TYPE, headers=headers)
+    headers = {"WWW-Authenticate": 'Bearer realm="velyrix"'} if status == 401 else {}
+    if status == 503:
+        headers["Retry-After"] = str(RETRY_AFTER_S)
+    return JSONResponse(jsonable_encoder(body), status_code=status, media_type=MEDIA_TYPE, headers=headers or None)
 
 
 def _audit_refusal(request: Request, status: int, code: str) -> None:
@@ -101,6 +107,11 @@ def _velyrix_error(request: Request, exc: Exception) -> JSONResponse:
     return problem(request, exc.http_status, exc.code, exc.message, hint=exc.hint, extra=extra)
 
 
+async def refuse(request: Request, exc: errors.VelyrixError) -> JSONResponse:
+    """The answer to a request the validation edge refused (``edge.EdgeMiddleware``)."""
+    return await run_in_threadpool(_velyrix_error, request, exc)
+
+
 def _validation_error(request: Request, exc: Exception) -> JSONResponse:
     assert isinstance(exc, RequestValidationError)
     issues = [
@@ -122,7 +133,26 @@ def _validation_error(request: Request, exc: Exception) -> JSONResponse:
 def _http_error(request: Request, exc: Exception) -> JSONResponse:
     assert isinstance(exc, StarletteHTTPException)
     code = _HTTP_CODES.get(exc.status_code, "http_error")
-    return problem(request, exc.status_code, code, str(exc.detail))  # detail: str for HTTP errors
+    response = problem(request, exc.status_code, code, str(exc.detail))  # detail: str for HTTP errors
+    for name, value in (exc.headers or {}).items():
+        response.headers[name] = value
+    if exc.status_code == 405:  # RFC 9110 section 15.5.6: every method of every route on this path
+        response.headers["Allow"] = ", ".join(allowed_methods(request))
+    return response
+
+
+def allowed_methods(request: Request) -> list[str]:
+    """The methods some route of the app answers on ``request``'s path (Starlette names only the first)."""
+    methods: set[str] = set()
+    todo = list(request.app.router.routes)
+    while todo:
+        route = todo.pop()
+        inner = getattr(route, "original_router", None)  # FastAPI keeps included routers whole
+        if inner is not None:
+            todo.extend(inner.routes)
+        elif getattr(route, "path_regex", None) is not None and route.path_regex.match(request.url.path):
+            methods.update(getattr(route, "methods", None) or ())
+    return sorted(methods)
 
 
 def _stale(request: Request, exc: Exception) -> JSONResponse:
@@ -138,7 +168,31 @@ def _integrity(request: Request, exc: Exception) -> JSONResponse:
     )
 
 
+def _unavailable(request: Request, exc: Exception) -> JSONResponse:
+    """The database is unreachable, refuses connections, or its disk is full: 503, retry later."""
+    log.error("request %s: storage unavailable: %s", getattr(request.state, "request_id", "-"), exc)
+    return _velyrix_error(request, UnavailableError(reason=_reason(exc)))
+
+
+def _reason(exc: Exception) -> str:
+    text = str(getattr(exc, "orig", None) or exc).lower()
+    if "full" in text or "no space" in text or getattr(exc, "errno", None) == errno.ENOSPC:
+        return "the disk is full"
+    return "the database is unreachable"
+
+
+class UnavailableError(errors.VelyrixError):
+    """The control plane's storage cannot serve the request now (database down, disk full)."""
+
+    code = "service_unavailable"
+    http_status = 503
+    user_error = False
+    template = "storage unavailable: {reason}; nothing was changed, retry later"
+
+
 def _unexpected(request: Request, exc: Exception) -> JSONResponse:
+    if isinstance(exc, OSError) and exc.errno in (errno.ENOSPC, errno.EDQUOT, errno.EIO):
+        return _unavailable(request, exc)
     log.exception("unexpected error in request %s", getattr(request.state, "request_id", "-"))
     return problem(request, 500, "internal_error", "internal error; the request id identifies it in the logs")
 
@@ -150,4 +204,6 @@ def install(app: FastAPI) -> None:
     app.add_exception_handler(StarletteHTTPException, _http_error)
     app.add_exception_handler(orm_exc.StaleDataError, _stale)
     app.add_exception_handler(sa_exc.IntegrityError, _integrity)
+    app.add_exception_handler(sa_exc.OperationalError, _unavailable)
+    app.add_exception_handler(sa_exc.InterfaceError, _unavailable)
     app.add_exception_handler(Exception, _unexpected)

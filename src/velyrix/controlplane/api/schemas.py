@@ -88,6 +88,9 @@ class ApiKeyOut(BaseModel):
     created_at: dt.datetime
     expires_at: dt.datetime | None
     revoked_at: dt.datetime | None
+    description: str = ""
+    last_used_at: dt.datetime | None = Field(None, description="to the minute (written at most once a minute)")
+    last_used_address: str | None = None
 
 
 class ApiKeyCreated(ApiKeyOut):

@@ -25,6 +25,10 @@ class Principal:
     role: str
     scopes: frozenset[str]
     expires_at: dt.datetime | None = None
+    user_id: str | None = None
+    """The person behind a browser session (``identity.sessions``); None for API keys."""
+    mfa_at: dt.datetime | None = None
+    """When that person last proved a second factor in the session (step-up, ``identity.mfa``)."""
 
     @property
     def is_provider(self) -> bool:
@@ -32,7 +36,10 @@ class Principal:
 
     @property
     def actor(self) -> str:
-        """How audit records name the caller: ``key:<id> (<name>)``."""
+        """How audit records name the caller: ``key:<id> (<name>)``, or ``user:<id> (<name>)`` for a
+        browser session."""
+        if self.user_id is not None:
+            return f"user:{self.user_id} ({self.name})"
         return f"key:{self.key_id} ({self.name})"
 
     def require(self, scope: str) -> None:

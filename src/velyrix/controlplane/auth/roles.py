@@ -15,13 +15,16 @@ SCOPES: dict[str, str] = {
     "volumes:write": "create, resize and delete volumes",
     "nodes:read": "read nodes (tenants: the nodes allocated to them; provider keys: the fleet)",
     "regions:read": "read regions and their capacity",
-    "billing:read": "read usage and invoices",
+    "billing:read": "read usage, invoices, credit notes, SLA contracts and reports",
+    "billing:admin": "set SLA contracts, announce maintenance, close billing months (provider)",
+    "incidents:read": "read NOC incidents and their timelines (tenants: their own)",
+    "incidents:write": "acknowledge, update, mitigate and resolve incidents (provider NOC)",
     "audit:read": "read audit events (tenants: their own; auditors: every tenant's)",
     "fleet:operate": "register nodes and change their state (provider)",
     "nodes:report": "report a node's samples and health verdict (node agents' tokens only, never a role's)",
 }
 
-_READ = {"tenants:read", "clusters:read", "volumes:read", "nodes:read", "regions:read"}
+_READ = {"tenants:read", "clusters:read", "volumes:read", "nodes:read", "regions:read", "incidents:read"}
 
 TENANT_ROLES: dict[str, frozenset[str]] = {
     "owner": frozenset(
@@ -46,9 +49,15 @@ PROVIDER_ROLES: dict[str, frozenset[str]] = {
             "nodes:read",
             "regions:read",
             "fleet:operate",
+            "incidents:read",
+            "incidents:write",
+            "billing:read",
+            "billing:admin",
         }
     ),
-    "auditor": frozenset({"tenants:read", "clusters:read", "nodes:read", "regions:read", "audit:read"}),
+    "auditor": frozenset(
+        {"tenants:read", "clusters:read", "nodes:read", "regions:read", "audit:read", "incidents:read", "billing:read"}
+    ),
 }
 """Roles of the cloud provider's staff (keys without a tenant)."""
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import contextlib
 import functools
+import shutil
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -52,6 +53,18 @@ def make_engine(url: str | None = None, **kwargs: Any) -> sa.Engine:
     kwargs.setdefault("pool_pre_ping", True)
     kwargs.setdefault("pool_size", 10)
     return sa.create_engine(url, **kwargs)
+
+
+MIN_FREE_BYTES = 1024 * 1024
+"""Below this much free space beside a SQLite database, writes may fail: not ready."""
+
+
+def disk_full(engine: sa.Engine) -> bool:
+    """Whether the SQLite database's directory has less than ``MIN_FREE_BYTES`` free (False otherwise)."""
+    database = engine.url.database if engine.dialect.name == "sqlite" else None
+    if not database or database == ":memory:":
+        return False
+    return shutil.disk_usage(Path(database).parent).free < MIN_FREE_BYTES
 
 
 @functools.cache

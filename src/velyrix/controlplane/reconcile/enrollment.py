@@ -10,6 +10,7 @@ from __future__ import annotations
 import sqlalchemy as sa
 from sqlalchemy import orm
 
+from velyrix import errors
 from velyrix.controlplane.db import models
 from velyrix.controlplane.reconcile import locks, phases
 from velyrix.controlplane.reconcile.store import move
@@ -56,29 +57,38 @@ def reconcile_fleet(session: orm.Session, driver: base.Driver, region: str) -> i
         )
     ).all()
     for node in rows:
-        if node.provisioning_state == states.ENROLLED:
-            move(session, node, states.INSPECTING, actor=ACTOR, reason="new node: read its inventory")
-        if node.provisioning_state == states.INSPECTING:
-            op = driver.inspect(node.name, request_id=f"intake/{node.name}/inspect")
-            if not op.done:
-                waiting += 1
-                continue
-            if op.status == base.FAILED:
-                node.last_error = f"inspection failed: {op.error}"
-                move(session, node, states.FAILED, actor=ACTOR, reason=node.last_error)
-                continue
-            node.hardware = op.result["hardware"]
-            move(session, node, states.AVAILABLE, actor=ACTOR, reason="inventory read")
-        if node.fleet_stage == states.BURN_IN and node.provisioning_state == states.AVAILABLE:
-            op = driver.run_acceptance(node.name, request_id=f"intake/{node.name}/burn-in")
-            if not op.done:
-                waiting += 1
-                continue
-            results = acceptance.judge_node(node.node_type, op.result) if op.status == base.SUCCEEDED else []
-            if op.status == base.SUCCEEDED and acceptance.passed(results):
-                move(session, node, states.PRODUCTION, actor=ACTOR, reason="burn-in passed")
-            else:
-                node.last_error = "; ".join(acceptance.failures(results)) or f"burn-in failed: {op.error}"
-                move(session, node, states.QUARANTINED, actor=ACTOR, reason=node.last_error[:500])
+        try:
+            waiting += _intake_one(session, driver, node)
+        except errors.VelyrixError as exc:  # this node only: the driver refused it (e.g. a hostname it lacks)
+            node.last_error = f"intake: the driver refused node '{node.name}': {exc.message}"[:2000]
+            if node.provisioning_state != states.FAILED:
+                move(session, node, states.FAILED, actor=ACTOR, reason=node.last_error[:500])
     session.flush()
     return waiting
+
+
+def _intake_one(session: orm.Session, driver: base.Driver, node: models.Node) -> int:
+    """One intake step of ``node``; returns 1 while it waits on the driver, else 0."""
+    if node.provisioning_state == states.ENROLLED:
+        move(session, node, states.INSPECTING, actor=ACTOR, reason="new node: read its inventory")
+    if node.provisioning_state == states.INSPECTING:
+        op = driver.inspect(node.name, request_id=f"intake/{node.name}/inspect")
+        if not op.done:
+            return 1
+        if op.status == base.FAILED:
+            node.last_error = f"inspection failed: {op.error}"
+            move(session, node, states.FAILED, actor=ACTOR, reason=node.last_error)
+            return 0
+        node.hardware = op.result["hardware"]
+        move(session, node, states.AVAILABLE, actor=ACTOR, reason="inventory read")
+    if node.fleet_stage == states.BURN_IN and node.provisioning_state == states.AVAILABLE:
+        op = driver.run_acceptance(node.name, request_id=f"intake/{node.name}/burn-in")
+        if not op.done:
+            return 1
+        results = acceptance.judge_node(node.node_type, op.result) if op.status == base.SUCCEEDED else []
+        if op.status == base.SUCCEEDED and acceptance.passed(results):
+            move(session, node, states.PRODUCTION, actor=ACTOR, reason="burn-in passed")
+        else:
+            node.last_error = "; ".join(acceptance.failures(results)) or f"burn-in failed: {op.error}"
+            move(session, node, states.QUARANTINED, actor=ACTOR, reason=node.last_error[:500])
+    return 0

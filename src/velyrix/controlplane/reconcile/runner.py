@@ -172,8 +172,11 @@ class Reconciler:
     def run(self, stop: threading.Event) -> None:
         """Loop until ``stop`` is set: intake, then clusters."""
         while not stop.is_set():
-            try:
+            try:  # intake and clusters apart: a failed intake pass never holds clusters back
                 self.intake()
+            except Exception:
+                log.exception("intake pass failed")
+            try:
                 sleep = self.run_once()
             except Exception:
                 log.exception("reconcile pass failed")

@@ -148,6 +148,16 @@ class Driver(abc.ABC):
         ``{"all_reduce_busbw_gb_s": float, "storage_write_gb_s": float, "storage_read_gb_s": float}``."""
 
     @abc.abstractmethod
+    def reset_gpu(self, node: str, gpu: int, *, request_id: str) -> Operation:
+        """Reset GPU ``gpu`` of the node (``nvidia-smi -r``: volatile ECC counts clear, pending row remaps
+        are applied); the node must run no job on it. Result: ``{"gpu": int, "responsive": bool}``."""
+
+    @abc.abstractmethod
+    def reboot(self, node: str, *, request_id: str) -> Operation:
+        """Reboot the node (power cycle through its BMC); GPUs that fell off the bus come back unless their
+        part is broken. Result: ``{"booted_at_s": float}`` (the driver's clock)."""
+
+    @abc.abstractmethod
     def sanitize(self, node: str, *, request_id: str) -> Operation:
         """Purge local NVMe (NIST SP 800-88), clear GPU memory, reset BMC users, power-cycle.
         Result: ``{"certificate": str}`` (a sanitization certificate id)."""

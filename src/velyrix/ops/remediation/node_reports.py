@@ -1,15 +1,20 @@
-"""Health verdicts reported by node agents, carried out on the control plane's database.
+"""The control plane's verdict on a node report, carried out on its database and through the fleet driver.
 
-The control plane stores each report (``velyrix.controlplane.node_health``) and hands a verdict of
-DRAIN_NOW or worse to ``handle``, which runs ``velyrix.ops.remediation.remediator.Remediator`` on the node's row:
+``handle`` gets the server's own judgement of a report (``velyrix.controlplane.node_evidence``) and runs the
+ladder (``velyrix.ops.remediation.remediator.Remediator``) on the node's row:
 
-- drains go to ``ClusterEventSeam`` (recorded as Warning events of the node's cluster; a tenant's scheduler
-  follows the node's stage, the Slurm seam lives with the scheduler);
-- QUARANTINE and up: the node's fleet stage moves to ``quarantined`` through ``fleet.transitions`` (recorded
-  in ``node_transitions``), then the reconciler's own replacement path (``reconcile.cluster.heal``) takes a
-  spare near it, so the cluster keeps its size and the replacement is provisioned and validated;
-- no spare left: a NOC incident (``velyrix.ops.noc``, deduplicated per cluster) in the ``incidents`` table;
-- an RMA criterion: an ``rma_records`` row with the evidence, and the node moves to ``rma``.
+- drains go to ``ClusterEventSeam`` (Warning events of the node's cluster: the tenant sees them, its
+  scheduler follows the node's stage; the Slurm seam lives with the scheduler);
+- the fix of the rung (GPU reset, reboot) goes through the driver (``Driver.reset_gpu`` / ``reboot``), is
+  recorded in the server's history of the node (so the same fault after the fix climbs the ladder: the
+  recurrence rule) and is not repeated within ``FIX_HOLD_S`` of the node's clock;
+- a node taken out of service (``remediator.takes_out``) is quarantined through ``fleet.transitions`` and
+  replaced by the reconciler's one path (``reconcile.cluster.heal``: a spare of the same type, same SU where
+  possible; the replacement is provisioned and validated, the acceptance report re-signed); the cluster's
+  NOC incident names it, with counts taken from the database;
+- an RMA criterion: an ``rma_records`` row with the evidence, and the node moves to ``rma``;
+- a quarantined node out of every cluster whose fix is done and whose evidence is clean again goes back to
+  burn-in (the intake tests it before it is sold again).
 
 Everything happens in the report's transaction: the report, the moves, the replacement and the audit event
 commit together or not at all.
@@ -17,23 +22,30 @@ commit together or not at all.
 
 from __future__ import annotations
 
-import itertools
+from collections.abc import Callable
 from typing import Any
 
 import sqlalchemy as sa
 from fastapi import FastAPI
 from sqlalchemy import orm
 
-from velyrix.controlplane import status
-from velyrix.controlplane.db import models
+from velyrix.controlplane import node_evidence, status
+from velyrix.controlplane.db import health_tables, models, models_cloud
 from velyrix.controlplane.reconcile import cluster as cluster_mod
-from velyrix.controlplane.reconcile.store import DbTransitionStore
+from velyrix.controlplane.reconcile import tables
+from velyrix.controlplane.reconcile.store import DbTransitionStore, move
 from velyrix.fleet import states
+from velyrix.fleet.drivers import base
 from velyrix.health.drains import SchedulerSeam
 from velyrix.health.engine import Verdict
-from velyrix.health.ladder import Action
+from velyrix.health.ladder import Action, Level
 from velyrix.ops import noc
-from velyrix.ops.remediation.remediator import Remediator
+from velyrix.ops.remediation import remediator as ladder_run
+
+FIX_HOLD_S = 1800.0
+"""Velyrix design value: a GPU reset or reboot of a node is not asked for again within this many seconds of
+the node's clock (the first may still be running; its effect shows in a later report)."""
+ACTOR = "health/control-plane"
 
 
 class ClusterEventSeam(SchedulerSeam):
@@ -53,74 +65,193 @@ class ClusterEventSeam(SchedulerSeam):
         self._event("HealthUndrain", f"{node} released by {source}")
 
     def reboot(self, node: str, reason: str) -> None:
-        self._event("HealthReboot", f"{node} rebooted: {reason}")
+        self._event("HealthReboot", f"{node} rebooting: {reason}")
 
 
-def open_incident(session: orm.Session, cluster: models.Cluster, node: models.Node, detail: str) -> models.Incident:
-    """Open (or extend) the capacity incident of ``cluster`` through ``noc.NocBook`` and keep it in the
-    database: one open incident per cluster, P1 when more than ``noc.P1_FRACTION`` of its nodes are out."""
+def _incident_title(session: orm.Session, cluster: models.Cluster, nodes: list[str]) -> str:
+    work = session.scalar(sa.select(tables.ClusterWork).where(tables.ClusterWork.cluster_id == cluster.id))
+    replaced = {r["failed"] for r in (work.replacements if work else []) if r.get("replacement")}
+    ok = sum(1 for n in nodes if n in replaced)
+    return (
+        f"cluster {cluster.name}: {len(nodes)} of {cluster.node_count} nodes failed ({', '.join(nodes)}); "
+        f"{ok} replaced from spares, {len(nodes) - ok} without a {cluster.node_type} spare"
+    )
+
+
+def open_incident(
+    session: orm.Session, cluster: models.Cluster, node: models.Node, verdict: Verdict, detail: str
+) -> health_tables.Incident:
+    """Open (or extend) the one open health incident of ``cluster``: it names every failed node; its title
+    counts them from the database (replaced or not). P1 when a finding is fatal (a tenant's job was hit) or
+    more than ``noc.P1_FRACTION`` of the cluster is out without replacement, else P2."""
     key = f"capacity:{cluster.id}"
-    rows = {
-        r.number: r
-        for r in session.scalars(
-            sa.select(models.Incident).where(models.Incident.key == key, models.Incident.resolved_at.is_(None))
+    row = session.scalar(
+        sa.select(health_tables.Incident).where(
+            health_tables.Incident.key == key, health_tables.Incident.resolved_at.is_(None)
         )
-    }
-    taken = session.scalar(sa.select(sa.func.count()).select_from(models.Incident)) or 0
-    book = noc.NocBook(
-        incidents=[
-            noc.Incident(
-                r.number, r.key, r.priority, r.title, r.cluster_id, list(r.nodes), r.opened_at.timestamp(), r.detail
-            )
-            for r in rows.values()
-        ],
-        _ids=itertools.count(int(taken) + 1),
     )
-    members = list(session.scalars(sa.select(models.Node).where(models.Node.cluster_id == cluster.id)))
+    members = session.scalars(sa.select(models.Node).where(models.Node.cluster_id == cluster.id)).all()
     lost = sum(1 for m in members if m.fleet_stage != states.PRODUCTION)
-    inc = book.open(
-        key,
-        noc.capacity_priority(lost, cluster.node_count),
-        f"cluster {cluster.name} lost capacity: {lost} of {cluster.node_count} nodes out, no "
-        f"{cluster.node_type} spare left",
-        cluster=cluster.id,
-        node=node.name,
-        detail=detail,
-    )
-    row = rows.get(inc.id)
+    priority = "P1" if verdict.level == Level.FATAL else noc.capacity_priority(lost, cluster.node_count)
+    nodes = list(row.nodes or []) if row is not None else []
+    if node.name not in nodes:
+        nodes.append(node.name)
+    title = _incident_title(session, cluster, nodes)
     if row is None:
-        row = models.Incident(number=inc.id, key=key, tenant_id=cluster.tenant_id, cluster_id=cluster.id)
+        taken = session.scalar(sa.select(sa.func.count()).select_from(health_tables.Incident)) or 0
+        row = health_tables.Incident(
+            number=f"INC-{int(taken) + 1:05d}",
+            key=key,
+            priority=priority,
+            title=title,
+            tenant_id=cluster.tenant_id,
+            cluster_id=cluster.id,
+            nodes=nodes,
+        )
         session.add(row)
-    row.priority, row.title, row.nodes, row.detail = inc.priority, inc.title, list(inc.nodes), inc.detail
+    row.priority = min(row.priority, priority)  # "P1" < "P2": never downgraded while open
+    row.nodes, row.title = nodes, title
+    row.detail = (f"{row.detail}\n{detail}" if row.detail else detail)[-4000:]
     session.flush()
     return row
 
 
-def handle(session: orm.Session, node: models.Node, verdict: Verdict, previous_action: str | None = None) -> list[str]:
-    """Carry ``verdict`` out for ``node`` (a row of the session; see the module docstring). The caller
-    commits. Returns what was done, in order."""
-    cluster = session.get(models.Cluster, node.cluster_id) if node.cluster_id else None
+def _tenant_line(verdict: Verdict, node: str, t_s: float) -> str:
+    top = verdict.reasons[0] if verdict.reasons else None
+    what = f"{top.key.split(':')[-1]} {top.message}" if top else verdict.action.name
+    when = "now" if verdict.action >= Action.DRAIN_NOW or verdict.level == Level.FATAL else "after its job"
+    at = models.utcnow().isoformat(timespec="seconds")
+    return f"{what} on node {node} at {at} (node clock {t_s:.0f} s): drained {when}, quarantined"
 
+
+def _replacer(
+    session: orm.Session, cluster: models.Cluster | None, verdict: Verdict, t_s: float
+) -> Callable[[Any], list[str]]:
     def replace(quarantined: Any) -> list[str]:
         if cluster is None:
             return []
         done = []
         for record in cluster_mod.heal(session, cluster):
+            line = _tenant_line(verdict, record["failed"], t_s)
             if record.get("replacement"):
                 done.append(f"replace {record['failed']} with {record['replacement']} in {cluster.name}")
+                status.add_event(cluster, "NodeHealed", f"{line}, replaced by {record['replacement']}", "Warning")
             else:
-                inc = open_incident(session, cluster, quarantined, f"{record['failed']}: {record['reason']}")
-                done.append(f"incident {inc.number} {inc.priority} {cluster.name}")
+                status.add_event(cluster, "NodeLost", f"{line}; no spare left to replace it", "Warning")
+            inc = open_incident(session, cluster, quarantined, verdict, f"{record['failed']}: {record['reason']}")
+            done.append(f"incident {inc.number} {inc.priority} {cluster.name}")
         return done
 
-    if verdict.action >= Action.QUARANTINE:
+    return replace
+
+
+def _gpus_of(verdict: Verdict, rung: Action) -> list[int]:
+    out = set()
+    for r in verdict.reasons:
+        if r.action == rung and ":gpu" in r.key:
+            tail = r.key.rsplit(":gpu", 1)[1]
+            if tail.isdigit():
+                out.add(int(tail))
+    return sorted(out)
+
+
+def _poll_pending(driver: base.Driver | None, row: models_cloud.NodeEvidence) -> None:
+    if driver is None or not row.pending_ops:
+        return
+    left = []
+    for rid, kind in row.pending_ops:
+        try:
+            op = driver.operation(rid)
+        except Exception:  # the driver restarted and forgot it: the fix is asked for again after the hold
+            continue
+        if not op.done:
+            left.append([rid, kind])
+    row.pending_ops = left
+
+
+def _fix(
+    driver: base.Driver | None, node: models.Node, row: models_cloud.NodeEvidence, verdict: Verdict, t_s: float
+) -> list[str]:
+    """The rung's fix through the driver (GPU reset or reboot), once per ``FIX_HOLD_S``."""
+    rung = verdict.action if verdict.action in (Action.RESET_GPU, Action.REBOOT) else None
+    if rung is None and ladder_run.takes_out(verdict):
+        rung = max((r.action for r in verdict.reasons if r.action in (Action.RESET_GPU, Action.REBOOT)), default=None)
+    if rung is None:
+        return []
+    kind = "reboot" if rung == Action.REBOOT else "reset_gpu"
+    recent = [r for r in row.repairs if r[1] in ("reboot", "reset_gpu") and t_s - float(r[0]) < FIX_HOLD_S]
+    if recent:
+        return []
+    if driver is None:
+        return [f"{kind} {node.name} left to the operator (no fleet driver)"]
+    if kind == "reboot":
+        rid = f"health/{node.name}/reboot/{t_s:.0f}"
+        op = driver.reboot(node.name, request_id=rid)
+        node_evidence.record_repair(row, t_s, "reboot", None, verdict.summary())
+        done = [f"reboot {node.name}"]
+    else:
+        done, op = [], None
+        for gpu in _gpus_of(verdict, Action.RESET_GPU) or [0]:
+            rid = f"health/{node.name}/reset/gpu{gpu}/{t_s:.0f}"
+            op = driver.reset_gpu(node.name, gpu, request_id=rid)
+            node_evidence.record_repair(row, t_s, "reset_gpu", gpu, verdict.summary())
+            done.append(f"reset {node.name} gpu{gpu}")
+    if op is not None and not op.done:
+        row.pending_ops = [*row.pending_ops, [op.request_id, kind]]
+    return done
+
+
+def _release_repaired(
+    session: orm.Session, node: models.Node, row: models_cloud.NodeEvidence, verdict: Verdict
+) -> list[str]:
+    """A quarantined node out of every cluster, fixed and clean again, goes back to burn-in."""
+    if (
+        node.fleet_stage != states.QUARANTINED
+        or node.cluster_id is not None
+        or node.provisioning_state != states.AVAILABLE
+        or verdict.action > Action.RESTART_APP
+        or row.pending_ops
+        or not any(r[1] in ("reboot", "reset_gpu") for r in row.repairs)
+    ):
+        return []
+    move(session, node, states.BURN_IN, actor=ACTOR, reason="fixed (reset/reboot) and clean again: burn-in")
+    row.held_action = None
+    return [f"burn-in {node.name}"]
+
+
+def handle(
+    session: orm.Session,
+    node: models.Node,
+    judgement: node_evidence.Judgement,
+    driver: base.Driver | None = None,
+) -> list[str]:
+    """Carry the server's verdict out for ``node`` (a row of the session; see the module docstring). The
+    caller commits. Returns what was done, in order."""
+    verdict = judgement.verdict
+    row = node_evidence.evidence_row(session, node)
+    t_s = row.last_t_s or 0.0
+    _poll_pending(driver, row)
+    cluster = session.get(models.Cluster, node.cluster_id) if node.cluster_id else None
+    if ladder_run.takes_out(verdict) and node.fleet_stage == states.PRODUCTION:
         node.last_error = f"health: {verdict.summary()}"[:2000]
-    remediator = Remediator(
-        seam=ClusterEventSeam(cluster), nodes={node.name: node}, store=DbTransitionStore(session), replacer=replace
+    remediator = ladder_run.Remediator(
+        seam=ClusterEventSeam(cluster),
+        nodes={node.name: node},
+        replacer=_replacer(session, cluster, verdict, t_s),
+        store=DbTransitionStore(session),
     )
-    if previous_action and previous_action in Action.__members__ and Action[previous_action] >= Action.RESET_GPU:
-        remediator.held[node.name] = Action[previous_action]
+    held = node_evidence.held(row)
+    if held is not None:
+        remediator.held[node.name] = held
     done = remediator.handle(verdict)
+    now_held = remediator.held.get(node.name)
+    row.held_action = now_held.name if now_held is not None else None
+    for op in done:
+        kind = op.split()[0]
+        if kind in ("drain", "quarantine", "rma"):
+            node_evidence.record_repair(row, t_s, kind, None, verdict.summary())
+    done.extend(_fix(driver, node, row, verdict, t_s))
+    done.extend(_release_repaired(session, node, row, verdict))
     for rma in remediator.rma:
         session.add(
             models.RmaRecord(
@@ -132,11 +263,28 @@ def handle(session: orm.Session, node: models.Node, verdict: Verdict, previous_a
                 summary=rma.summary,
             )
         )
+    if done:
+        node_evidence.add_event(
+            session,
+            node,
+            t_s,
+            "HealthAction",
+            f"{verdict.action.name} ({verdict.level}: {verdict.summary()}): " + "; ".join(done),
+            kind="Warning" if verdict.action >= Action.RESET_GPU else "Normal",
+            agent_action=judgement.claimed.action.name if judgement.claimed else None,
+            server_action=verdict.action.name,
+        )
     session.flush()
     return done
 
 
 def install(app: FastAPI) -> FastAPI:
-    """Compose the remediation into a control-plane app (``app.state.report_handler``); returns ``app``."""
-    app.state.report_handler = handle
+    """Compose the remediation into a control-plane app (``app.state.report_handler``; the fleet driver is
+    the one of ``app.state.fleet`` when a runtime is attached); returns ``app``."""
+
+    def handler(session: orm.Session, node: models.Node, judgement: node_evidence.Judgement) -> list[str]:
+        fleet = getattr(app.state, "fleet", None)
+        return handle(session, node, judgement, getattr(fleet, "driver", None))
+
+    app.state.report_handler = handler
     return app

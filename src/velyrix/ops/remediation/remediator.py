@@ -1,14 +1,18 @@
-"""Health verdicts wired to the fleet: drains through the scheduler seam, quarantine with replacement from
-spares, RMA records, and NOC incidents when a tenant's cluster loses capacity.
+"""The ladder as the control plane carries it out: drains through the scheduler seam, quarantine with a
+replacement from the spares, RMA records. One policy for every caller; the replacement itself is the
+reconciler's one path (``reconcile.cluster.heal`` -> ``steps.replace`` -> ``allocation.allocate``), plugged in
+as the required ``Replacer``.
 
 ``Remediator.handle(verdict)``:
 1. carries the verdict out on the seam (``velyrix.health.actions``: drains name their source, ``health``;
-   only ``health`` undrains what it drained);
-2. QUARANTINE and up: moves the node's fleet stage to ``quarantined`` through ``fleet.transitions``
-   (who, when, why recorded) and, if it belongs to a cluster, replaces it with a spare of the same node type
-   so that the cluster keeps its size; with no spare left the NOC gets an incident for that cluster;
-3. an RMA criterion (remap failure, 512 remaps, SRAM threshold, XID 64, or an RMA verdict) writes an
-   ``RmaRecord`` with the evidence and moves the node to ``rma``.
+   only ``health`` undrains what it drained; from DRAIN_NOW up, or at level fatal, the drain says "now");
+2. ``takes_out(verdict)`` (DRAIN_AFTER_JOB and up, or a fatal finding at RESET_GPU and up: the tenant's job
+   on the node is already damaged): the node's fleet stage moves to ``quarantined`` through
+   ``fleet.transitions`` (who, when, why recorded) and the replacer takes it out of its cluster and puts a
+   spare in (or opens the NOC incident when none is left); the fix of the rung (GPU reset, reboot) is done
+   by the caller on the quarantined node, outside the tenant's cluster;
+3. an RMA criterion (remap failure, 512 remaps, SRAM threshold, XID 64, an RMA verdict, or the same XID
+   after repeated fixes: hardware) writes an ``RmaRecord`` with the evidence and moves the node to ``rma``.
 """
 
 from __future__ import annotations
@@ -16,28 +20,41 @@ from __future__ import annotations
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Protocol
 
 from velyrix.fleet import states, transitions
 from velyrix.health import actions
 from velyrix.health.drains import SchedulerSeam
 from velyrix.health.engine import Verdict
-from velyrix.health.ladder import Action
-from velyrix.ops import noc
+from velyrix.health.ladder import Action, Level
 
 RMA_KEYS = ("remap_failure:", "remapped_rows_total:", "sram_uncorrectable_rma:", "xid:64:")
 """Reason keys that are RMA criteria (NVIDIA GPU Memory Error Management; REFERENCE.md section 3)."""
 
 
-@dataclass
-class FleetNode:
-    """The fleet's view of a node that remediation needs (the control plane's nodes table has more)."""
+class Replacer(Protocol):
+    """Takes a quarantined node out of its cluster and puts a spare in its place (same node type, near it),
+    or tells the NOC that none is left. Returns what it did (``replace A with B in C``, ``incident ...``)."""
 
-    name: str
-    node_type: str
-    cluster: str | None = None
-    provisioning_state: str = states.ACTIVE
-    fleet_stage: str = states.PRODUCTION
+    def __call__(self, node: Any) -> list[str]: ...
+
+
+def takes_out(verdict: Verdict) -> bool:
+    """Whether ``verdict`` takes the node out of service (quarantine and replacement): DRAIN_AFTER_JOB and
+    up, or a fatal finding that asks for a reset or a reboot (the job on the node is already damaged; the
+    tenant gets a healthy node now and the fix happens on the quarantined one)."""
+    return verdict.action >= Action.DRAIN_AFTER_JOB or (
+        verdict.level == Level.FATAL and verdict.action >= Action.RESET_GPU
+    )
+
+
+def rma_criteria(verdict: Verdict) -> tuple[str, ...]:
+    """The reasons of ``verdict`` that send the part to the vendor."""
+    found = [r.key for r in verdict.reasons if r.key.startswith(RMA_KEYS)]
+    found += [r.key for r in verdict.reasons if r.source == "xid" and r.hardware and r.key not in found]
+    if verdict.action == Action.RMA and not found:
+        found.append("verdict:RMA")
+    return tuple(found)
 
 
 @dataclass(frozen=True)
@@ -55,45 +72,39 @@ class RmaRecord:
 
 @dataclass
 class Remediator:
-    """Applies verdicts to the fleet. ``spares`` maps node type -> names of spare nodes (in production,
-    not in a cluster); ``clusters`` maps cluster -> ordered member names."""
+    """Applies verdicts to nodes with ``name``, ``node_type``, ``fleet_stage`` and ``provisioning_state``
+    (the control plane's node rows). ``replacer`` is required: the control plane passes its reconciler's
+    replacement path; tests pass the SQLite world's or a fake that honours ``Replacer``."""
 
     seam: SchedulerSeam
     nodes: dict[str, Any]
-    """Name -> ``FleetNode`` (or any node with ``name``, ``node_type``, ``fleet_stage``: the control plane
-    passes its node rows, with ``replacer`` and a database ``store``)."""
-    spares: dict[str, list[str]] = field(default_factory=dict)
-    clusters: dict[str, list[str]] = field(default_factory=dict)
+    replacer: Replacer
     store: transitions.TransitionStore = field(default_factory=transitions.MemoryStore)
-    noc_book: noc.NocBook = field(default_factory=noc.NocBook)
     clock: Callable[[], float] = time.time
     rma: list[RmaRecord] = field(default_factory=list)
     held: dict[str, Action] = field(default_factory=dict)
     log: list[str] = field(default_factory=list)
-    replacer: Callable[[Any], list[str]] | None = None
-    """Replaces a quarantined node in its cluster and returns what it did; None: from ``spares`` in memory.
-    The control plane plugs in its reconciler's replacement path (``velyrix.ops.remediation.node_reports``)."""
 
     def handle(self, verdict: Verdict) -> list[str]:
         """Apply ``verdict``; returns what was done, in order (also appended to ``log``)."""
         node = self.nodes[verdict.node]
         done: list[str] = []
         applied = actions.apply_verdict(verdict, self.seam, held_action=self.held.get(node.name))
-        for op in applied.ops:
-            done.append(f"{op} {node.name}")
+        done.extend(f"{op} {node.name}" for op in applied.ops)
         if "drain" in applied.ops:
             self.held[node.name] = verdict.action
         if "undrain" in applied.ops:
             self.held.pop(node.name, None)
-        if verdict.action >= Action.QUARANTINE and node.fleet_stage == states.PRODUCTION:
+        if takes_out(verdict) and node.fleet_stage == states.PRODUCTION:
             transitions.transition(
                 node, states.QUARANTINED, actor="health", reason=verdict.summary(), store=self.store, now_s=self.clock()
             )
+            self.held[node.name] = max(verdict.action, Action.QUARANTINE)
             done.append(f"quarantine {node.name}")
-            done.extend(self.replacer(node) if self.replacer is not None else self._replace(node))
-        criteria = tuple(r.key for r in verdict.reasons if r.key.startswith(RMA_KEYS))
-        if (criteria or verdict.action == Action.RMA) and node.fleet_stage == states.QUARANTINED:
-            self.rma.append(RmaRecord(node.name, self.clock(), criteria or ("verdict:RMA",), verdict.summary()))
+            done.extend(self.replacer(node))
+        criteria = rma_criteria(verdict)
+        if criteria and node.fleet_stage == states.QUARANTINED:
+            self.rma.append(RmaRecord(node.name, self.clock(), criteria, verdict.summary()))
             transitions.transition(
                 node,
                 states.RMA,
@@ -105,28 +116,3 @@ class Remediator:
             done.append(f"rma {node.name}")
         self.log.extend(done)
         return done
-
-    def _replace(self, node: FleetNode) -> list[str]:
-        cluster = node.cluster
-        if cluster is None:
-            return []
-        members = self.clusters.setdefault(cluster, [])
-        size = len(members)
-        pool = self.spares.get(node.node_type, [])
-        while pool:
-            spare = self.nodes[pool.pop(0)]
-            if spare.fleet_stage != states.PRODUCTION or spare.cluster is not None:
-                continue
-            members[members.index(node.name)] = spare.name
-            spare.cluster, node.cluster = cluster, None
-            return [f"replace {node.name} with {spare.name} in {cluster}"]
-        lost = sum(1 for m in members if self.nodes[m].fleet_stage != states.PRODUCTION)
-        inc = self.noc_book.open(
-            f"capacity:{cluster}",
-            noc.capacity_priority(lost, size),
-            f"cluster {cluster} lost capacity: {lost} of {size} nodes out, no {node.node_type} spare left",
-            cluster=cluster,
-            node=node.name,
-            detail=f"{node.name} quarantined by health",
-        )
-        return [f"incident {inc.id} {inc.priority} {cluster}"]

@@ -1,4 +1,5 @@
-"""``/healthz`` (the process answers) and ``/readyz`` (the database answers and its schema is current)."""
+"""``/healthz`` (the process answers) and ``/readyz`` (the database answers, its schema is current and,
+for SQLite, its disk has room to write)."""
 
 from __future__ import annotations
 
@@ -6,9 +7,11 @@ from fastapi import APIRouter, Request
 from fastapi.responses import JSONResponse
 
 from velyrix.controlplane.api import schemas
+from velyrix.controlplane.db import engine as engine_mod
 from velyrix.controlplane.db import migrate
 
 router = APIRouter(tags=["health"])
+RETRY_AFTER = {"Retry-After": "5"}
 
 
 @router.get("/healthz", name="health.live", response_model=schemas.Health, response_model_exclude_none=True)
@@ -25,12 +28,21 @@ def healthz() -> dict[str, str]:
 )
 def readyz(request: Request) -> JSONResponse:
     """Readiness: the database answers and is at the newest migration."""
+    engine = request.app.state.engine
     try:
-        revision = migrate.current(request.app.state.engine)
+        revision = migrate.current(engine)
+        full = engine_mod.disk_full(engine)
     except Exception as exc:  # any failure means not ready
-        return JSONResponse({"status": "unavailable", "database": type(exc).__name__}, status_code=503)
-    ready = revision == request.app.state.schema_head
+        return JSONResponse(
+            {"status": "unavailable", "database": type(exc).__name__}, status_code=503, headers=RETRY_AFTER
+        )
+    ready = revision == request.app.state.schema_head and not full
     return JSONResponse(
-        {"status": "ok" if ready else "unavailable", "database": "ok", "schema_revision": revision},
+        {
+            "status": "ok" if ready else "unavailable",
+            "database": "disk full" if full else "ok",
+            "schema_revision": revision,
+        },
         status_code=200 if ready else 503,
+        headers=None if ready else RETRY_AFTER,
     )

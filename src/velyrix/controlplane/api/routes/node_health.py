@@ -1,6 +1,6 @@
 """Node agents and node health: agents report to ``POST /v1/nodes/{hostname}/reports`` with their node
 token (``vlxn_``, scope ``nodes:report``); operators rotate a node's token; the last report of a node,
-NOC incidents and RMA records are readable (see ``velyrix.controlplane.node_health``)."""
+RMA records are readable (NOC incidents: ``velyrix.ops.noc.routes``) (see ``velyrix.controlplane.node_health``)."""
 
 from __future__ import annotations
 
@@ -15,7 +15,7 @@ from velyrix.controlplane import node_health
 from velyrix.controlplane.api import schemas
 from velyrix.controlplane.api.context import Ctx, require
 from velyrix.controlplane.commands import Commands
-from velyrix.controlplane.db import health_tables, models
+from velyrix.controlplane.db import health_tables, models, models_cloud
 
 router = APIRouter(tags=["node health"], responses=schemas.PROBLEM_RESPONSES)
 
@@ -32,7 +32,13 @@ class ReportBody(BaseModel):
     problems: list[str] = Field(default_factory=list, max_length=200)
     sample: dict[str, Any] = Field(
         default_factory=dict,
-        description="NodeSample.to_dict(), with health_level (0-3), health_action (0-7), health_summary",
+        description="NodeSample.to_dict(): the evidence (GPU counters, XID events with their times, IB ports, "
+        "NVMe); the control plane judges it itself",
+    )
+    verdict: dict[str, Any] | None = Field(
+        None,
+        description="the agent's whole verdict (node, level, action, lemon_score, reasons with key, source, "
+        "message, level, action, hardware): a claim the control plane records and compares, never obeys",
     )
 
 
@@ -52,12 +58,29 @@ class ReportOut(BaseModel):
     )
     reports: int
     sample: dict[str, Any]
+    verdict: dict[str, Any] | None = Field(description="the control plane's verdict on the evidence (acted on)")
+    agent_verdict: dict[str, Any] | None = Field(description="the verdict the agent claimed (recorded only)")
+    disagreements: int = Field(description="reports whose claimed verdict differed from the evidence")
+
+
+class NodeEventOut(BaseModel):
+    id: str
+    node_id: str
+    at: dt.datetime
+    t_s: float = Field(description="the node's clock when it happened (s; the twin's clock on the twin)")
+    type: str = Field(description="Normal or Warning")
+    reason: str = Field(description="HealthAction, AgentDisagrees, ...")
+    message: str
+    agent_action: str | None
+    server_action: str | None
 
 
 class ReportAccepted(BaseModel):
     node_id: str
     hostname: str
-    health_action: str | None
+    health_action: str | None = Field(description="the rung of the control plane's own verdict")
+    agent_action: str | None = Field(description="the rung the agent claimed (None: no verdict sent)")
+    disagreement: str | None = Field(description="why the claim differs from the evidence (None: it agrees)")
     actions: list[str] = Field(description="what the control plane did about this report (empty: nothing new)")
     reports: int
 
@@ -68,20 +91,6 @@ class NodeTokenOut(BaseModel):
     prefix: str
     node_token: str = Field(description="the agent's token (`vlxn_...`); shown once, never stored")
     created_at: dt.datetime
-
-
-class IncidentOut(BaseModel):
-    id: str
-    number: str
-    key: str
-    priority: str
-    title: str
-    tenant_id: str | None
-    cluster_id: str | None
-    nodes: list[str]
-    detail: str
-    opened_at: dt.datetime
-    resolved_at: dt.datetime | None
 
 
 class RmaOut(BaseModel):
@@ -98,8 +107,10 @@ class RmaOut(BaseModel):
 def report(
     hostname: str, body: ReportBody, request: Request, ctx: Ctx = Depends(require("nodes:report"))
 ) -> dict[str, Any]:
-    """A node agent's report: stored as the node's last one; a verdict of DRAIN_NOW or worse is acted on
-    (quarantine, replacement from the spares, RMA record, NOC incident when no spare is left)."""
+    """A node agent's report: stored as the node's last one; the control plane judges the evidence itself
+    (catalog thresholds, its history of the node, its peers) and acts on its own verdict (drain, GPU reset,
+    reboot, quarantine, replacement from the spares, RMA record, NOC incident); the agent's verdict is
+    recorded and, when it differs, flagged in the node's events."""
     if ctx.principal.name != f"node:{hostname}":
         raise errors.PermissionDeniedError("a node token reports for its own node only", scope="nodes:report")
     if body.hostname != hostname:
@@ -111,12 +122,22 @@ def report(
     row, done = Commands(ctx.scope).record_report(
         node, body.model_dump(), getattr(request.app.state, "report_handler", None)
     )
-    ctx.audit(f"nodes/{node.id}/reports", detail={"health_action": row.health_action, "actions": done})
+    evidence = ctx.scope.latest(models_cloud.NodeEvidence, node_id=node.id)
+    claimed = (evidence.agent_verdict or {}).get("action") if evidence is not None else None
+    disagreement = None
+    if claimed is not None and claimed != row.health_action:
+        disagreement = f"agent claims {claimed}, the evidence shows {row.health_action}"
+    ctx.audit(
+        f"nodes/{node.id}/reports",
+        detail={"health_action": row.health_action, "agent_action": claimed, "actions": done},
+    )
     ctx.commit()
     return {
         "node_id": node.id,
         "hostname": node.name,
         "health_action": row.health_action,
+        "agent_action": claimed,
+        "disagreement": disagreement,
         "actions": done,
         "reports": row.reports,
     }
@@ -131,7 +152,21 @@ def last_report(node_id: str, ctx: Ctx = Depends(require("nodes:read"))) -> dict
         raise errors.NotFoundError(
             f"node '{node.name}' has not reported yet", hint="its agent reports with --control-plane URL --node-token T"
         )
-    return node_health.report_out(row, node.name)
+    evidence = ctx.scope.latest(models_cloud.NodeEvidence, node_id=node.id) if ctx.principal.is_provider else None
+    return node_health.report_out(row, node.name, evidence)
+
+
+@router.get("/v1/nodes/{node_id}/events", name="nodes.events", response_model=schemas.Page[NodeEventOut])
+def node_events(
+    node_id: str,
+    ctx: Ctx = Depends(require("nodes:read")),
+    cursor: str | None = Depends(schemas.cursor_param),
+    limit: int = Depends(schemas.limit_param),
+) -> dict[str, Any]:
+    """The node's health events: verdicts the control plane acted on, agents' claims it did not follow."""
+    node = ctx.scope.get(models.Node, node_id, "node")
+    rows, nxt = ctx.scope.page(models_cloud.NodeEvent, filters={"node_id": node.id}, cursor=cursor, limit=limit)
+    return {"items": [{k: getattr(r, k) for k in NodeEventOut.model_fields} for r in rows], "next_cursor": nxt}
 
 
 @router.post("/v1/nodes/{node_id}/credentials", name="nodes.rotate_token", status_code=201, response_model=NodeTokenOut)
@@ -148,25 +183,6 @@ def rotate_token(node_id: str, ctx: Ctx = Depends(require("fleet:operate"))) -> 
         "node_token": token,
         "created_at": row.created_at,
     }
-
-
-def _incident(i: Any) -> dict[str, Any]:
-    return {k: getattr(i, k) for k in IncidentOut.model_fields}
-
-
-@router.get("/v1/incidents", name="incidents.list", response_model=schemas.Page[IncidentOut])
-def list_incidents(
-    ctx: Ctx = Depends(require("nodes:read")),
-    cluster_id: str | None = None,
-    priority: str | None = None,
-    cursor: str | None = Depends(schemas.cursor_param),
-    limit: int = Depends(schemas.limit_param),
-) -> dict[str, Any]:
-    """NOC incidents (tenants: those of their clusters; provider keys: all)."""
-    rows, nxt = ctx.scope.page(
-        health_tables.Incident, filters={"cluster_id": cluster_id, "priority": priority}, cursor=cursor, limit=limit
-    )
-    return {"items": [_incident(r) for r in rows], "next_cursor": nxt}
 
 
 @router.get("/v1/rma-records", name="rma.list", response_model=schemas.Page[RmaOut])

@@ -5,7 +5,11 @@ from __future__ import annotations
 from alembic import context
 from sqlalchemy import Connection, engine_from_config, pool
 
-from velyrix.controlplane.db import models
+from velyrix.controlplane.db import (  # noqa: F401  (each models_* module: its tables join the metadata)
+    models,
+    models_identity,
+    models_noc,
+)
 
 target_metadata = models.Base.metadata
 config = context.config

@@ -107,6 +107,12 @@ class SimGPU:
             * min(1.0, 0.5 + 0.5 * self.compute_factor)
         )
 
+    def reset(self) -> None:
+        """A GPU reset: volatile ECC counts clear, a pending row remap is applied (the remap stays counted)."""
+        self.ecc_sbe_volatile = 0
+        self.ecc_dbe_volatile = 0
+        self.remap_pending = False
+
     def add_xid(self, at_s: float, xid: int) -> None:
         self.xid_events.append((at_s, xid))
 
@@ -223,7 +229,22 @@ class SimNode:
     networks: dict[str, Any] | None = None
     mounts: list[str] = field(default_factory=list)
     tenant_data: bool = False
+    booted_at_s: float = 0.0
+    """When the node last booted (twin clock, s): a reboot starts a new kernel log, so XIDs before it are
+    gone from the node's own view (the control plane keeps its history)."""
     _stepped_load: float | None = None
+
+    def reboot(self, at_s: float) -> None:
+        """Power-cycle: every GPU is reset and one that fell off the bus (XID 79) is back on it; the kernel
+        log (the XID events) starts over."""
+        self.powered = True
+        self.booted_at_s = at_s
+        for gpu in self.gpus:
+            gpu.responsive = True
+            gpu.reset()
+            gpu.xid_events.clear()
+            gpu.refresh_measured()
+            gpu.step(0.0, self.load_pct)
 
     def hardware(self) -> hardware.NodeHardware:
         """The inventory inspection reports."""

@@ -37,6 +37,8 @@ class SimDelays:
     acceptance_s: float = 1200.0
     cluster_tests_s: float = 600.0
     sanitize_s: float = 1800.0
+    reset_s: float = 20.0
+    reboot_s: float = 300.0
 
     @classmethod
     def off(cls) -> SimDelays:
@@ -196,6 +198,26 @@ class SimDriver(base.Driver):
             return self._cluster_measurements([self.region.node(n) for n in names], request_id, targets)
 
         return self._submit("cluster_tests", names[0] if names else "", request_id, self.delays.cluster_tests_s, effect)
+
+    def reset_gpu(self, node: str, gpu: int, *, request_id: str) -> base.Operation:
+        def effect() -> dict[str, Any]:
+            sim = self.region.node(node)
+            if not 0 <= gpu < len(sim.gpus):
+                raise errors.InvalidInputError(f"node '{node}' has GPUs 0-{len(sim.gpus) - 1}, not {gpu}")
+            g = sim.gpus[gpu]
+            if g.responsive:
+                g.reset()
+            return {"gpu": gpu, "responsive": g.responsive}
+
+        return self._submit("reset_gpu", node, request_id, self.delays.reset_s, effect)
+
+    def reboot(self, node: str, *, request_id: str) -> base.Operation:
+        def effect() -> dict[str, Any]:
+            sim = self.region.node(node)
+            sim.reboot(self.region.clock.now())
+            return {"booted_at_s": sim.booted_at_s}
+
+        return self._submit("reboot", node, request_id, self.delays.reboot_s, effect)
 
     def sanitize(self, node: str, *, request_id: str) -> base.Operation:
         def effect() -> dict[str, Any]:

@@ -1,0 +1,51 @@
+"""Tables of the evidence area (migration ``0006``): the audit log's Merkle tree (its head, and leaves
+with the inner nodes they complete) and its signed checkpoints. Every table is append-only by trigger except the head,
+whose tree size may only grow (``velyrix.controlplane.audit.log`` explains the layout)."""
+
+from __future__ import annotations
+
+import datetime as dt
+from typing import Any
+
+import sqlalchemy as sa
+from sqlalchemy.orm import Mapped, mapped_column
+
+from velyrix.controlplane.db import models
+
+
+class AuditLogHead(models.Base):
+    """One row (``id`` 1): the number of leaves in the audit log. Appending takes its row lock, so leaf
+    indexes are dense and in commit order on every backend."""
+
+    __tablename__ = "audit_log_head"
+    tenancy = "global"
+
+    id: Mapped[int] = mapped_column(primary_key=True, autoincrement=False)
+    tree_size: Mapped[int] = mapped_column(sa.BigInteger)
+
+
+class AuditLeaf(models.Base):
+    """Leaf ``idx`` of the audit log: the event it commits to, ``SHA-256(0x00 || canonical event)``, and the
+    inner nodes this leaf completes (levels 1..k, 32 bytes each; ``audit.log.holder``)."""
+
+    __tablename__ = "audit_leaves"
+    tenancy = "global"
+
+    idx: Mapped[int] = mapped_column(sa.BigInteger, primary_key=True, autoincrement=False)
+    event_id: Mapped[str] = mapped_column(sa.String(32), unique=True)
+    leaf_hash: Mapped[bytes] = mapped_column(sa.LargeBinary(32))
+    parents: Mapped[bytes] = mapped_column(sa.LargeBinary(2048), default=b"")
+
+
+class AuditCheckpoint(models.Base):
+    """A signed statement of the log's size and root hash at a time (``document`` as published)."""
+
+    __tablename__ = "audit_checkpoints"
+    id_prefix = "ack"
+    tenancy = "global"
+
+    id: Mapped[str] = mapped_column(sa.String(32), primary_key=True)
+    tree_size: Mapped[int] = mapped_column(sa.BigInteger, index=True)
+    root_hash: Mapped[str] = mapped_column(sa.String(64))
+    at: Mapped[dt.datetime] = mapped_column(default=models.utcnow)
+    document: Mapped[dict[str, Any]] = mapped_column()

@@ -1,0 +1,225 @@
+"""Browser routes of single sign-on: ``/auth/{tenant}/login`` (to the tenant's identity provider),
+``/auth/oidc/callback`` (back from it: a session cookie), ``/auth/logout`` (ends the session
+server-side), ``/auth/cli/token`` (``velyrix login --sso``'s one-time code for a key) and ``/ui``, the
+signed-in page (the user, the tenant's clusters, logout and key forms with their CSRF token)."""
+
+from __future__ import annotations
+
+import datetime as dt
+import html
+import urllib.parse
+from typing import Any
+
+import sqlalchemy as sa
+from fastapi import APIRouter, Depends, Form, Request
+from fastapi.responses import HTMLResponse, RedirectResponse, Response
+from pydantic import BaseModel, ConfigDict, Field
+from sqlalchemy import orm
+
+from velyrix import errors
+from velyrix.controlplane.api import context
+from velyrix.controlplane.api.context import Ctx, require
+from velyrix.controlplane.auth import principals
+from velyrix.controlplane.db import models
+from velyrix.controlplane.db.models_identity import IdentityProvider
+from velyrix.controlplane.identity import keyuse, login, oidc, sessions
+
+router = APIRouter(tags=["identity"])
+
+
+def _db(request: Request) -> orm.Session:
+    session: orm.Session = request.app.state.sessionmaker()
+    request.state.db = session  # closed by RequestIdMiddleware
+    return session
+
+
+def _provider(session: orm.Session, tenant: str, name: str | None, kind: str) -> IdentityProvider:
+    stmt = (
+        sa.select(IdentityProvider)
+        .join(models.Tenant, models.Tenant.id == IdentityProvider.tenant_id)
+        .where(models.Tenant.name == tenant, IdentityProvider.kind == kind)
+    )
+    if name:
+        stmt = stmt.where(IdentityProvider.name == name)
+    found = session.scalars(stmt.order_by(IdentityProvider.id).limit(1)).first()
+    if found is None:
+        raise errors.NotFoundError(kind=f"{kind.upper()} identity provider of tenant", name=tenant)
+    return found
+
+
+@router.get("/auth/{tenant}/login", name="auth.oidc_login", include_in_schema=False)
+def oidc_login(
+    tenant: str, request: Request, provider: str | None = None, cli_redirect: str = "", cli_challenge: str = ""
+) -> Response:
+    """Send the browser to the tenant's OpenID provider (authorization code + PKCE)."""
+    session = _db(request)
+    idp = _provider(session, tenant, provider, "oidc")
+    begun = oidc.start(idp, str(request.url_for("auth.oidc_callback")))
+    login.begin(
+        session,
+        idp,
+        begun.state,
+        nonce=begun.nonce,
+        verifier=begun.verifier,
+        cli_redirect=cli_redirect,
+        cli_challenge=cli_challenge,
+    )
+    session.commit()
+    return RedirectResponse(begun.url, status_code=303)
+
+
+@router.get("/auth/oidc/callback", name="auth.oidc_callback", include_in_schema=False)
+def oidc_callback(
+    request: Request, state: str = "", code: str = "", error: str = "", iss: str | None = None
+) -> Response:
+    """Finish an OIDC login: spend the state, exchange the code, validate the ID token, sign the user in."""
+    session = _db(request)
+    info = context.request_info(request)
+    tenant_id: str | None = None
+    try:
+        flow, idp = login.spend(session, state)
+        tenant_id = idp.tenant_id
+        if error:
+            raise errors.IdentityError(f"the identity provider answered: {error[:100]}", reason="provider_refused")
+        if iss is not None and iss != idp.issuer:  # RFC 9207: mix-up defence
+            raise errors.IdentityError("callback from another issuer", reason="token_wrong_issuer")
+        id_token = oidc.exchange(idp, code, str(request.url_for("auth.oidc_callback")), flow.code_verifier)
+        claims = _validated(id_token, idp, flow.nonce)
+        user = login.upsert_user(session, idp, oidc.identity(idp, claims))
+    except errors.VelyrixError as exc:
+        session.rollback()
+        login.record(session, info, tenant_id=tenant_id, action="auth.login", target="login/oidc", refusal=exc)
+        session.commit()
+        raise
+    return finish(request, session, flow, user, "oidc")
+
+
+def _validated(id_token: str, idp: IdentityProvider, nonce: str) -> dict[str, Any]:
+    try:
+        return oidc.validate_id_token(
+            id_token, oidc.keys(idp.issuer), issuer=idp.issuer, client_id=idp.client_id, nonce=nonce
+        )
+    except errors.IdentityError as exc:
+        if exc.code != "identity_token_signature_invalid":
+            raise
+        keys = oidc.keys(idp.issuer, refresh=True)  # the provider may have rotated its key
+        return oidc.validate_id_token(id_token, keys, issuer=idp.issuer, client_id=idp.client_id, nonce=nonce)
+
+
+def finish(request: Request, session: orm.Session, flow: Any, user: Any, method: str) -> Response:
+    """Sign ``user`` in after a login through ``flow``: a session cookie and ``/ui``, or the CLI's
+    loopback callback with a one-time code."""
+    info = context.request_info(request)
+    actor = f"user:{user.id} ({user.user_name})"
+    if flow.cli_redirect:
+        code = login.cli_code(session, flow, user)
+        login.record(
+            session, info, tenant_id=user.tenant_id, action="auth.login", target=f"users/{user.id}", actor=actor
+        )
+        session.commit()
+        return RedirectResponse(flow.cli_redirect + "?" + urllib.parse.urlencode({"code": code}), status_code=303)
+    row, secret, max_age = login.start_session(session, user, method)
+    detail = {"method": method, "session": row.id, "role": user.role}
+    login.record(
+        session,
+        info,
+        tenant_id=user.tenant_id,
+        action="auth.login",
+        target=f"users/{user.id}",
+        actor=actor,
+        detail=detail,
+    )
+    session.commit()
+    response = RedirectResponse("/ui", status_code=303)
+    response.headers["set-cookie"] = sessions.set_cookie_header(secret, max_age)
+    return response
+
+
+@router.post("/auth/logout", name="auth.logout", include_in_schema=False)
+def logout(request: Request, csrf: str = Form("", max_length=200)) -> Response:
+    """End the session server-side (its cookie answers 401 from now on) and clear the cookie."""
+    secret = request.cookies.get(sessions.COOKIE) or ""
+    session = _db(request)
+    principal = sessions.authenticate(session, secret)
+    request.state.principal = principal
+    sessions.check_csrf(secret, csrf)
+    sessions.end(session, principal.key_id, "logout")
+    login.record(
+        session,
+        context.request_info(request),
+        tenant_id=principal.tenant_id,
+        action="auth.logout",
+        target=f"sessions/{principal.key_id}",
+        actor=principal.actor,
+    )
+    session.commit()
+    request.state.audited = True
+    response = HTMLResponse(_page("Signed out", "<p>You are signed out. <a href='/'>Home</a></p>"))
+    response.headers["set-cookie"] = sessions.clear_cookie_header()
+    return response
+
+
+class CliToken(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+    code: str = Field(min_length=10, max_length=200)
+    code_verifier: str = Field(min_length=43, max_length=128)
+
+
+@router.post("/auth/cli/token", name="auth.cli_token", include_in_schema=False)
+def cli_token(body: CliToken, request: Request) -> dict[str, Any]:
+    """The API key of a ``velyrix login --sso`` (the user's role, twelve hours, revoked with the user)."""
+    session = _db(request)
+    flow, user = login.exchange_cli_code(session, body.code, body.code_verifier)
+    expires = models.utcnow() + dt.timedelta(seconds=login.CLI_KEY_TTL_S)
+    key, secret = principals.issue_key(
+        session,
+        tenant_id=user.tenant_id,
+        name=f"{user.user_name} (velyrix login --sso)",
+        role=user.role,
+        expires_at=expires,
+    )
+    keyuse.set_details(session, key.id, description="velyrix login --sso", user_id=user.id)
+    login.record(
+        session,
+        context.request_info(request),
+        tenant_id=user.tenant_id,
+        action="auth.cli_token",
+        target=f"api-keys/{key.id}",
+        actor=f"user:{user.id} ({user.user_name})",
+    )
+    session.commit()
+    request.state.audited = True
+    return {"api_key": secret, "key_id": key.id, "user": user.user_name, "role": user.role, "expires_at": expires}
+
+
+def _page(title: str, body: str) -> str:
+    return (
+        "<!doctype html><html><head><meta charset='utf-8'><title>"
+        + html.escape(title)
+        + " - Velyrix</title></head><body><h1>"
+        + html.escape(title)
+        + "</h1>"
+        + body
+        + "</body></html>"
+    )
+
+
+@router.get("/ui", name="ui.home", include_in_schema=False)
+def home(request: Request, ctx: Ctx = Depends(require("clusters:read"))) -> HTMLResponse:
+    """The signed-in page: who, which tenant, its clusters; logout and owner-key forms (CSRF-protected)."""
+    p = ctx.principal
+    rows, _ = ctx.scope.page(models.Cluster, limit=200)
+    items = "".join(
+        f"<tr><td class='cluster'>{html.escape(c.name)}</td><td>{html.escape(c.region)}</td>"
+        f"<td>{html.escape(c.phase)}</td></tr>"
+        for c in rows
+    )
+    csrf = sessions.csrf_token(request.cookies.get(sessions.COOKIE, "")) if p.user_id else ""
+    body = (
+        f"<p id='who'>Signed in as <b>{html.escape(p.name)}</b> ({html.escape(p.role)})"
+        f" of tenant <b id='tenant'>{html.escape(p.tenant_id or 'provider')}</b></p>"
+        f"<table id='clusters'><tr><th>cluster</th><th>region</th><th>phase</th></tr>{items}</table>"
+        f"<form method='post' action='/auth/logout'><input type='hidden' name='csrf' value='{csrf}'>"
+        "<button id='logout' type='submit'>Sign out</button></form>"
+    )
+    return HTMLResponse(_page("Velyrix", body))

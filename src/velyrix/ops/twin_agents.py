@@ -1,0 +1,158 @@
+"""Every twin node observed: the node agent of each twin node, run inside ``velyrix up``, and the twin's
+telemetry endpoint that agents in other processes read their node through.
+
+- ``router``: ``GET /v1/sim/nodes/{hostname}/telemetry`` answers, to that node's own token (scope
+  ``nodes:report``), what the twin's devices show now (``velyrix.agent.collectors.sim.twin_telemetry``):
+  the twin's hardware lives in this process, so this is how ``velyrix agent --collector twin`` reads it.
+- ``TwinAgents``: one ``velyrix.agent.node_agent.NodeAgent`` per twin node (the ``twin`` collector bound to
+  the node's live state, the agent's own health monitor, a ``Reporter`` with the node's own token), ticked
+  on the agent's poll cadence in one thread, reporting over HTTP to the API like any agent. When an
+  operator rotates a node's token (``velyrix node token NODE``) to run its agent elsewhere, the in-process
+  agent of that node is refused (401) and stops: one agent per node.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+import time
+from typing import Any
+
+import httpx
+import sqlalchemy as sa
+from fastapi import APIRouter, Depends, FastAPI, Request
+from sqlalchemy import orm
+
+from velyrix import errors
+from velyrix.agent.checks.monitor import HealthMonitor
+from velyrix.agent.collectors.sim import twin_telemetry
+from velyrix.agent.collectors.twin import TwinCollector
+from velyrix.agent.node_agent import NodeAgent
+from velyrix.agent.reporting import Reporter
+from velyrix.controlplane import node_health
+from velyrix.controlplane.api import schemas
+from velyrix.controlplane.api.context import Ctx, require
+from velyrix.controlplane.api.routes.sim import NoTwinError
+from velyrix.controlplane.db import models
+from velyrix.fleet.drivers.sim import SimRegion
+from velyrix.health.drains import InMemorySeam
+
+log = logging.getLogger("velyrix.twin_agents")
+
+router = APIRouter(prefix="/v1/sim", tags=["sim"], responses=schemas.PROBLEM_RESPONSES)
+
+AGENT_INTERVAL_S = 5.0
+"""Default poll cadence of the twin's node agents (wall seconds)."""
+
+
+@router.get("/nodes/{hostname}/telemetry", name="sim.telemetry")
+def telemetry(hostname: str, request: Request, ctx: Ctx = Depends(require("nodes:report"))) -> dict[str, Any]:
+    """What the twin node's hardware shows now (a ``NodeSample`` in JSON, stamped with the twin's clock),
+    for that node's own agent (its node token)."""
+    if ctx.principal.name != f"node:{hostname}":
+        raise errors.PermissionDeniedError("a node token reads its own node only", scope="nodes:report")
+    runtime = getattr(request.app.state, "fleet", None)
+    if runtime is None or runtime.sim is None:
+        raise NoTwinError(hint="start the control plane with `velyrix up` to run on the twin")
+    return twin_telemetry(runtime.sim, hostname)
+
+
+def install(app: FastAPI) -> FastAPI:
+    """Mount the twin's telemetry endpoint on ``app`` (``velyrix up``); returns ``app``."""
+    app.include_router(router)
+    return app
+
+
+def agent_for(region: SimRegion, hostname: str, reporter: Reporter | None, *, window_samples: int = 120) -> NodeAgent:
+    """The agent of twin node ``hostname``: ``twin`` collector on the live node, health monitor on the twin's
+    clock (the samples' own time), ``reporter`` to the control plane."""
+    collector = TwinCollector(hostname, lambda h: twin_telemetry(region, h))
+    monitor = HealthMonitor(
+        hostname, collector, InMemorySeam(clock=region.clock.now), clock=None, max_samples=window_samples
+    )
+    return NodeAgent(collector, monitor, reporter)
+
+
+class TwinAgents:
+    """The agents of every twin node of ``region`` known to the database, reporting to ``url``."""
+
+    def __init__(
+        self,
+        sessionmaker: orm.sessionmaker[orm.Session],
+        region: SimRegion,
+        url: str,
+        *,
+        interval_s: float = AGENT_INTERVAL_S,
+    ) -> None:
+        self.sessionmaker = sessionmaker
+        self.region = region
+        self.url = url
+        self.interval_s = interval_s
+        self.agents: dict[str, NodeAgent] = {}
+        self.client = httpx.Client(timeout=10.0)
+        self._stop = threading.Event()
+        self._thread: threading.Thread | None = None
+
+    def issue_tokens(self) -> dict[str, str]:
+        """A fresh node token for every twin node the database knows (earlier tokens are revoked)."""
+        tokens = {}
+        with self.sessionmaker() as s:
+            nodes = s.scalars(sa.select(models.Node).where(models.Node.name.in_(list(self.region.nodes)))).all()
+            for node in nodes:
+                tokens[node.name] = node_health.issue_token(s, node, created_by="velyrix up (twin agents)")[1]
+            s.commit()
+        return tokens
+
+    def build(self) -> None:
+        """One agent per twin node, each with its own token."""
+        for hostname, token in sorted(self.issue_tokens().items()):
+            reporter = Reporter(self.url, token, attempts=3, backoff_s=0.2, max_backoff_s=2.0, client=self.client)
+            self.agents[hostname] = agent_for(self.region, hostname, reporter)
+
+    def tick(self) -> int:
+        """One poll of every running agent; returns how many reported."""
+        sent = 0
+        for agent in self.agents.values():
+            if self._stop.is_set():
+                break
+            before = agent.reports_sent
+            agent.tick()
+            sent += agent.reports_sent - before
+        return sent
+
+    def _wait_for_api(self, timeout_s: float = 30.0) -> None:
+        deadline = time.monotonic() + timeout_s
+        while time.monotonic() < deadline and not self._stop.is_set():
+            try:
+                if self.client.get(f"{self.url}/healthz").status_code < 500:
+                    return
+            except httpx.TransportError:
+                pass
+            self._stop.wait(0.1)
+
+    def _run(self) -> None:
+        self._wait_for_api()
+        while not self._stop.is_set():
+            started = time.monotonic()
+            try:
+                self.tick()
+            except Exception:  # one bad poll must not end the observation of the fleet
+                log.exception("twin agents: poll failed")
+            self._stop.wait(max(0.0, self.interval_s - (time.monotonic() - started)))
+
+    def start(self) -> None:
+        """Build the agents and poll in a daemon thread until ``stop``."""
+        self.build()
+        self._stop.clear()
+        self._thread = threading.Thread(target=self._run, name="velyrix-twin-agents", daemon=True)
+        self._thread.start()
+
+    def stop(self, timeout_s: float = 10.0) -> None:
+        self._stop.set()
+        if self._thread is not None:
+            self._thread.join(timeout_s)
+        self.client.close()
+
+    def running(self) -> list[str]:
+        """Hostnames whose agent still reports from here."""
+        return [h for h, a in self.agents.items() if a.stopped is None]

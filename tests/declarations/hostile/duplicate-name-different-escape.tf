@@ -1,0 +1,25 @@
+# expect: exit=2 line=0 message="is used twice"
+provider "velyrix" { region = "us-east-1" }
+
+resource "velyrix_cluster" "training" {
+  name       = "acme-pretrain"
+  node_type  = "hgx-h200-8g"
+  node_count = 64
+  fabric     = "infiniband-ndr"
+  scheduler  = "slurm"
+  storage {
+    parallel_fs_tb = 800
+  }
+}
+
+
+resource "velyrix_cluster" "second" {
+  name       = "acme-\u0070retrain"
+  node_type  = "hgx-h200-8g"
+  node_count = 64
+  fabric     = "infiniband-ndr"
+  scheduler  = "slurm"
+  storage {
+    parallel_fs_tb = 800
+  }
+}

@@ -1,0 +1,13 @@
+# expect: exit=2 line=3 message="resource label \"\""
+provider "velyrix" { region = "us-east-1" }
+
+resource "velyrix_cluster" "" {
+  name       = "acme-pretrain"
+  node_type  = "hgx-h200-8g"
+  node_count = 64
+  fabric     = "infiniband-ndr"
+  scheduler  = "slurm"
+  storage {
+    parallel_fs_tb = 800
+  }
+}

@@ -1,0 +1,13 @@
+# expect: exit=2 line=5 message="unknown node type '[/]'"
+provider "velyrix" { region = "us-east-1" }
+
+resource "velyrix_cluster" "training" {
+  name       = "acme-pretrain"
+  node_type  = "[/]"
+  node_count = 64
+  fabric     = "infiniband-ndr"
+  scheduler  = "slurm"
+  storage {
+    parallel_fs_tb = 800
+  }
+}

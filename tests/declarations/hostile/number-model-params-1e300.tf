@@ -1,0 +1,16 @@
+# expect: exit=2 line=13 message="model_params"
+provider "velyrix" { region = "us-east-1" }
+
+resource "velyrix_cluster" "training" {
+  name       = "acme-pretrain"
+  node_type  = "hgx-h200-8g"
+  node_count = 64
+  fabric     = "infiniband-ndr"
+  scheduler  = "slurm"
+  storage {
+    parallel_fs_tb = 800
+  }
+  workload {
+    model_params = 1e300
+  }
+}

@@ -1,0 +1,3 @@
+# expect: exit=2 line=0 message="no velyrix_cluster resource"
+# nothing
+// here

@@ -1,0 +1,156 @@
+"""OIDC single sign-on end to end in headless Chromium against the npm ``oidc-provider`` (its login and
+consent pages): a user of tenant A signs in, sees only tenant A's clusters, signs out, and the old cookie
+answers 401; a user of a domain the tenant does not allow gets no session; a replayed callback is
+refused; each step leaves its audit event."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from dataclasses import dataclass
+from typing import Any
+
+import httpx
+import pytest
+import sqlalchemy as sa
+
+from tests.controlplane.conftest import cluster_body
+from tests.identity.browser import browser  # noqa: F401  (fixture)
+from tests.identity.conftest import Served
+from tests.identity.oidc_provider import CLIENT_ID, CLIENT_SECRET, oidc_provider
+
+ACCOUNTS = {
+    "alice@acme.example": {"name": "Alice", "groups": ["gpu-admins"]},
+    "bob@acme.example": {"name": "Bob", "groups": []},
+    "eve@evil.example": {"name": "Eve", "groups": ["gpu-admins"]},
+}
+
+
+@dataclass
+class Sso:
+    served: Served
+    url: str
+    issuer: str
+    owner_a: str
+    cluster_a: str
+    cluster_b: str
+
+    def events(self, action: str) -> list[Any]:
+        from velyrix.controlplane.db import models
+
+        with self.served.app.state.sessionmaker() as s:
+            return list(s.scalars(sa.select(models.AuditEvent).where(models.AuditEvent.action == action)))
+
+
+def _tenant(app: Any, name: str) -> str:
+    from velyrix.controlplane.auth import principals
+    from velyrix.controlplane.db import models
+
+    with app.state.sessionmaker() as s:
+        tenant = models.Tenant(name=name, display_name=name)
+        s.add(tenant)
+        s.flush()
+        _, secret = principals.issue_key(s, tenant_id=tenant.id, name=f"{name} owner", role="owner")
+        s.commit()
+        return secret
+
+
+@pytest.fixture(scope="module")
+def sso(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Sso]:
+    from velyrix.ops.service import create_app
+
+    home = tmp_path_factory.mktemp("home")
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setenv("VELYRIX_HOME", str(home))
+        mp.setenv("VELYRIX_SIGNING_KEY_DIR", str(home / "keys"))
+        mp.delenv("VELYRIX_DATABASE_URL", raising=False)
+        with Served(create_app()) as served:
+            url = f"http://localhost:{served.port}"
+            owner_a, owner_b = _tenant(served.app, "acme"), _tenant(served.app, "beta")
+            clusters = []
+            for key, name in ((owner_a, "acme-train"), (owner_b, "beta-secret")):
+                resp = httpx.post(
+                    f"{url}/v1/clusters", json=cluster_body(name), headers={"Authorization": f"Bearer {key}"}
+                )
+                assert resp.status_code == 201, resp.text
+                clusters.append(name)
+            with oidc_provider([f"{url}/auth/oidc/callback"], ACCOUNTS, home / "oidc.log") as issuer:
+                idp = {
+                    "name": "corp",
+                    "kind": "oidc",
+                    "issuer": issuer,
+                    "client_id": CLIENT_ID,
+                    "client_secret": CLIENT_SECRET,
+                    "allowed_domains": ["acme.example"],
+                    "group_map": {"gpu-admins": "owner"},
+                    "default_role": "viewer",
+                }
+                made = httpx.post(
+                    f"{url}/v1/identity-providers", json=idp, headers={"Authorization": f"Bearer {owner_a}"}
+                )
+                assert made.status_code == 201, made.text
+                assert "client_secret" not in made.json()
+                yield Sso(served, url, issuer, owner_a, clusters[0], clusters[1])
+
+
+def sign_in(page: Any, sso: Sso, login: str) -> None:
+    """Through the provider's login and consent pages, as ``login``."""
+    page.goto(f"{sso.url}/auth/acme/login")
+    page.fill("input[name=login]", login)
+    page.fill("input[name=password]", "any")
+    page.click("button[type=submit]")
+    page.wait_for_selector("text=Authorize")  # the consent page lists what Velyrix asks for
+    page.click("button[type=submit]")
+
+
+def test_sign_in_sees_own_tenant_only_then_logout_ends_the_session(browser: Any, sso: Sso) -> None:  # noqa: F811
+    context = browser.new_context()
+    page = context.new_page()
+    sign_in(page, sso, "alice@acme.example")
+    page.wait_for_url(f"{sso.url}/ui")
+    text = page.inner_text("body")
+    assert "alice@acme.example" in text and "(owner)" in text, text
+    assert sso.cluster_a in text and sso.cluster_b not in text
+    cookie = next(c for c in context.cookies() if c["name"] == "velyrix_session")
+    assert cookie["httpOnly"] and cookie["secure"] and cookie["sameSite"] == "Lax"
+    jar = {"velyrix_session": cookie["value"]}
+    assert httpx.get(f"{sso.url}/v1/clusters", cookies=jar).status_code == 200
+    # API mutations with the cookie need the CSRF token (a cross-site form cannot send it)
+    no_csrf = httpx.post(f"{sso.url}/v1/clusters", json=cluster_body("x"), cookies=jar)
+    assert no_csrf.status_code == 403 and no_csrf.json()["code"] == "identity_csrf_failed"
+
+    page.click("#logout")
+    page.wait_for_load_state()
+    assert "signed out" in page.inner_text("body").lower()
+    after = httpx.get(f"{sso.url}/ui", cookies=jar)
+    assert after.status_code == 401
+    assert httpx.get(f"{sso.url}/v1/clusters", cookies=jar).status_code == 401
+    logins = [e for e in sso.events("auth.login") if e.outcome == "success"]
+    assert any(e.actor.endswith("(alice@acme.example)") and e.detail["role"] == "owner" for e in logins)
+    assert any(e.outcome == "success" for e in sso.events("auth.logout"))
+    context.close()
+
+
+def test_a_domain_the_tenant_does_not_allow_gets_no_session(browser: Any, sso: Sso) -> None:  # noqa: F811
+    context = browser.new_context()
+    page = context.new_page()
+    sign_in(page, sso, "eve@evil.example")
+    page.wait_for_url(lambda u: "/auth/oidc/callback" in u)
+    assert "identity_domain_not_allowed" in page.content()
+    assert not [c for c in context.cookies() if c["name"] == "velyrix_session"]
+    denied = [e for e in sso.events("auth.login") if e.error_code == "identity_domain_not_allowed"]
+    assert denied and denied[-1].outcome == "denied" and denied[-1].status_code == 401
+    context.close()
+
+
+def test_a_replayed_callback_is_refused(browser: Any, sso: Sso) -> None:  # noqa: F811
+    context = browser.new_context()
+    page = context.new_page()
+    callbacks: list[str] = []
+    page.on("request", lambda r: callbacks.append(r.url) if "/auth/oidc/callback" in r.url else None)
+    sign_in(page, sso, "bob@acme.example")
+    page.wait_for_url(f"{sso.url}/ui")
+    assert "(viewer)" in page.inner_text("body")
+    replay = httpx.get(callbacks[0])
+    assert replay.status_code == 400 and replay.json()["code"] == "identity_state_invalid"
+    assert "set-cookie" not in replay.headers
+    context.close()
