@@ -1,5 +1,7 @@
 """Grafana dashboards (fleet, cluster, job), generated from code so that every query uses a metric the
 exporter emits or a rule in ``deploy/prometheus/velyrix-rules.yml`` records (a test checks it).
+Each validates against Grafana's published dashboard schema, vendored in ``tests/agent/schemas``
+(``tests/agent/test_dashboard_schema.py``).
 
 Regenerate the checked-in JSON after a change::
 
