@@ -16,6 +16,7 @@ lint: bootstrap
 	$(BIN)/ruff format --check src tests bench
 	$(BIN)/mypy
 	$(BIN)/lint-imports
+	$(PY) scripts/check_structure.py
 
 test: lint
 	$(PY) -m pytest

@@ -12,7 +12,7 @@ from __future__ import annotations
 import statistics
 import time
 
-from velyrix.planners import fabric, fabric_verify
+from velyrix.planners import fabric, fabric_section, fabric_verify
 
 SMALL_NODES, LARGE_NODES = 512, 4096  # 4,096 and 32,768 GPUs
 ROUNDS = 7
@@ -51,7 +51,7 @@ def main() -> None:
     seed = []
     for _ in range(20):
         start = time.perf_counter()
-        fabric.fabric_section("hgx-h200-8g", 64, "infiniband-ndr")
+        fabric_section.fabric_section("hgx-h200-8g", 64, "infiniband-ndr")
         seed.append(time.perf_counter() - start)
     print(
         f"fabric section of velyrix plan (64 nodes, verified, pure Python): median "

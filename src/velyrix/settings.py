@@ -1,6 +1,7 @@
 """Settings, grouped by concern, read from ``VELYRIX_*`` environment variables.
 
-Each group is a frozen dataclass with a docstring per attribute (STYLE.md #13); ``load()`` builds them.
+Each group is a frozen dataclass with a docstring per attribute; ``load()`` builds them. This is the only
+module that reads the environment (tests/test_settings.py checks it); every other module takes a group.
 """
 
 from __future__ import annotations
@@ -26,10 +27,71 @@ class DatabaseSettings:
     """SQLAlchemy URL; empty means a SQLite file ``velyrix.db`` under ``VELYRIX_HOME`` (WAL mode)."""
 
 
+def _float(name: str, default: float) -> float:
+    return float(_env(name, str(default)))
+
+
+@dataclass(frozen=True)
+class ReconcileSettings:
+    """The reconcile loop of the control plane (``velyrix.controlplane.reconcile``)."""
+
+    poll_s: float = field(default_factory=lambda: _float("VELYRIX_RECONCILE_POLL_S", 0.2))
+    """Wall seconds between polls of pending driver operations."""
+    idle_s: float = field(default_factory=lambda: _float("VELYRIX_RECONCILE_IDLE_S", 1.0))
+    """Wall seconds between looks at settled clusters (spec changes, deletions)."""
+    phase_timeout_s: float = field(default_factory=lambda: _float("VELYRIX_PHASE_TIMEOUT_S", 4 * 3600.0))
+    """Wall seconds a cluster may stay in one active phase before it fails with a timeout."""
+    max_attempts: int = field(default_factory=lambda: int(_float("VELYRIX_RECONCILE_MAX_ATTEMPTS", 3)))
+    """Tries of a temporarily failing driver request before the node is replaced."""
+    retry_backoff_s: float = field(default_factory=lambda: _float("VELYRIX_RECONCILE_BACKOFF_S", 0.5))
+    """Wall seconds before retrying a temporarily failed request (doubled per attempt)."""
+    image: str = field(default_factory=lambda: _env("VELYRIX_NODE_IMAGE", "velyrix-ubuntu-22.04-cuda-12.8"))
+    """OS image installed on tenant nodes."""
+
+
+@dataclass(frozen=True)
+class SigningSettings:
+    key_dir: str = field(default_factory=lambda: _env("VELYRIX_SIGNING_KEY_DIR", ""))
+    """Where the regions' Ed25519 acceptance-report keys live; empty means ``keys/`` under ``VELYRIX_HOME``."""
+
+
+@dataclass(frozen=True)
+class ClientSettings:
+    """The CLI as a client of a control plane."""
+
+    endpoint: str = field(default_factory=lambda: _env("VELYRIX_ENDPOINT", ""))
+    """Control-plane URL; overrides the stored login (``velyrix login``) when set with ``api_key``."""
+    api_key: str = field(default_factory=lambda: _env("VELYRIX_API_KEY", ""))
+    """Bearer API key (``vlx_...``); overrides the stored login when set with ``endpoint``."""
+    debug: bool = field(default_factory=lambda: _env("VELYRIX_DEBUG", "") == "1")
+    """Show tracebacks (like ``--debug``)."""
+
+
+@dataclass(frozen=True)
+class AgentSettings:
+    node_token: str = field(default_factory=lambda: _env("VELYRIX_NODE_TOKEN", ""))
+    """The node agent's credential (``vlxn_...``) when ``--node-token`` is not given."""
+
+
+@dataclass(frozen=True)
+class PostgresHarnessSettings:
+    """The PostgreSQL server the test harness starts (``velyrix.testing.postgres``)."""
+
+    bin_dir: str = field(default_factory=lambda: _env("VELYRIX_PG_BIN", ""))
+    """Directory of ``initdb`` and ``pg_ctl``; empty means the Debian locations and ``PATH``."""
+    run_as: str = field(default_factory=lambda: _env("VELYRIX_PG_USER", "nobody"))
+    """The user the server runs as when the harness runs as root."""
+
+
 @dataclass(frozen=True)
 class Settings:
     paths: PathSettings = field(default_factory=PathSettings)
     database: DatabaseSettings = field(default_factory=DatabaseSettings)
+    reconcile: ReconcileSettings = field(default_factory=ReconcileSettings)
+    signing: SigningSettings = field(default_factory=SigningSettings)
+    client: ClientSettings = field(default_factory=ClientSettings)
+    agent: AgentSettings = field(default_factory=AgentSettings)
+    postgres_harness: PostgresHarnessSettings = field(default_factory=PostgresHarnessSettings)
 
     def database_url(self) -> str:
         """The effective database URL (the SQLite default when none is configured)."""
@@ -41,3 +103,8 @@ class Settings:
 def load() -> Settings:
     """Settings from the current environment (read anew on every call)."""
     return Settings()
+
+
+def terraform_variables() -> dict[str, str]:
+    """``TF_VAR_name`` environment variables (Terraform's way to set input variables), name -> raw text."""
+    return {k: v for k, v in os.environ.items() if k.startswith("TF_VAR_")}

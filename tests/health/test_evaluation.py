@@ -7,7 +7,7 @@ import json
 import pytest
 
 from velyrix import errors
-from velyrix.ops.health_evaluation import EvalConfig, Jobs, evaluate, run_policy
+from velyrix.ops.study.evaluation import EvalConfig, Jobs, evaluate, run_policy
 
 
 @pytest.fixture(scope="module")

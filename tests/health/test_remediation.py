@@ -9,7 +9,7 @@ from velyrix.fleet import states
 from velyrix.health import evidence as ev
 from velyrix.health.drains import InMemorySeam
 from velyrix.health.engine import Engine
-from velyrix.ops.remediation import FleetNode, Remediator
+from velyrix.ops.remediation.remediator import FleetNode, Remediator
 
 
 def _fleet(spares=1):

@@ -40,7 +40,7 @@ def test_hostlist_compresses_runs() -> None:
 
 def test_slurm_topology_two_tiers_one_switch_per_su() -> None:
     plan = fabric.plan_fabric("hgx-h200-8g", 64, "infiniband-ndr")
-    text = fabric.slurm_topology(plan, [f"gpu{i:03d}" for i in range(64)])
+    text = fabric_export.slurm_topology(plan, [f"gpu{i:03d}" for i in range(64)])
     lines = [line for line in text.splitlines() if not line.startswith("#")]
     assert lines == [
         "SwitchName=su00 Nodes=gpu[000-031]",
@@ -51,7 +51,7 @@ def test_slurm_topology_two_tiers_one_switch_per_su() -> None:
 
 def test_slurm_topology_three_tiers_has_pods_under_cores() -> None:
     plan = fabric.plan_fabric("hgx-h200-8g", 300, "infiniband-ndr")
-    text = fabric.slurm_topology(plan, fabric_export.default_node_names(300))
+    text = fabric_export.slurm_topology(plan, fabric_export.default_node_names(300))
     lines = [line for line in text.splitlines() if not line.startswith("#")]
     assert "SwitchName=su09 Nodes=node-[0288-0299]" in lines
     assert "SwitchName=pod02 Switches=su[08-09]" in lines
@@ -61,7 +61,7 @@ def test_slurm_topology_three_tiers_has_pods_under_cores() -> None:
 def test_slurm_topology_needs_one_name_per_node() -> None:
     plan = fabric.plan_fabric("hgx-h200-8g", 4, "infiniband-ndr")
     with pytest.raises(errors.InvalidInputError, match="3 node names for a plan of 4 nodes"):
-        fabric.slurm_topology(plan, ["a1", "a2", "a3"])
+        fabric_export.slurm_topology(plan, ["a1", "a2", "a3"])
 
 
 @pytest.mark.parametrize(("nodes", "fab"), [(64, "infiniband-ndr"), (1000, "infiniband-ndr"), (9, "spectrum-x")])

@@ -131,6 +131,15 @@ def region_names() -> list[str]:
     return sorted(_load("regions.toml"))
 
 
+def scalable_unit_nodes() -> int:
+    """Nodes per scalable unit, the size every region of ``regions.toml`` builds in (a catalog error when
+    regions disagree): the default grouping where no region or fabric plan says more."""
+    sizes = {region(name).scalable_unit_nodes for name in region_names()}
+    if len(sizes) != 1:
+        raise errors.CatalogError(f"regions.toml: regions build in different scalable units {sorted(sizes)}")
+    return sizes.pop()
+
+
 def gpu_hour_price_usd(node_type_name: str) -> float:
     """List price in USD per GPU-hour for a node type."""
     prices = _load("prices.toml")["gpu_hour_usd"]

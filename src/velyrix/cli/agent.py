@@ -9,6 +9,8 @@ from pathlib import Path
 
 import typer
 
+from velyrix import settings
+
 AGENT_HELP = """Run the node agent: collect GPU (NVML), InfiniBand and NVMe readings, serve them on \
 /metrics with DCGM-compatible names and per-job labels, and report the node's state to the control plane.
 
@@ -165,7 +167,7 @@ def agent(
     if control_plane:
         from velyrix.agent.reporting import Reporter
 
-        reporter = Reporter(control_plane, node_token or os.environ.get("VELYRIX_NODE_TOKEN", ""))
+        reporter = Reporter(control_plane, node_token or settings.load().agent.node_token)
     if monitor is not None:
         threading.Thread(target=monitor.run, name="health", daemon=True).start()
     server = service.serve(source, listen, port)

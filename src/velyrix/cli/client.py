@@ -52,7 +52,8 @@ class Client:
     @classmethod
     def from_login(cls) -> Client:
         """The client of the stored login (or of ``VELYRIX_ENDPOINT``/``VELYRIX_API_KEY``)."""
-        endpoint, key = os.environ.get("VELYRIX_ENDPOINT"), os.environ.get("VELYRIX_API_KEY")
+        client_settings = settings.load().client
+        endpoint, key = client_settings.endpoint, client_settings.api_key
         path = credentials_path()
         if (not endpoint or not key) and path.exists():
             stored = json.loads(path.read_text())

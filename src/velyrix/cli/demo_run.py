@@ -46,8 +46,8 @@ def run(file: Path, *, speed: float, faults: bool, seed: int) -> None:
 
     from velyrix.cli import apply as apply_cmd
     from velyrix.cli import client as client_mod
-    from velyrix.cli import fleet as fleet_cmd
     from velyrix.cli import plan as plan_cmd
+    from velyrix.cli.acceptance_report import render_report
     from velyrix.controlplane.auth import principals
     from velyrix.controlplane.db import models
     from velyrix.controlplane.reconcile import signing
@@ -109,7 +109,7 @@ def run(file: Path, *, speed: float, faults: bool, seed: int) -> None:
             except Exception as exc:  # the report is missing when the apply failed; say so, don't crash
                 con.print(f"[red]no acceptance report: {exc}[/]")
                 continue
-            fleet_cmd.render_report(con, signed)
+            render_report(con, signed)
             check = signing.verify(signed, signing.public_key_b64(spec_file.region))
             con.print(
                 f"Signature check against the {spec_file.region} key: "

@@ -45,7 +45,7 @@ def evaluate(
     chart: Path | None = typer.Option(None, "--chart", metavar="FILE", help="Write a bar chart (PNG/SVG)."),
 ) -> None:
     from velyrix.cli import common
-    from velyrix.ops import health_evaluation
+    from velyrix.ops.study import evaluation as health_evaluation
 
     cfg = health_evaluation.EvalConfig(days=days, nodes=nodes, seed=seed, poll_s=poll_s, precursor_h=precursor_h)
     cfg.validate()

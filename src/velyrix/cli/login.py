@@ -2,9 +2,9 @@
 
 from __future__ import annotations
 
-import os
-
 import typer
+
+from velyrix import settings
 
 
 def register(app: typer.Typer) -> None:
@@ -21,7 +21,7 @@ def login(
     from velyrix import errors
     from velyrix.cli import client
 
-    key = api_key or os.environ.get("VELYRIX_API_KEY") or typer.prompt("API key", hide_input=True)
+    key = api_key or settings.load().client.api_key or typer.prompt("API key", hide_input=True)
     if not key.startswith("vlx_"):
         raise errors.InvalidInputError("an API key starts with 'vlx_'", hint="copy the key printed when it was created")
     who = client.Client(endpoint=endpoint.rstrip("/"), api_key=key).get("/v1/tenants", limit=1)

@@ -7,12 +7,11 @@ imports heavy libraries (FastAPI, SQLAlchemy, numpy, networkx) inside its functi
 
 from __future__ import annotations
 
-import os
 import sys
 
 import typer
 
-from velyrix import errors
+from velyrix import errors, settings
 
 app = typer.Typer(
     name="velyrix",
@@ -87,7 +86,7 @@ def run() -> None:
     Exit codes: 0 success, 1 failure at run time, 2 bad input (spec, flags, values). ``--debug`` (or
     ``VELYRIX_DEBUG=1``) shows tracebacks.
     """
-    debug = os.environ.get("VELYRIX_DEBUG") == "1" or "--debug" in sys.argv[1:]
+    debug = settings.load().client.debug or "--debug" in sys.argv[1:]
     sys.argv = [a for a in sys.argv if a != "--debug"]
     try:
         app()

@@ -56,9 +56,11 @@ class Change:
 
 def has_endpoint() -> bool:
     """Whether a control plane is configured (``velyrix login`` or ``VELYRIX_ENDPOINT``/``VELYRIX_API_KEY``)."""
+    from velyrix import settings
     from velyrix.cli import client as client_mod
 
-    if os.environ.get("VELYRIX_ENDPOINT") and os.environ.get("VELYRIX_API_KEY"):
+    configured = settings.load().client
+    if configured.endpoint and configured.api_key:
         return True
     return client_mod.credentials_path().exists()
 

@@ -6,7 +6,7 @@
 - ``record_report``: ``POST /v1/nodes/{hostname}/reports`` (wire contract in docs/telemetry.md) keeps the
   node's last report and the verdict it carries (``node_reports``, one row per node) and, when the verdict
   says DRAIN_NOW or worse, hands it to the report handler the service was composed with
-  (``app.state.report_handler``: ``velyrix.ops.node_remediation.handle`` quarantines, replaces, opens
+  (``app.state.report_handler``: ``velyrix.ops.remediation.node_reports.handle`` quarantines, replaces, opens
   incidents and RMA records). The control plane itself never imports ``ops`` (layers).
 """
 

@@ -179,27 +179,6 @@ class Scope:
         row: M | None = self.session.execute(stmt.order_by(model.id.desc()).limit(1)).scalar_one_or_none()  # type: ignore[attr-defined]
         return row
 
-    def cluster_work(self, cluster: models.Cluster) -> Any:
-        """The reconcile bookkeeping of ``cluster`` (a row this principal read through ``get``)."""
-        from velyrix.controlplane.reconcile import steps
-
-        return steps.work_of(self.session, cluster)
-
-    def issue_node_token(self, node: models.Node) -> tuple[Any, str]:
-        """A new credential for ``node``'s agent (previous ones revoked): ``(row, token)``; provider only."""
-        from velyrix.controlplane import node_health
-
-        if not self.principal.is_provider:
-            raise errors.PermissionDeniedError(scope="fleet:operate")
-        return node_health.issue_token(self.session, node, created_by=self.principal.actor)
-
-    def record_report(self, node: models.Node, report: Mapping[str, Any], handler: Any = None) -> tuple[Any, list[str]]:
-        """Store a node's report and verdict, and act on it through ``handler``: ``(row, done)`` (see
-        ``node_health.record_report``)."""
-        from velyrix.controlplane import node_health
-
-        return node_health.record_report(self.session, node, report, handler)
-
     def exists(self, model: type[M], **equal: Any) -> bool:
         """Whether a visible row with these column values exists (e.g. a name taken in the tenant)."""
         stmt = self.select(model)
@@ -238,12 +217,6 @@ class Scope:
         """Delete a row this principal has read through ``get``."""
         self.session.delete(obj)
         self.session.flush()
-
-    def issue_key(self, **kwargs: Any) -> tuple[models.ApiKey, str]:
-        """A new API key in this principal's tenancy, within its rights (``principals.issue_key``)."""
-        from velyrix.controlplane.auth import principals
-
-        return principals.issue_key(self.session, tenant_id=self.principal.tenant_id, creator=self.principal, **kwargs)
 
     def commit(self) -> None:
         self.session.commit()

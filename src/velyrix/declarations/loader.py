@@ -8,16 +8,18 @@ from __future__ import annotations
 
 import contextlib
 import dataclasses
-import os
 from collections.abc import Iterator, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-from velyrix import catalog, errors
-from velyrix.declarations import configuration, diagnostics, evaluation, files, hcl, models, schema, typeexpr
+from velyrix import catalog, errors, settings
+from velyrix.declarations import checks, configuration, diagnostics, evaluation, files, hcl, models, schema, typeexpr
 from velyrix.declarations import variables as variables_mod
 
 _Checker = diagnostics.Checker
+_find = checks.find_attribute
+_catalog_checks = checks.catalog_checks
+_cross_checks = checks.cross_checks
 
 
 def load(
@@ -42,7 +44,7 @@ def load(
         base_dir,
         variables or {},
         [*auto, *(Path(f) for f in var_files)],
-        os.environ if env is None else env,
+        settings.terraform_variables() if env is None else env,
     )
 
 
@@ -143,10 +145,6 @@ def _provider(block: hcl.Block, chk: _Checker, values: evaluation.Scope) -> str 
             chk.unknown(attr.line, attr.column, "region", region, catalog.region_names())
             return None
     return region if isinstance(region, str) else None
-
-
-def _find(block: hcl.Block, name: str) -> hcl.Attribute:
-    return next(a for a in block.attributes if a.name == name)
 
 
 def _attributes(
@@ -343,76 +341,3 @@ def _workload(block: hcl.Block, attrs: dict[str, Any], chk: _Checker) -> models.
     except (TypeError, ValueError) as exc:
         chk.error(block.line, block.column, f"invalid workload: {exc}")
         return None
-
-
-def _catalog_checks(
-    block: hcl.Block, attrs: dict[str, Any], chk: _Checker, region: str | None, region_declared: bool
-) -> bool:
-    ok = True
-
-    def known(name: str, kind: str, valid: list[str]) -> bool:
-        if name not in attrs:
-            return False
-        if attrs[name] not in valid:
-            a = _find(block, name)
-            chk.unknown(a.line, a.column, kind, attrs[name], valid)
-            return False
-        return True
-
-    nt_ok = known("node_type", "node type", catalog.node_type_names())
-    fab_ok = known("fabric", "fabric", catalog.fabric_names())
-    ok = nt_ok and fab_ok
-    if "region" in attrs:
-        ok = known("region", "region", catalog.region_names()) and ok
-    effective_region = attrs.get("region") or region
-    if effective_region is None and not region_declared:
-        chk.error(
-            block.line,
-            block.column,
-            "no region: set it in the provider block or on the resource",
-            expected='provider "velyrix" { region = "us-east-1" }',
-        )
-        ok = False
-    elif effective_region is None:
-        ok = False
-    if nt_ok and fab_ok:
-        nt = catalog.node_type(attrs["node_type"])
-        if attrs["fabric"] not in nt.fabrics:
-            a = _find(block, "fabric")
-            chk.error(
-                a.line,
-                a.column,
-                f"node type {nt.name} cannot be served by fabric {attrs['fabric']}",
-                expected="one of " + ", ".join(nt.fabrics),
-                suggestion=nt.fabrics[0],
-            )
-            ok = False
-    if nt_ok and effective_region in catalog.region_names() and "node_count" in attrs:
-        cap = catalog.region(effective_region).capacity.get(attrs["node_type"], 0)
-        if attrs["node_count"] > cap:
-            a = _find(block, "node_count")
-            chk.error(
-                a.line,
-                a.column,
-                f"node_count {attrs['node_count']} exceeds {effective_region}'s capacity of {cap} "
-                f"{attrs['node_type']} nodes",
-                expected=f"1..{cap}" if cap else "another region or node type",
-            )
-            ok = False
-    return ok
-
-
-def _cross_checks(providers: list[hcl.Block], clusters: list[models.ClusterSpec], chk: _Checker) -> None:
-    if len(providers) > 1:
-        for extra in providers[1:]:
-            chk.error(extra.line, extra.column, "the velyrix provider is configured twice", file=extra.file or None)
-    seen_addr: dict[str, int] = {}
-    seen_name: dict[str, int] = {}
-    for c in clusters:
-        line = c.position.line if c.position else 1
-        if c.address in seen_addr:
-            chk.error(line, 1, f"resource {c.address} is declared twice (first on line {seen_addr[c.address]})")
-        seen_addr.setdefault(c.address, line)
-        if c.name in seen_name:
-            chk.error(line, 1, f"cluster name '{c.name}' is used twice (first on line {seen_name[c.name]})")
-        seen_name.setdefault(c.name, line)

@@ -426,36 +426,3 @@ def plan_fabric(
         storage_plane=storage,
         management_plane=management,
     )
-
-
-def slurm_topology(plan: FabricPlan, node_names: list[str]) -> str:
-    """Slurm ``topology.conf`` (tree plugin) for ``plan``; ``node_names[i]`` is node i. See fabric_export."""
-    from velyrix.planners import fabric_export
-
-    return fabric_export.slurm_topology(plan, node_names)
-
-
-def fabric_section(
-    node_type: str,
-    node_count: int,
-    fabric: str,
-    *,
-    oversubscription: float = 1.0,
-    sharp: bool = True,
-    storage_target_gb_s: float | None = None,
-) -> dict[str, Any]:
-    """The ``fabric`` section of a cluster plan: ``plan_fabric(...).to_dict()`` plus
-    ``compute.verification`` (the graph proof of ``fabric_verify.verify``)."""
-    from velyrix.planners import fabric_verify
-
-    plan = plan_fabric(
-        node_type,
-        node_count,
-        fabric,
-        oversubscription=oversubscription,
-        sharp=sharp,
-        storage_target_gb_s=storage_target_gb_s,
-    )
-    out = plan.to_dict()
-    out["compute"]["verification"] = fabric_verify.verify(plan).to_dict()
-    return out

@@ -7,7 +7,7 @@ from typing import Any
 
 from velyrix import catalog
 from velyrix.declarations import models
-from velyrix.planners import cost, fabric
+from velyrix.planners import cost, fabric_section
 
 SCHEMA_VERSION = 1
 
@@ -39,7 +39,7 @@ def plan_cluster(spec: models.ClusterSpec) -> dict[str, Any]:
         out["goodput"] = gp.to_dict() if gp else None
     # No performance tier declared (0 GB/s): let the fabric planner use its default storage guidance.
     read_target = (out["storage_plan"]["expected_read_gb_s"] or None) if "storage_plan" in out else None
-    out["fabric_plan"] = fabric.fabric_section(
+    out["fabric_plan"] = fabric_section.fabric_section(
         spec.node_type, spec.node_count, spec.fabric, storage_target_gb_s=read_target
     )
     return out

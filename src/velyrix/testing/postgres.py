@@ -24,14 +24,15 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
-from velyrix import errors
+from velyrix import errors, settings
 
 BIN_DIRS = ("/usr/lib/postgresql/15/bin", "/usr/lib/postgresql/16/bin", "/usr/lib/postgresql/17/bin")
 
 
 def find_bin_dir() -> Path | None:
     """The directory holding ``initdb`` and ``pg_ctl`` (``VELYRIX_PG_BIN`` overrides), or None."""
-    candidates = [os.environ["VELYRIX_PG_BIN"]] if os.environ.get("VELYRIX_PG_BIN") else list(BIN_DIRS)
+    pg_bin = settings.load().postgres_harness.bin_dir
+    candidates = [pg_bin] if pg_bin else list(BIN_DIRS)
     on_path = shutil.which("initdb")
     if on_path:
         candidates.append(str(Path(on_path).parent))
@@ -68,7 +69,7 @@ class PostgresServer:
         run_as = None
         root = Path(tempfile.mkdtemp(prefix="velyrix-pg-"))
         if os.geteuid() == 0:
-            run_as = os.environ.get("VELYRIX_PG_USER", "nobody")
+            run_as = settings.load().postgres_harness.run_as
             pw = pwd.getpwnam(run_as)
             os.chown(root, pw.pw_uid, pw.pw_gid)
             root.chmod(0o700)

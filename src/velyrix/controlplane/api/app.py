@@ -1,4 +1,7 @@
-"""The FastAPI application factory."""
+"""The FastAPI application factory: the one place where every router of the API is mounted (``ROUTERS``).
+
+``velyrix.ops.service.create_app`` composes this app with the ops layer (remediation of node reports);
+``FleetRuntime.attach`` only hands it the running fleet (``app.state.fleet``), it mounts nothing."""
 
 from __future__ import annotations
 
@@ -9,14 +12,15 @@ from sqlalchemy import orm
 import velyrix
 from velyrix.controlplane.api import context, problems
 from velyrix.controlplane.api.routes import (
+    acceptance,
     api_keys,
     audit_events,
     clusters,
-    fleet,
     health,
     node_health,
     nodes,
     regions,
+    sim,
     tenants,
     volumes,
 )
@@ -32,8 +36,8 @@ ROUTERS = (
     volumes.router,
     regions.router,
     audit_events.router,
-    fleet.router,
-    fleet.sim_router,
+    acceptance.router,
+    sim.router,
     node_health.router,
 )
 

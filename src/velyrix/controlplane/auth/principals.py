@@ -70,11 +70,9 @@ NODE_SCOPES = frozenset({"nodes:report"})
 def authenticate_node(session: orm.Session | sa.Connection, token: str, now: dt.datetime | None = None) -> Principal:
     """The principal of a node agent's token (``vlxn_``): provider-side, named ``node:<hostname>``, with
     the single scope ``nodes:report``. ``AuthenticationError`` when malformed, unknown or revoked."""
-    from velyrix.controlplane.db import health_tables
-
     if not keys.looks_valid(token, keys.NODE_PREFIX):
         raise errors.AuthenticationError()
-    cred, node = health_tables.NodeCredential, models.Node
+    cred, node = models.NodeCredential, models.Node
     row = session.execute(
         sa.select(cred.id, cred.revoked_at, node.name)
         .join(node, node.id == cred.node_id)

@@ -16,7 +16,7 @@ from sqlalchemy import orm
 from velyrix import catalog, errors
 from velyrix.controlplane import status
 from velyrix.controlplane.db import models
-from velyrix.controlplane.reconcile import allocation, locks, networks, phases, tables, teardown, validation, volumes
+from velyrix.controlplane.reconcile import allocation, locks, networks, phases, teardown, validation, volumes
 from velyrix.controlplane.reconcile.steps import (
     ACTOR,
     STEP_ORDER,
@@ -162,7 +162,7 @@ def _out_of_service(node: models.Node) -> bool:
     return node.fleet_stage != states.PRODUCTION or node.provisioning_state == states.FAILED
 
 
-def needs_work(cluster: models.Cluster, work: tables.ClusterWork | None, session: orm.Session | None = None) -> bool:
+def needs_work(cluster: models.Cluster, work: models.ClusterWork | None, session: orm.Session | None = None) -> bool:
     """Cheap check: whether ``reconcile`` has anything to do. Settled clusters need none unless their spec
     changed, nodes are on their way out, or (with ``session``) a delivered node was taken out of service."""
     if cluster.phase == phases.DELETED:

@@ -8,7 +8,7 @@ from sqlalchemy import orm
 
 from velyrix import catalog, errors
 from velyrix.controlplane.db import models
-from velyrix.controlplane.reconcile import locks, tables
+from velyrix.controlplane.reconcile import locks
 from velyrix.fleet.drivers import base
 
 PKEY_RANGE = (0x0002, 0x7FFE)
@@ -31,7 +31,7 @@ def ensure(session: orm.Session, cluster: models.Cluster) -> base.NetworkAttachm
     rows = {
         r.kind: r.value
         for r in session.scalars(
-            sa.select(tables.NetworkAllocation).where(tables.NetworkAllocation.cluster_id == cluster.id)
+            sa.select(models.NetworkAllocation).where(models.NetworkAllocation.cluster_id == cluster.id)
         )
     }
     missing = [k for k in ("vlan", "pkey") if k not in rows]
@@ -42,8 +42,8 @@ def ensure(session: orm.Session, cluster: models.Cluster) -> base.NetworkAttachm
         for kind in missing:
             used = set(
                 session.scalars(
-                    sa.select(tables.NetworkAllocation.value).where(
-                        tables.NetworkAllocation.region == cluster.region, tables.NetworkAllocation.kind == kind
+                    sa.select(models.NetworkAllocation.value).where(
+                        models.NetworkAllocation.region == cluster.region, models.NetworkAllocation.kind == kind
                     )
                 )
             )
@@ -54,7 +54,7 @@ def ensure(session: orm.Session, cluster: models.Cluster) -> base.NetworkAttachm
                     hint="destroy unused clusters to release their networks",
                 )
             session.add(
-                tables.NetworkAllocation(
+                models.NetworkAllocation(
                     region=cluster.region, kind=kind, value=value, tenant_id=cluster.tenant_id, cluster_id=cluster.id
                 )
             )
@@ -65,4 +65,4 @@ def ensure(session: orm.Session, cluster: models.Cluster) -> base.NetworkAttachm
 
 def release(session: orm.Session, cluster: models.Cluster) -> None:
     """Return the cluster's VLAN and partition key to the region."""
-    session.execute(sa.delete(tables.NetworkAllocation).where(tables.NetworkAllocation.cluster_id == cluster.id))
+    session.execute(sa.delete(models.NetworkAllocation).where(models.NetworkAllocation.cluster_id == cluster.id))

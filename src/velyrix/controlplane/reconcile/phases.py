@@ -1,4 +1,4 @@
-"""Cluster phases (``clusters.phase``) as the reconcilers use them, and settings of the reconcile loop.
+"""Cluster phases (``clusters.phase``) as the reconcilers use them (the loop's settings: ``velyrix.settings``).
 
 PENDING -> ALLOCATING -> PROVISIONING -> NETWORKING -> STORAGE -> VALIDATING -> READY (or DEGRADED / FAILED);
 a desired state of ``absent`` goes DELETING -> DELETED from any phase.
@@ -8,7 +8,8 @@ from __future__ import annotations
 
 import os
 import socket
-from dataclasses import dataclass, field
+
+from velyrix.settings import ReconcileSettings as ReconcileSettings  # re-exported: reconcilers take it from here
 
 PENDING = "Pending"
 """Declared through the API; nothing done yet."""
@@ -44,23 +45,3 @@ REPLICA = f"{socket.gethostname()}:{os.getpid()}"
 
 STEPS = ("allocated", "provisioned", "networked", "storage", "accepted")
 """Per-node progress inside a cluster, in order (``cluster_work.nodes[name]["step"]``)."""
-
-
-def _f(name: str, default: float) -> float:
-    return float(os.environ.get(name, default))
-
-
-@dataclass(frozen=True)
-class ReconcileSettings:
-    poll_s: float = field(default_factory=lambda: _f("VELYRIX_RECONCILE_POLL_S", 0.2))
-    """Wall seconds between polls of pending driver operations."""
-    idle_s: float = field(default_factory=lambda: _f("VELYRIX_RECONCILE_IDLE_S", 1.0))
-    """Wall seconds between looks at settled clusters (spec changes, deletions)."""
-    phase_timeout_s: float = field(default_factory=lambda: _f("VELYRIX_PHASE_TIMEOUT_S", 4 * 3600.0))
-    """Wall seconds a cluster may stay in one active phase before it fails with a timeout."""
-    max_attempts: int = field(default_factory=lambda: int(_f("VELYRIX_RECONCILE_MAX_ATTEMPTS", 3)))
-    """Tries of a temporarily failing driver request before the node is replaced."""
-    retry_backoff_s: float = field(default_factory=lambda: _f("VELYRIX_RECONCILE_BACKOFF_S", 0.5))
-    """Wall seconds before retrying a temporarily failed request (doubled per attempt)."""
-    image: str = field(default_factory=lambda: os.environ.get("VELYRIX_NODE_IMAGE", "velyrix-ubuntu-22.04-cuda-12.8"))
-    """OS image installed on tenant nodes."""

@@ -21,7 +21,7 @@ from sqlalchemy import orm
 from velyrix import errors
 from velyrix.controlplane.db import models
 from velyrix.controlplane.reconcile import cluster as cluster_mod
-from velyrix.controlplane.reconcile import enrollment, locks, phases, tables
+from velyrix.controlplane.reconcile import enrollment, locks, phases
 from velyrix.fleet.drivers import base
 
 log = logging.getLogger("velyrix.reconcile")
@@ -111,7 +111,7 @@ class Reconciler:
     def _check_timeout(self, s: orm.Session, cluster: models.Cluster) -> None:
         if cluster.phase not in phases.ACTIVE_PHASES or cluster.desired_state == "absent":
             return
-        work = s.scalar(sa.select(tables.ClusterWork).where(tables.ClusterWork.cluster_id == cluster.id))
+        work = s.scalar(sa.select(models.ClusterWork).where(models.ClusterWork.cluster_id == cluster.id))
         if work is None:
             return
         started = work.phase_started_at
@@ -138,7 +138,7 @@ class Reconciler:
     def _record_error(self, cluster_id: str, message: str) -> None:
         try:
             with self.sessionmaker() as s:
-                work = s.scalar(sa.select(tables.ClusterWork).where(tables.ClusterWork.cluster_id == cluster_id))
+                work = s.scalar(sa.select(models.ClusterWork).where(models.ClusterWork.cluster_id == cluster_id))
                 if work is not None:
                     work.last_error = message[:2000]
                     work.retries += 1
@@ -154,8 +154,8 @@ class Reconciler:
             self._not_before.clear()
             with self.sessionmaker() as s:
                 rows = s.execute(
-                    sa.select(models.Cluster, tables.ClusterWork)
-                    .outerjoin(tables.ClusterWork, tables.ClusterWork.cluster_id == models.Cluster.id)
+                    sa.select(models.Cluster, models.ClusterWork)
+                    .outerjoin(models.ClusterWork, models.ClusterWork.cluster_id == models.Cluster.id)
                     .where(models.Cluster.region == self.region)
                 ).all()
                 busy = [c.id for c, w in rows if cluster_mod.needs_work(c, w, s)]

@@ -1,8 +1,8 @@
 """The fleet side of a running control plane: a twin region, its driver and the reconcile thread.
 
 ``velyrix up`` and ``velyrix demo`` build one with ``FleetRuntime.twin(...)``, call ``start`` (enrolls and
-burns in the twin's nodes, then reconciles in a background thread) and ``attach(app)`` (the sim and
-acceptance routes find it in ``app.state.fleet``). After a restart the twin is built again from the same seed
+burns in the twin's nodes, then reconciles in a background thread) and ``attach(app)`` (the sim routes
+find it in ``app.state.fleet``). After a restart the twin is built again from the same seed
 and, with a ``state_file``, gets back what the driver had done to its nodes (saved before every reconcile
 commit, so it is never behind the database); the reconcilers resubmit what the database says is in flight.
 """
@@ -123,11 +123,6 @@ class FleetRuntime:
             self._thread.join(timeout_s)
 
     def attach(self, app: Any) -> None:
-        """Expose this runtime to the API (``app.state.fleet``) and mount the fleet routes."""
-        from velyrix.controlplane.api.routes import fleet as fleet_routes
-
+        """Expose this runtime to the API (``app.state.fleet``: the sim and acceptance routes find it there).
+        The routes themselves are mounted by the app factory (``velyrix.controlplane.api.app.ROUTERS``)."""
         app.state.fleet = self
-        paths = {getattr(r, "path", None) for r in app.routes}
-        for router in (fleet_routes.router, fleet_routes.sim_router):
-            if not {getattr(r, "path", None) for r in router.routes} <= paths:  # the app factory may mount them
-                app.include_router(router)

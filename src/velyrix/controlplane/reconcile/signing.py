@@ -29,8 +29,9 @@ def canonical(document: dict[str, Any]) -> bytes:
 
 
 def key_dir() -> Path:
-    env = os.environ.get("VELYRIX_SIGNING_KEY_DIR")
-    return Path(env) if env else settings.load().paths.home / "keys"
+    """The directory of the regions' signing keys (``velyrix.settings.SigningSettings``)."""
+    current = settings.load()
+    return Path(current.signing.key_dir) if current.signing.key_dir else current.paths.home / "keys"
 
 
 def region_key(region: str) -> ed25519.Ed25519PrivateKey:

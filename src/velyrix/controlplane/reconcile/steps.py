@@ -15,7 +15,7 @@ from sqlalchemy import orm
 from velyrix import errors
 from velyrix.controlplane import status
 from velyrix.controlplane.db import models
-from velyrix.controlplane.reconcile import allocation, phases, tables
+from velyrix.controlplane.reconcile import allocation, phases
 from velyrix.controlplane.reconcile.store import move
 from velyrix.fleet import states
 from velyrix.fleet.drivers import base
@@ -30,7 +30,7 @@ class Step:
 
     session: orm.Session
     cluster: models.Cluster
-    work: tables.ClusterWork
+    work: models.ClusterWork
     driver: base.Driver
     settings: phases.ReconcileSettings
     members: dict[str, models.Node] = field(default_factory=dict)
@@ -56,11 +56,11 @@ def spec_digest(spec: dict[str, Any]) -> str:
     return hashlib.sha256(json.dumps(spec, sort_keys=True).encode()).hexdigest()
 
 
-def work_of(session: orm.Session, cluster: models.Cluster) -> tables.ClusterWork:
+def work_of(session: orm.Session, cluster: models.Cluster) -> models.ClusterWork:
     """The cluster's bookkeeping row (created on first use)."""
-    work = session.scalar(sa.select(tables.ClusterWork).where(tables.ClusterWork.cluster_id == cluster.id))
+    work = session.scalar(sa.select(models.ClusterWork).where(models.ClusterWork.cluster_id == cluster.id))
     if work is None:
-        work = tables.ClusterWork(
+        work = models.ClusterWork(
             cluster_id=cluster.id,
             spec_digest="",
             generation=1,

@@ -7,7 +7,7 @@ from typing import Any
 
 from velyrix.controlplane import status
 from velyrix.controlplane.db import models
-from velyrix.controlplane.reconcile import phases, signing, tables, volumes
+from velyrix.controlplane.reconcile import phases, signing, volumes
 from velyrix.controlplane.reconcile import report as report_mod
 from velyrix.controlplane.reconcile.steps import ACTOR, Step, fail, per_node, set_phase
 from velyrix.controlplane.reconcile.store import move
@@ -105,7 +105,7 @@ def deliver(st: Step, names: list[str], cluster_results: list[dict[str, Any]]) -
     )
     signed = signing.sign(doc, st.cluster.region)
     st.session.add(
-        tables.AcceptanceReport(
+        models.AcceptanceReport(
             tenant_id=st.cluster.tenant_id,
             cluster_id=st.cluster.id,
             region=st.cluster.region,

@@ -12,6 +12,7 @@ from pydantic import BaseModel, ConfigDict, Field
 from velyrix import errors
 from velyrix.controlplane.api import idempotency, schemas
 from velyrix.controlplane.api.context import Ctx, require
+from velyrix.controlplane.commands import Commands
 from velyrix.controlplane.db import models
 
 router = APIRouter(prefix="/v1/api-keys", tags=["api-keys"], responses=schemas.PROBLEM_RESPONSES)
@@ -57,7 +58,9 @@ def create_key(
 ) -> Any:
     def make() -> tuple[dict[str, Any], int]:
         expires = (models.utcnow() + dt.timedelta(seconds=body.expires_in_s)) if body.expires_in_s else None
-        row, secret = ctx.scope.issue_key(name=body.name, role=body.role, scopes=body.scopes, expires_at=expires)
+        row, secret = Commands(ctx.scope).issue_key(
+            name=body.name, role=body.role, scopes=body.scopes, expires_at=expires
+        )
         ctx.audit(f"api-keys/{row.id}", status_code=201, detail={"role": row.role, "prefix": row.prefix})
         return {**out(row), "secret": secret}, 201
 

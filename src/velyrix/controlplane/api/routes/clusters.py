@@ -1,16 +1,19 @@
 """``/v1/clusters``: a tenant's clusters, created from a ClusterSpec-shaped JSON body (validated by the
-HCL loader's own checks), with their plan and status (phase, conditions, phase history, events)."""
+HCL loader's own checks), with their plan and status (phase, conditions, phase history, events), their
+deletion (``DELETE``; ``POST .../destroy`` is its deprecated alias) and their signed acceptance report."""
 
 from __future__ import annotations
 
 from typing import Any
 
-from fastapi import APIRouter, Depends, Request, Response
+from fastapi import APIRouter, Depends, Query, Request, Response
+from pydantic import BaseModel, ConfigDict, Field
 
 from velyrix import catalog, errors
 from velyrix.controlplane import specs, status
 from velyrix.controlplane.api import idempotency, schemas
 from velyrix.controlplane.api.context import Ctx, check_if_match, require, respond, with_etag
+from velyrix.controlplane.commands import Commands
 from velyrix.controlplane.db import models
 from velyrix.planners import plan as planner
 
@@ -138,6 +141,17 @@ def update_cluster(
     return out(cluster)
 
 
+def _request_deletion(ctx: Ctx, cluster: models.Cluster, delete_volumes: bool, reason: str) -> None:
+    """The one deletion path of both verbs: desired state ``absent``, phase ``Deleting`` (once), and whether
+    the teardown also deletes the cluster's volumes (kept by default)."""
+    if delete_volumes:
+        Commands(ctx.scope).cluster_work(cluster).delete_volumes = True
+    if cluster.desired_state != "absent":
+        cluster.desired_state = "absent"
+        status.set_phase(cluster, "Deleting", actor=ctx.principal.actor, reason=reason)
+    ctx.scope.flush()
+
+
 @router.delete("/{cluster_id}", name="clusters.delete", status_code=202, response_model=schemas.ClusterOut)
 def delete_cluster(
     cluster_id: str,
@@ -145,15 +159,45 @@ def delete_cluster(
     response: Response,
     ctx: Ctx = Depends(require("clusters:write")),
     if_match: str | None = schemas.IF_MATCH,
+    delete_volumes: bool = Query(False, description="also delete the cluster's volumes (kept by default)"),
 ) -> dict[str, Any]:
-    """Ask for the cluster's deletion (202): reconcilers release its nodes; its volumes stay."""
+    """Ask for the cluster's deletion (202): reconcilers drain, deprovision, sanitize and return its nodes;
+    its volumes stay unless ``delete_volumes``."""
     cluster = ctx.scope.get(models.Cluster, cluster_id, "cluster")
     check_if_match(request, cluster)
-    if cluster.desired_state != "absent":
-        cluster.desired_state = "absent"
-        status.set_phase(cluster, "Deleting", actor=ctx.principal.actor, reason="deletion requested")
-        ctx.scope.flush()
-    ctx.audit(f"clusters/{cluster.id}", status_code=202)
+    _request_deletion(ctx, cluster, delete_volumes, "deletion requested")
+    ctx.audit(f"clusters/{cluster.id}", status_code=202, detail={"delete_volumes": True} if delete_volumes else None)
     ctx.commit()
     with_etag(response, cluster)
     return out(cluster)
+
+
+class DestroyBody(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+    delete_volumes: bool = Field(False, description="also delete the cluster's volumes (kept by default)")
+
+
+@router.post("/{cluster_id}/destroy", name="clusters.destroy", status_code=202, deprecated=True)
+def destroy(cluster_id: str, body: DestroyBody, ctx: Ctx = Depends(require("clusters:write"))) -> dict[str, Any]:
+    """Deprecated alias of ``DELETE /v1/clusters/{id}?delete_volumes=...`` (velyrix CLIs before 0.2 call it):
+    the same deletion, without If-Match, answering ``{id, name, phase, delete_volumes}``."""
+    cluster = ctx.scope.get(models.Cluster, cluster_id, "cluster")
+    work = Commands(ctx.scope).cluster_work(cluster)
+    work.delete_volumes = body.delete_volumes
+    _request_deletion(ctx, cluster, body.delete_volumes, "destroy requested")
+    ctx.audit(f"clusters/{cluster.id}", status_code=202, detail={"delete_volumes": body.delete_volumes})
+    ctx.commit()
+    return {"id": cluster.id, "name": cluster.name, "phase": cluster.phase, "delete_volumes": body.delete_volumes}
+
+
+@router.get("/{cluster_id}/acceptance", name="clusters.acceptance")
+def acceptance_report(cluster_id: str, ctx: Ctx = Depends(require("clusters:read"))) -> dict[str, Any]:
+    """The latest signed acceptance report of the cluster: ``{"report": {...}, "signature": {...}}``."""
+    cluster = ctx.scope.get(models.Cluster, cluster_id, "cluster")
+    row = ctx.scope.latest(models.AcceptanceReport, cluster_id=cluster.id)
+    if row is None:
+        raise errors.NotFoundError(
+            f"cluster '{cluster.name}' has no acceptance report yet (phase {cluster.phase})",
+            hint="reports are written when validation ends (phase Ready or Degraded)",
+        )
+    return row.report

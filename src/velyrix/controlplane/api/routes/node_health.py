@@ -14,6 +14,7 @@ from velyrix import errors
 from velyrix.controlplane import node_health
 from velyrix.controlplane.api import schemas
 from velyrix.controlplane.api.context import Ctx, require
+from velyrix.controlplane.commands import Commands
 from velyrix.controlplane.db import health_tables, models
 
 router = APIRouter(tags=["node health"], responses=schemas.PROBLEM_RESPONSES)
@@ -107,7 +108,9 @@ def report(
             hint="send the report to /v1/nodes/<this node's hostname>/reports",
         )
     node = ctx.scope.find(models.Node, "node", name=hostname)
-    row, done = ctx.scope.record_report(node, body.model_dump(), getattr(request.app.state, "report_handler", None))
+    row, done = Commands(ctx.scope).record_report(
+        node, body.model_dump(), getattr(request.app.state, "report_handler", None)
+    )
     ctx.audit(f"nodes/{node.id}/reports", detail={"health_action": row.health_action, "actions": done})
     ctx.commit()
     return {
@@ -135,7 +138,7 @@ def last_report(node_id: str, ctx: Ctx = Depends(require("nodes:read"))) -> dict
 def rotate_token(node_id: str, ctx: Ctx = Depends(require("fleet:operate"))) -> dict[str, Any]:
     """Issue a new token for the node's agent; earlier tokens stop working on their next request."""
     node = ctx.scope.get(models.Node, node_id, "node")
-    row, token = ctx.scope.issue_node_token(node)
+    row, token = Commands(ctx.scope).issue_node_token(node)
     ctx.audit(f"nodes/{node.id}/credentials", status_code=201, detail={"prefix": row.prefix})
     ctx.commit()
     return {

@@ -11,6 +11,7 @@ from pydantic import BaseModel, ConfigDict, Field
 from velyrix import catalog, errors
 from velyrix.controlplane.api import idempotency, schemas
 from velyrix.controlplane.api.context import Ctx, check_if_match, require, respond, with_etag
+from velyrix.controlplane.commands import Commands
 from velyrix.controlplane.db import models
 
 router = APIRouter(prefix="/v1/nodes", tags=["nodes"], responses=schemas.PROBLEM_RESPONSES)
@@ -104,7 +105,7 @@ def register_node(
                 name=body.name, region=body.region, node_type=body.node_type, hardware=body.hardware, labels=body.labels
             )
         )
-        _cred, token = ctx.scope.issue_node_token(node)
+        _cred, token = Commands(ctx.scope).issue_node_token(node)
         ctx.audit(f"nodes/{node.id}", status_code=201, detail={"name": node.name})
         return {**out(node), "node_token": token}, 201
 

@@ -1,6 +1,6 @@
 """Tables of node health on the control plane (migration ``0003``): per-node credentials of the agents,
 each node's last report and verdict, RMA records and NOC incidents. They live on the control plane's
-declarative ``Base`` (like ``reconcile.tables``)."""
+declarative ``Base`` (``models.base``)."""
 
 from __future__ import annotations
 
@@ -10,10 +10,10 @@ from typing import Any
 import sqlalchemy as sa
 from sqlalchemy.orm import Mapped, mapped_column
 
-from velyrix.controlplane.db import models
+from velyrix.controlplane.db.models.base import Base, utcnow
 
 
-class NodeCredential(models.Base):
+class NodeCredential(Base):
     """The bearer credential of one node's agent (``vlxn_...``). Only the SHA-256 of the token is stored;
     rotating issues a new one and revokes the previous ones."""
 
@@ -26,11 +26,11 @@ class NodeCredential(models.Base):
     prefix: Mapped[str] = mapped_column(sa.String(16))
     secret_sha256: Mapped[str] = mapped_column(sa.String(64), unique=True)
     created_by: Mapped[str] = mapped_column(sa.String(200))
-    created_at: Mapped[dt.datetime] = mapped_column(default=models.utcnow)
+    created_at: Mapped[dt.datetime] = mapped_column(default=utcnow)
     revoked_at: Mapped[dt.datetime | None] = mapped_column()
 
 
-class NodeReport(models.Base):
+class NodeReport(Base):
     """The last report of a node's agent and the health verdict it carried (one row per node).
 
     ``tenant_id`` is the node's tenant when the report arrived, so a tenant reads the reports of the nodes
@@ -42,7 +42,7 @@ class NodeReport(models.Base):
     id: Mapped[str] = mapped_column(sa.String(32), primary_key=True)
     node_id: Mapped[str] = mapped_column(sa.ForeignKey("nodes.id"), unique=True)
     tenant_id: Mapped[str | None] = mapped_column(sa.ForeignKey("tenants.id"), index=True)
-    received_at: Mapped[dt.datetime] = mapped_column(default=models.utcnow)
+    received_at: Mapped[dt.datetime] = mapped_column(default=utcnow)
     collected_at_s: Mapped[float] = mapped_column()
     """When the agent collected the sample (Unix s, or simulated s on the twin)."""
     up: Mapped[bool] = mapped_column()
@@ -59,7 +59,7 @@ class NodeReport(models.Base):
     """How many reports the node sent so far."""
 
 
-class RmaRecord(models.Base):
+class RmaRecord(Base):
     """A part to return to the vendor, with the evidence (provider-only: tenant_id is always NULL)."""
 
     __tablename__ = "rma_records"
@@ -73,10 +73,10 @@ class RmaRecord(models.Base):
     serial: Mapped[str | None] = mapped_column(sa.String(64))
     reasons: Mapped[list[Any]] = mapped_column(default=list)
     summary: Mapped[str] = mapped_column(sa.Text, default="")
-    opened_at: Mapped[dt.datetime] = mapped_column(default=models.utcnow)
+    opened_at: Mapped[dt.datetime] = mapped_column(default=utcnow)
 
 
-class Incident(models.Base):
+class Incident(Base):
     """A NOC incident (``velyrix.ops.noc``), e.g. a tenant's cluster that lost capacity with no spare left.
     ``key`` deduplicates: one open incident per cluster and cause. Tenants read their clusters' incidents."""
 
@@ -93,5 +93,5 @@ class Incident(models.Base):
     cluster_id: Mapped[str | None] = mapped_column(sa.ForeignKey("clusters.id"))
     nodes: Mapped[list[Any]] = mapped_column(default=list)
     detail: Mapped[str] = mapped_column(sa.Text, default="")
-    opened_at: Mapped[dt.datetime] = mapped_column(default=models.utcnow)
+    opened_at: Mapped[dt.datetime] = mapped_column(default=utcnow)
     resolved_at: Mapped[dt.datetime | None] = mapped_column()

@@ -9,10 +9,10 @@ from typing import Any, ClassVar
 import sqlalchemy as sa
 from sqlalchemy.orm import Mapped, mapped_column
 
-from velyrix.controlplane.db import models
+from velyrix.controlplane.db.models.base import Base, utcnow
 
 
-class NetworkAllocation(models.Base):
+class NetworkAllocation(Base):
     """One tenant-network number in use: a VLAN id or an InfiniBand partition key of a live cluster.
 
     ``UNIQUE(region, kind, value)`` is the last line of defence: two replicas can never hand out the same
@@ -31,10 +31,10 @@ class NetworkAllocation(models.Base):
     value: Mapped[int] = mapped_column()
     tenant_id: Mapped[str] = mapped_column(sa.String(32), index=True)
     cluster_id: Mapped[str] = mapped_column(sa.ForeignKey("clusters.id"), index=True)
-    created_at: Mapped[dt.datetime] = mapped_column(default=models.utcnow)
+    created_at: Mapped[dt.datetime] = mapped_column(default=utcnow)
 
 
-class AcceptanceReport(models.Base):
+class AcceptanceReport(Base):
     """The signed acceptance report of one delivery (a cluster may have several: scale-ups, replacements)."""
 
     __tablename__ = "acceptance_reports"
@@ -48,10 +48,10 @@ class AcceptanceReport(models.Base):
     passed: Mapped[bool] = mapped_column()
     report: Mapped[dict[str, Any]] = mapped_column()
     """The signed document: ``{"report": {...}, "signature": {...}}`` (see ``reconcile.signing``)."""
-    created_at: Mapped[dt.datetime] = mapped_column(default=models.utcnow)
+    created_at: Mapped[dt.datetime] = mapped_column(default=utcnow)
 
 
-class ClusterWork(models.Base):
+class ClusterWork(Base):
     """Reconcile bookkeeping of one cluster: per-node progress, replacements, retries, the next wake-up.
 
     ``nodes`` maps node name -> ``{"step": ..., "attempt": int, "results": [...]}``; steps go
@@ -75,8 +75,8 @@ class ClusterWork(models.Base):
     last_error: Mapped[str | None] = mapped_column(sa.Text)
     delete_volumes: Mapped[bool] = mapped_column(default=False)
     next_attempt_at: Mapped[dt.datetime | None] = mapped_column()
-    phase_started_at: Mapped[dt.datetime] = mapped_column(default=models.utcnow)
-    updated_at: Mapped[dt.datetime] = mapped_column(default=models.utcnow, onupdate=models.utcnow)
+    phase_started_at: Mapped[dt.datetime] = mapped_column(default=utcnow)
+    updated_at: Mapped[dt.datetime] = mapped_column(default=utcnow, onupdate=utcnow)
     version: Mapped[int] = mapped_column(default=1)
 
     __mapper_args__: ClassVar[dict[str, Any]] = {"version_id_col": version}  # type: ignore[misc]

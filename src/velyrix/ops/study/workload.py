@@ -1,6 +1,6 @@
 """The world of the health evaluation: its parameters, the jobs on the nodes and the benign noise.
 
-See ``velyrix.ops.health_evaluation`` for what is evaluated and how.
+See ``velyrix.ops.study.evaluation`` for what is evaluated and how.
 """
 
 from __future__ import annotations

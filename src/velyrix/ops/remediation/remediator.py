@@ -72,7 +72,7 @@ class Remediator:
     log: list[str] = field(default_factory=list)
     replacer: Callable[[Any], list[str]] | None = None
     """Replaces a quarantined node in its cluster and returns what it did; None: from ``spares`` in memory.
-    The control plane plugs in its reconciler's replacement path (``velyrix.ops.node_remediation``)."""
+    The control plane plugs in its reconciler's replacement path (``velyrix.ops.remediation.node_reports``)."""
 
     def handle(self, verdict: Verdict) -> list[str]:
         """Apply ``verdict``; returns what was done, in order (also appended to ``log``)."""

@@ -1,6 +1,6 @@
 """One policy on the twin for the health evaluation: faults, precursors, jobs, verdicts and removals.
 
-See ``velyrix.ops.health_evaluation`` for the policies and what is counted.
+See ``velyrix.ops.study.evaluation`` for the policies and what is counted.
 """
 
 from __future__ import annotations
@@ -19,7 +19,7 @@ from velyrix.fleet.drivers.sim import Fault, SimRegion
 from velyrix.health import evidence as ev
 from velyrix.health.engine import Engine
 from velyrix.health.ladder import Action, Level
-from velyrix.ops.health_workload import EvalConfig, H, Jobs, lasting, noise_events
+from velyrix.ops.study.workload import EvalConfig, H, Jobs, lasting, noise_events
 
 
 @dataclass

@@ -25,8 +25,8 @@ from dataclasses import asdict
 from typing import Any
 
 from velyrix import errors
-from velyrix.ops.health_simulation import PolicyRun
-from velyrix.ops.health_workload import POLICIES, EvalConfig, H, Jobs
+from velyrix.ops.study.simulation import PolicyRun
+from velyrix.ops.study.workload import POLICIES, EvalConfig, H, Jobs
 
 __all__ = ["H", "POLICIES", "EvalConfig", "Jobs", "evaluate", "run_policy"]
 

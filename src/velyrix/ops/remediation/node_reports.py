@@ -1,7 +1,7 @@
 """Health verdicts reported by node agents, carried out on the control plane's database.
 
 The control plane stores each report (``velyrix.controlplane.node_health``) and hands a verdict of
-DRAIN_NOW or worse to ``handle``, which runs ``velyrix.ops.remediation.Remediator`` on the node's row:
+DRAIN_NOW or worse to ``handle``, which runs ``velyrix.ops.remediation.remediator.Remediator`` on the node's row:
 
 - drains go to ``ClusterEventSeam`` (recorded as Warning events of the node's cluster; a tenant's scheduler
   follows the node's stage, the Slurm seam lives with the scheduler);
@@ -25,14 +25,15 @@ from fastapi import FastAPI
 from sqlalchemy import orm
 
 from velyrix.controlplane import status
-from velyrix.controlplane.db import health_tables, models
+from velyrix.controlplane.db import models
 from velyrix.controlplane.reconcile import cluster as cluster_mod
 from velyrix.controlplane.reconcile.store import DbTransitionStore
 from velyrix.fleet import states
 from velyrix.health.drains import SchedulerSeam
 from velyrix.health.engine import Verdict
 from velyrix.health.ladder import Action
-from velyrix.ops import noc, remediation
+from velyrix.ops import noc
+from velyrix.ops.remediation.remediator import Remediator
 
 
 class ClusterEventSeam(SchedulerSeam):
@@ -55,21 +56,17 @@ class ClusterEventSeam(SchedulerSeam):
         self._event("HealthReboot", f"{node} rebooted: {reason}")
 
 
-def open_incident(
-    session: orm.Session, cluster: models.Cluster, node: models.Node, detail: str
-) -> health_tables.Incident:
+def open_incident(session: orm.Session, cluster: models.Cluster, node: models.Node, detail: str) -> models.Incident:
     """Open (or extend) the capacity incident of ``cluster`` through ``noc.NocBook`` and keep it in the
     database: one open incident per cluster, P1 when more than ``noc.P1_FRACTION`` of its nodes are out."""
     key = f"capacity:{cluster.id}"
     rows = {
         r.number: r
         for r in session.scalars(
-            sa.select(health_tables.Incident).where(
-                health_tables.Incident.key == key, health_tables.Incident.resolved_at.is_(None)
-            )
+            sa.select(models.Incident).where(models.Incident.key == key, models.Incident.resolved_at.is_(None))
         )
     }
-    taken = session.scalar(sa.select(sa.func.count()).select_from(health_tables.Incident)) or 0
+    taken = session.scalar(sa.select(sa.func.count()).select_from(models.Incident)) or 0
     book = noc.NocBook(
         incidents=[
             noc.Incident(
@@ -92,7 +89,7 @@ def open_incident(
     )
     row = rows.get(inc.id)
     if row is None:
-        row = health_tables.Incident(number=inc.id, key=key, tenant_id=cluster.tenant_id, cluster_id=cluster.id)
+        row = models.Incident(number=inc.id, key=key, tenant_id=cluster.tenant_id, cluster_id=cluster.id)
         session.add(row)
     row.priority, row.title, row.nodes, row.detail = inc.priority, inc.title, list(inc.nodes), inc.detail
     session.flush()
@@ -118,7 +115,7 @@ def handle(session: orm.Session, node: models.Node, verdict: Verdict, previous_a
 
     if verdict.action >= Action.QUARANTINE:
         node.last_error = f"health: {verdict.summary()}"[:2000]
-    remediator = remediation.Remediator(
+    remediator = Remediator(
         seam=ClusterEventSeam(cluster), nodes={node.name: node}, store=DbTransitionStore(session), replacer=replace
     )
     if previous_action and previous_action in Action.__members__ and Action[previous_action] >= Action.RESET_GPU:
@@ -126,7 +123,7 @@ def handle(session: orm.Session, node: models.Node, verdict: Verdict, previous_a
     done = remediator.handle(verdict)
     for rma in remediator.rma:
         session.add(
-            health_tables.RmaRecord(
+            models.RmaRecord(
                 tenant_id=None,
                 node_id=node.id,
                 node_name=node.name,

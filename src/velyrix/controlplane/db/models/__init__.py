@@ -1,0 +1,52 @@
+"""The control plane's ORM models, one module per area, all on one declarative ``Base``:
+
+- ``base``: ``Base``, ``UTCDateTime``, ``new_id``, ``utcnow``;
+- ``resources``: tenants, API keys, clusters, nodes and their transitions, volumes, audit events,
+  idempotency records (migration ``0001``);
+- ``reconcile``: network allocations, acceptance reports, per-cluster reconcile work (migration ``0002``);
+- ``health``: node credentials, node reports, RMA records, incidents (migration ``0003``).
+
+Import names from here (``from velyrix.controlplane.db.models import Cluster``); importing the package
+registers every table on ``Base.metadata`` (Alembic and ``create_all`` see them all). A new area adds
+``models/<area>.py`` and one import line below.
+"""
+
+import sqlalchemy as sa
+
+from velyrix.controlplane.db.models.base import Base, UTCDateTime, assign_id, new_id, utcnow
+from velyrix.controlplane.db.models.health import Incident, NodeCredential, NodeReport, RmaRecord
+from velyrix.controlplane.db.models.reconcile import AcceptanceReport, ClusterWork, NetworkAllocation
+from velyrix.controlplane.db.models.resources import (
+    ApiKey,
+    AuditEvent,
+    Cluster,
+    IdempotencyRecord,
+    Node,
+    NodeTransition,
+    Tenant,
+    Volume,
+)
+
+sa.event.listen(Base, "init", assign_id, propagate=True)
+
+__all__ = [
+    "AcceptanceReport",
+    "ApiKey",
+    "AuditEvent",
+    "Base",
+    "Cluster",
+    "ClusterWork",
+    "IdempotencyRecord",
+    "Incident",
+    "NetworkAllocation",
+    "Node",
+    "NodeCredential",
+    "NodeReport",
+    "NodeTransition",
+    "RmaRecord",
+    "Tenant",
+    "UTCDateTime",
+    "Volume",
+    "new_id",
+    "utcnow",
+]
