@@ -152,6 +152,11 @@ def build(
     }
     scope = evaluation.Scope(roots_scope, base_dir=base_dir)
     locals_.scope = scope
+    for name, (attr, file) in locals_.attrs.items():  # every local is checked, referenced or not
+        try:
+            locals_.get(name, attr.line, attr.column)
+        except evaluation.ExpressionError as exc:
+            chk.add(exc, file or None)
     config = Configuration(scope, declared, values, providers=by_type["provider"])
     table = expansion.Resources(by_type["resource"], scope, chk)
     for rtype in schema.RESOURCE_TYPES:

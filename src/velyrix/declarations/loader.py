@@ -87,7 +87,8 @@ def _build(
     if not clusters and not chk.diagnostics:
         chk.error(1, 1, "no velyrix_cluster resource in file", expected='resource "velyrix_cluster" "NAME" { ... }')
     if chk.diagnostics:
-        raise errors.SpecError(sorted(chk.diagnostics, key=lambda d: (d.file != filename, d.file, d.line, d.column)))
+        unique = {(d.file, d.line, d.column, d.message): d for d in chk.diagnostics}.values()
+        raise errors.SpecError(sorted(unique, key=lambda d: (d.file != filename, d.file, d.line, d.column)))
     assert region is not None or clusters
     return models.SpecFile(
         path=filename,
