@@ -164,6 +164,15 @@ def build(
     config.instances = table.instances()
     expansion.check_depends_on(config.instances, table, chk)
     sensitive = {n for n, v in declared.items() if v.sensitive}
+    for inst in config.instances:
+        inst.sensitive = tuple(
+            [a.name for a in inst.block.attributes if _uses_sensitive(a.expr, sensitive, locals_, set())]
+            + [
+                b.type
+                for b in inst.block.blocks
+                if any(_uses_sensitive(a.expr, sensitive, locals_, set()) for a in b.attributes)
+            ]
+        )
     for block in by_type["output"]:
         _output(block, config, chk, sensitive, locals_)
     return config

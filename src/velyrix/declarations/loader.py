@@ -77,12 +77,15 @@ def _build(
         with _in_file(chk, block.file):
             region = _provider(block, chk, config.scope) or region
     lifecycles: dict[str, models.Lifecycle] = {}
+    sensitive_arguments: dict[str, tuple[str, ...]] = {}
     for inst in config.instances:
         with _in_file(chk, inst.block.file):
             cluster = _resource(inst.block, chk, inst.scope, region, region_declared, inst.address)
         if cluster is not None:
             clusters.append(cluster)
             lifecycles[cluster.address] = inst.lifecycle
+            if inst.sensitive:
+                sensitive_arguments[cluster.address] = inst.sensitive
     _cross_checks(config.providers, clusters, chk)
     if not clusters and not chk.diagnostics:
         chk.error(1, 1, "no velyrix_cluster resource in file", expected='resource "velyrix_cluster" "NAME" { ... }')
@@ -97,6 +100,7 @@ def _build(
         variables=variables_mod.given(config.values),
         outputs=config.outputs,
         lifecycles=lifecycles,
+        sensitive_arguments=sensitive_arguments,
         sensitive_variables=tuple(sorted(n for n, v in config.declared.items() if v.sensitive)),
     )
 
