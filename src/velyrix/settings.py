@@ -120,3 +120,8 @@ class Settings:
 def load() -> Settings:
     """Settings from the current environment (read anew on every call)."""
     return Settings()
+
+
+def terraform_variables() -> dict[str, str]:
+    """``TF_VAR_name`` environment variables (Terraform's way to set input variables), name -> raw text."""
+    return {k: v for k, v in os.environ.items() if k.startswith("TF_VAR_")}

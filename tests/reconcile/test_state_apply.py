@@ -131,3 +131,17 @@ def test_target_refresh_only_prevent_destroy_and_ignore_changes(served: Plane, v
     refused = velyrix("apply", str(tf), "-auto-approve")
     assert refused.exit_code == 2 and "prevent_destroy" in refused.stderr
     assert phases(served) == {"alpha": "Ready"}
+
+
+def test_count_instances_are_created_and_the_dropped_one_destroyed(served: Plane, velyrix: Any, tmp_path: Path) -> None:
+    tf = tmp_path / "main.tf"
+    text = HEAD + 'variable "n" {\n  default = 2\n}\n' + cluster("pool", "pool-${count.index}", 2, "count = var.n")
+    tf.write_text(text)
+    made = velyrix("apply", str(tf), "-auto-approve")
+    assert made.exit_code == 0, made.stdout + made.stderr
+    assert "velyrix_cluster.pool[1] will be created" in made.stdout
+    assert phases(served) == {"pool-0": "Ready", "pool-1": "Ready"}
+    shrunk = velyrix("apply", str(tf), "-auto-approve", "-var", "n=1")
+    assert shrunk.exit_code == 0, shrunk.stdout + shrunk.stderr
+    assert "- velyrix_cluster.pool[1] will be destroyed" in shrunk.stdout
+    assert phases(served) == {"pool-0": "Ready", "pool-1": "Deleted"}

@@ -163,7 +163,8 @@ def render_changes(con: Any, planned: list[Any]) -> None:
             for f, old, new in change.fields:
                 con.print(f"      [yellow]~[/] {f}: {old} [dim]->[/] {new} [red](forces replacement)[/]")
             continue
-        render_diff(con, change.address, "destroy" if change.action == "delete" else change.action, change.fields)
+        fields = [(f, *((state.MASK, state.MASK) if f in change.sensitive else (a, b))) for f, a, b in change.fields]
+        render_diff(con, change.address, "destroy" if change.action == "delete" else change.action, fields)
     add, change_n, destroy_n = state.counts(planned)
     con.print(f"\n[bold]Plan:[/] {add} to add, {change_n} to change, {destroy_n} to destroy.")
 

@@ -26,6 +26,7 @@ SAVED_FORMAT = "velyrix-plan"
 SAVED_VERSION = 1
 IMMUTABLE = ("name", "region", "node_type")
 """Arguments an existing cluster cannot change (the API refuses them): a change replaces the cluster."""
+MASK = "(sensitive value)"
 SIGNS = {"create": "+", "update": "~", "replace": "-/+", "delete": "-", "noop": " "}
 
 Diff = Callable[[dict[str, Any], dict[str, Any] | None], tuple[str, list[tuple[str, Any, Any]]]]
@@ -42,6 +43,11 @@ class Change:
     live: dict[str, Any] | None = None
     fields: list[tuple[str, Any, Any]] = field(default_factory=list)
     depends_on: tuple[str, ...] = ()
+    sensitive: tuple[str, ...] = ()
+    """Fields shown as ``(sensitive value)``."""
+
+    def _shown(self, name: str, value: Any) -> Any:
+        return MASK if name in self.sensitive and value is not None else value
 
     def to_dict(self) -> dict[str, Any]:
         return {
@@ -49,16 +55,18 @@ class Change:
             "action": self.action,
             "body": self.body,
             "live_id": self.live["id"] if self.live else None,
-            "fields": [{"name": f, "before": a, "after": b} for f, a, b in self.fields],
+            "fields": [{"name": f, "before": self._shown(f, a), "after": self._shown(f, b)} for f, a, b in self.fields],
             "depends_on": list(self.depends_on),
         }
 
 
 def has_endpoint() -> bool:
     """Whether a control plane is configured (``velyrix login`` or ``VELYRIX_ENDPOINT``/``VELYRIX_API_KEY``)."""
+    from velyrix import settings
     from velyrix.cli import client as client_mod
 
-    if os.environ.get("VELYRIX_ENDPOINT") and os.environ.get("VELYRIX_API_KEY"):
+    configured = settings.load().client
+    if configured.endpoint and configured.api_key:
         return True
     return client_mod.credentials_path().exists()
 
@@ -106,7 +114,9 @@ def changes(
         live = state.get(key) if key else None
         if key:
             claimed.add(key)
-        planned.append(_change(spec.address, body, live, life, diff))
+        change = _change(spec.address, body, live, life, diff)
+        change.sensitive = spec_file.sensitive_arguments.get(spec.address, ())
+        planned.append(change)
     for addr, live in state.items():
         if addr not in claimed:
             planned.append(Change(addr, "delete", None, live))

@@ -52,7 +52,11 @@ class ClusterSpecBody(pydantic.BaseModel):
     storage: StorageBody | None = None  # type: ignore[valid-type]
     workload: WorkloadBody | None = None  # type: ignore[valid-type]
     acceptance: AcceptanceBody | None = None  # type: ignore[valid-type]
-    address: str | None = pydantic.Field(default=None, pattern=r"^velyrix_cluster\." + rules.LABEL_PATTERN[1:])
+    address: str | None = pydantic.Field(
+        default=None,
+        # an instance of count (``[0]``) or for_each (``["key"]``) keeps its index in the address
+        pattern=r"^velyrix_cluster\." + rules.LABEL_PATTERN[1:-1] + r'(\[([0-9]{1,6}|"[A-Za-z0-9_.-]{1,64}")\])?$',
+    )
 
 
 def _hcl_value(value: Any) -> str:

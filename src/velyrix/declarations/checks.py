@@ -1,5 +1,6 @@
-"""Checks of declared clusters against the catalog (node types, fabrics, regions, capacity) and across
-resources (duplicate addresses and names, one provider block). Used by ``velyrix.declarations.loader``."""
+"""The checks of a declaration beyond its syntax: the diagnostics collector (``Checker``), the catalog checks
+of one cluster (known node type, fabric and region, the fabric the node type supports, regional capacity)
+and the checks across the file (one provider block, unique addresses and names). Used by ``loader``."""
 
 from __future__ import annotations
 
@@ -8,14 +9,16 @@ from typing import Any
 from velyrix import catalog
 from velyrix.declarations import diagnostics, hcl, models
 
+Checker = diagnostics.Checker
+
 
 def find_attribute(block: hcl.Block, name: str) -> hcl.Attribute:
-    """The attribute ``name`` of ``block`` (it must exist)."""
+    """The attribute ``name`` of ``block`` (it must be there: callers checked)."""
     return next(a for a in block.attributes if a.name == name)
 
 
 def catalog_checks(
-    block: hcl.Block, attrs: dict[str, Any], chk: diagnostics.Checker, region: str | None, region_declared: bool
+    block: hcl.Block, attrs: dict[str, Any], chk: Checker, region: str | None, region_declared: bool
 ) -> bool:
     ok = True
 
@@ -71,7 +74,8 @@ def catalog_checks(
     return ok
 
 
-def cross_checks(providers: list[hcl.Block], clusters: list[models.ClusterSpec], chk: diagnostics.Checker) -> None:
+def cross_checks(providers: list[hcl.Block], clusters: list[models.ClusterSpec], chk: Checker) -> None:
+    """One provider block in the configuration; addresses and cluster names used once."""
     if len(providers) > 1:
         for extra in providers[1:]:
             chk.error(extra.line, extra.column, "the velyrix provider is configured twice", file=extra.file or None)

@@ -152,6 +152,11 @@ def build(
     }
     scope = evaluation.Scope(roots_scope, base_dir=base_dir)
     locals_.scope = scope
+    for name, (attr, file) in locals_.attrs.items():  # every local is checked, referenced or not
+        try:
+            locals_.get(name, attr.line, attr.column)
+        except evaluation.ExpressionError as exc:
+            chk.add(exc, file or None)
     config = Configuration(scope, declared, values, providers=by_type["provider"])
     table = expansion.Resources(by_type["resource"], scope, chk)
     for rtype in schema.RESOURCE_TYPES:
@@ -159,6 +164,15 @@ def build(
     config.instances = table.instances()
     expansion.check_depends_on(config.instances, table, chk)
     sensitive = {n for n, v in declared.items() if v.sensitive}
+    for inst in config.instances:
+        inst.sensitive = tuple(
+            [a.name for a in inst.block.attributes if _uses_sensitive(a.expr, sensitive, locals_, set())]
+            + [
+                b.type
+                for b in inst.block.blocks
+                if any(_uses_sensitive(a.expr, sensitive, locals_, set()) for a in b.attributes)
+            ]
+        )
     for block in by_type["output"]:
         _output(block, config, chk, sensitive, locals_)
     return config

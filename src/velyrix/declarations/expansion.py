@@ -32,6 +32,8 @@ class Instance:
     scope: evaluation.Scope
     lifecycle: models.Lifecycle = field(default_factory=models.Lifecycle)
     depends_on_nodes: list[tuple[Any, int, int]] = field(default_factory=list)
+    sensitive: tuple[str, ...] = ()
+    """Arguments (or nested block types) whose value derives from a sensitive variable."""
 
     @property
     def address(self) -> str:

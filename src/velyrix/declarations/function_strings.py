@@ -59,7 +59,13 @@ def format_(fmt: Any, *args: Any) -> str:
     return "".join(out)
 
 
+MAX_PAD = 10_000
+"""Widths, precisions and indents above this are refused (a declaration needs no megabyte strings)."""
+
+
 def _one(verb: str, value: Any, flags: str, width: str | None, prec: str | None) -> str:
+    if int(width or 0) > MAX_PAD or int(prec or 0) > MAX_PAD:
+        raise FunctionError(f"width or precision above {MAX_PAD}")
     spec = flags.replace("#", "") + (width or "") + (f".{prec}" if prec is not None else "")
     if verb in "dxXob":
         n = _int(value, f"%{verb}")
@@ -116,6 +122,8 @@ def substr(text: Any, offset: Any, length: Any) -> str:
 
 
 def indent(spaces: Any, text: Any) -> str:
+    if not 0 <= _int(spaces) <= MAX_PAD:
+        raise FunctionError(f"indent takes 0 to {MAX_PAD} spaces")
     pad = " " * _int(spaces)
     lines = _s(text).split("\n")
     return "\n".join([lines[0], *[pad + x if x else x for x in lines[1:]]])

@@ -9,13 +9,13 @@ from __future__ import annotations
 import contextlib
 import dataclasses
 import json
-import os
 from collections.abc import Iterator, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-from velyrix import catalog, errors
+from velyrix import catalog, errors, settings
 from velyrix.declarations import (
+    checks,
     configuration,
     diagnostics,
     evaluation,
@@ -27,11 +27,11 @@ from velyrix.declarations import (
     typeexpr,
 )
 from velyrix.declarations import variables as variables_mod
-from velyrix.declarations.checks import catalog_checks as _catalog_checks
-from velyrix.declarations.checks import cross_checks as _cross_checks
-from velyrix.declarations.checks import find_attribute as _find
 
 _Checker = diagnostics.Checker
+_find = checks.find_attribute
+_catalog_checks = checks.catalog_checks
+_cross_checks = checks.cross_checks
 
 
 def load(
@@ -56,7 +56,7 @@ def load(
         base_dir,
         variables or {},
         [*auto, *(Path(f) for f in var_files)],
-        os.environ if env is None else env,
+        settings.terraform_variables() if env is None else env,
     )
 
 
@@ -89,17 +89,21 @@ def _build(
         with _in_file(chk, block.file):
             region = _provider(block, chk, config.scope) or region
     lifecycles: dict[str, models.Lifecycle] = {}
+    sensitive_arguments: dict[str, tuple[str, ...]] = {}
     for inst in config.instances:
         with _in_file(chk, inst.block.file):
             cluster = _resource(inst.block, chk, inst.scope, region, region_declared, inst.address)
         if cluster is not None:
             clusters.append(cluster)
             lifecycles[cluster.address] = inst.lifecycle
+            if inst.sensitive:
+                sensitive_arguments[cluster.address] = inst.sensitive
     _cross_checks(config.providers, clusters, chk)
     if not clusters and not chk.diagnostics:
         chk.error(1, 1, "no velyrix_cluster resource in file", expected='resource "velyrix_cluster" "NAME" { ... }')
     if chk.diagnostics:
-        raise errors.SpecError(sorted(chk.diagnostics, key=lambda d: (d.file != filename, d.file, d.line, d.column)))
+        unique = {(d.file, d.line, d.column, d.message): d for d in chk.diagnostics}.values()
+        raise errors.SpecError(sorted(unique, key=lambda d: (d.file != filename, d.file, d.line, d.column)))
     assert region is not None or clusters
     return models.SpecFile(
         path=filename,
@@ -108,6 +112,7 @@ def _build(
         variables=variables_mod.given(config.values),
         outputs=config.outputs,
         lifecycles=lifecycles,
+        sensitive_arguments=sensitive_arguments,
         sensitive_variables=tuple(sorted(n for n, v in config.declared.items() if v.sensitive)),
     )
 

@@ -171,3 +171,5 @@ class SpecFile:
     lifecycles: dict[str, Lifecycle] = field(default_factory=dict)
     """Per resource address; absent means the defaults."""
     sensitive_variables: tuple[str, ...] = ()
+    sensitive_arguments: dict[str, tuple[str, ...]] = field(default_factory=dict)
+    """Per resource address, the arguments derived from sensitive variables (plans show them masked)."""

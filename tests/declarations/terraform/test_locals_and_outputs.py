@@ -53,3 +53,19 @@ def test_an_output_of_a_sensitive_value_must_be_marked_sensitive() -> None:
 def test_output_without_value_and_unknown_attribute_are_errors() -> None:
     out = problems(cluster() + 'output "x" {\n  valeu = 1\n}\n')
     assert any("did you mean 'value'" in p for p in out) and any("has no value" in p for p in out)
+
+
+def test_every_broken_local_is_reported_once_even_when_unreferenced() -> None:
+    text = (
+        'locals {\n  a = format("%99999s", "x")\n  b = pow(10, 400)\n  c = [for i in range(5000) : i]\n'
+        '  d = jsondecode("[NaN]")\n  e = 5 / 0\n}\n'
+    )
+    out = problems(text + cluster() + 'output "x" {\n  value = local.b\n}\n')
+    assert [p.split(": ", 1)[0] for p in out] == [
+        "main.tf:3:7",
+        "main.tf:4:7",
+        "main.tf:5:17",
+        "main.tf:6:7",
+        "main.tf:7:7",
+    ]
+    assert "width or precision above 10000" in out[0] and "division by zero" in out[-1]

@@ -1,0 +1,12 @@
+# expect: line=9 message="did you mean 'prevent_destroy'"
+provider "velyrix" { region = "us-east-1" }
+resource "velyrix_cluster" "training" {
+  name       = "acme-pretrain"
+  node_type  = "hgx-h200-8g"
+  node_count = 64
+  fabric     = "infiniband-ndr"
+  scheduler  = "slurm"
+  lifecycle {
+    prevent_destroi = true
+  }
+}
