@@ -27,8 +27,8 @@ def login(
     key = api_key or settings.load().client.api_key or typer.prompt("API key", hide_input=True)
     if not key.startswith("vlx_"):
         raise errors.InvalidInputError("an API key starts with 'vlx_'", hint="copy the key printed when it was created")
-    ca_bundle = ca_bundle or settings.load().client.ca_bundle or None
-    who = client.Client(endpoint=endpoint.rstrip("/"), api_key=key, ca_bundle=ca_bundle).get("/v1/tenants", limit=1)
-    path = client.save_credentials(endpoint, key, ca_bundle)
+    bundle = ca_bundle or settings.load().client.ca_bundle or None
+    who = client.Client(endpoint=endpoint.rstrip("/"), api_key=key, ca_bundle=bundle).get("/v1/tenants", limit=1)
+    path = client.save_credentials(endpoint, key, bundle)
     tenants = ", ".join(t["name"] for t in who.get("items", [])) or "(provider)"
     Console().print(f"Logged in to {endpoint} as tenant {tenants}; credentials in {path} (mode 0600)")

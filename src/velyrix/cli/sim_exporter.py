@@ -75,10 +75,11 @@ def exporter(
     if per_node:
         from velyrix.agent import fleet_targets
 
-        server: service.MetricsServer | fleet_targets.FleetServer = fleet_targets.FleetServer(
+        fleet_server = fleet_targets.FleetServer(
             fleet_targets.FleetTargets(twin, job_map_root=job_map_root, advance_every_s=min_interval_s), listen, port
         )
-        where = f"per-node targets listed at {server.sd_url}"
+        server: service.MetricsServer | fleet_targets.FleetServer = fleet_server
+        where = f"per-node targets listed at {fleet_server.sd_url}"
     else:
         server = service.serve(
             fleet_exporter.fleet_source(twin, job_map_root=job_map_root, min_interval_s=min_interval_s), listen, port

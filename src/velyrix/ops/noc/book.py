@@ -41,7 +41,7 @@ class NocBook:
 
     clock: Callable[[], float] = time.time
     incidents: list[Incident] = field(default_factory=list)
-    _ids: itertools.count = field(default_factory=lambda: itertools.count(1))
+    _ids: itertools.count[int] = field(default_factory=lambda: itertools.count(1))
 
     def open(
         self,

@@ -36,7 +36,7 @@ class Replacer(Protocol):
     """Takes a quarantined node out of its cluster and puts a spare in its place (same node type, near it),
     or tells the NOC that none is left. Returns what it did (``replace A with B in C``, ``incident ...``)."""
 
-    def __call__(self, node: Any) -> list[str]: ...
+    def __call__(self, node: Any, /) -> list[str]: ...
 
 
 def takes_out(verdict: Verdict) -> bool:

@@ -94,7 +94,7 @@ def _backfill() -> None:
         sa.table("audit_log_head", sa.column("id"), sa.column("tree_size")), [{"id": 1, "tree_size": len(rows)}]
     )
     if leaves:
-        columns = [sa.column(c) for c in ("idx", "event_id", "leaf_hash", "parents")]
+        columns: list[sa.ColumnClause[object]] = [sa.column(c) for c in ("idx", "event_id", "leaf_hash", "parents")]
         op.bulk_insert(sa.table("audit_leaves", *columns), leaves)
 
 
