@@ -53,6 +53,10 @@ class ReconcileSettings:
 class SigningSettings:
     key_dir: str = field(default_factory=lambda: _env("VELYRIX_SIGNING_KEY_DIR", ""))
     """Where the regions' Ed25519 acceptance-report keys live; empty means ``keys/`` under ``VELYRIX_HOME``."""
+    firmware_dir: str = field(default_factory=lambda: _env("VELYRIX_FIRMWARE_DIR", ""))
+    """Where the regions' signed firmware manifests live; empty means ``firmware/`` under ``VELYRIX_HOME``."""
+    audit_checkpoint_interval: str = field(default_factory=lambda: _env("VELYRIX_AUDIT_CHECKPOINT_INTERVAL_S", ""))
+    """Seconds between automatic signed checkpoints of the audit log, as written (empty: the default, 60)."""
 
 
 @dataclass(frozen=True)

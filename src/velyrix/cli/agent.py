@@ -119,7 +119,7 @@ def agent(
         agent_twin.run(
             hostname=hostname,
             control_plane=control_plane,
-            node_token=node_token or os.environ.get("VELYRIX_NODE_TOKEN", ""),
+            node_token=node_token or settings.load().agent.node_token,
             listen=listen,
             port=port,
             interval_s=report_interval_s,

@@ -9,14 +9,13 @@ of the API process every ``VELYRIX_AUDIT_CHECKPOINT_INTERVAL_S`` seconds (defaul
 from __future__ import annotations
 
 import logging
-import os
 import threading
 from typing import Any
 
 import sqlalchemy as sa
 from sqlalchemy import orm
 
-from velyrix import errors
+from velyrix import errors, settings
 from velyrix.controlplane.audit import log
 from velyrix.controlplane.db import models
 from velyrix.controlplane.db import models_evidence as ev
@@ -62,7 +61,7 @@ def publish(session: orm.Session, *, force: bool = False) -> ev.AuditCheckpoint:
 
 def interval_s() -> float:
     """Seconds between automatic checkpoints (``VELYRIX_AUDIT_CHECKPOINT_INTERVAL_S``; 0 turns them off)."""
-    raw = os.environ.get("VELYRIX_AUDIT_CHECKPOINT_INTERVAL_S", str(DEFAULT_INTERVAL_S))
+    raw = settings.load().signing.audit_checkpoint_interval or str(DEFAULT_INTERVAL_S)
     try:
         value = float(raw)
     except ValueError:

@@ -39,7 +39,7 @@ class Manifest:
 
 
 def manifest_path(region: str) -> Path:
-    env = os.environ.get("VELYRIX_FIRMWARE_DIR")
+    env = settings.load().signing.firmware_dir
     return (Path(env) if env else settings.load().paths.home / "firmware") / f"{region}.manifest.json"
 
 
