@@ -15,7 +15,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from velyrix import errors, settings
+from velyrix import errors, private_files, settings
 
 if TYPE_CHECKING:
     import httpx
@@ -31,12 +31,30 @@ def credentials_path() -> Path:
 def save_credentials(endpoint: str, api_key: str) -> Path:
     """Write endpoint and key to the credentials file, readable by the owner only (0600)."""
     path = credentials_path()
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
-    with os.fdopen(fd, "w") as fh:
-        json.dump({"endpoint": endpoint.rstrip("/"), "api_key": api_key}, fh)
-    path.chmod(0o600)
+    private_files.private_dir(path.parent, tighten=True)
+    data = json.dumps({"endpoint": endpoint.rstrip("/"), "api_key": api_key}).encode()
+    try:
+        private_files.write_private(path, data)  # atomic: a full disk keeps the previous login whole
+    except OSError as exc:
+        raise errors.VelyrixError(
+            f"cannot save the credentials to {path}: {exc.strerror or exc}; the previous login is unchanged",
+            hint="free some disk space and run velyrix login again",
+        ) from None
     return path
+
+
+def _read_credentials(path: Path) -> dict[str, Any]:
+    """The stored login; a file that is not a JSON object is a clear error (exit 2), not a traceback."""
+    try:
+        stored = json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, UnicodeDecodeError, ValueError):
+        stored = None
+    if not isinstance(stored, dict):
+        raise errors.NotLoggedInError(
+            f"the credentials file {path} is unreadable or damaged",
+            hint="run: velyrix login --endpoint http://HOST:PORT (it replaces the file)",
+        )
+    return stored
 
 
 @dataclass
@@ -55,7 +73,7 @@ class Client:
         endpoint, key = os.environ.get("VELYRIX_ENDPOINT"), os.environ.get("VELYRIX_API_KEY")
         path = credentials_path()
         if (not endpoint or not key) and path.exists():
-            stored = json.loads(path.read_text())
+            stored = _read_credentials(path)
             endpoint, key = endpoint or stored.get("endpoint"), key or stored.get("api_key")
         if not endpoint or not key:
             raise errors.NotLoggedInError(hint="run: velyrix login --endpoint http://HOST:PORT")

@@ -76,10 +76,9 @@ def up(
 
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s %(message)s")
     app = create_app()
-    from velyrix import settings
+    from velyrix import private_files, settings
 
-    home = settings.load().paths.home
-    home.mkdir(parents=True, exist_ok=True)
+    home = private_files.private_dir(settings.load().paths.home, tighten=True)
     runtime = FleetRuntime.twin(
         app.state.sessionmaker,
         region,
