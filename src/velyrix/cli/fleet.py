@@ -261,8 +261,12 @@ def verify_acceptance(
     from velyrix import errors
     from velyrix.controlplane.reconcile import signing
 
+    _check_public_key(public_key)
     try:
-        signed = json.loads(file.read_text())
+        signed = json.loads(file.read_text(), object_pairs_hook=_pairs)
+    except _DuplicateKey as dup:  # two values under one key: which one was signed is ambiguous
+        common.console().print(f"[red]INVALID[/]: {common.safe(dup)}")
+        raise typer.Exit(1) from None
     except (OSError, ValueError) as exc:
         raise errors.InvalidInputError(
             f"cannot read {file}: {exc}", hint="save a report with: velyrix report acceptance NAME --json > FILE"
@@ -279,6 +283,39 @@ def verify_acceptance(
         return
     con.print(f"[red]INVALID[/]: {common.safe(result.reason)}")
     raise typer.Exit(1)
+
+
+class _DuplicateKey(Exception):
+    pass
+
+
+def _pairs(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
+    out: dict[str, Any] = {}
+    for key, value in pairs:
+        if key in out:
+            raise _DuplicateKey(f"the document holds the key {json.dumps(key)} twice in one object")
+        out[key] = value
+    return out
+
+
+def _check_public_key(public_key: str | None) -> None:
+    """``--public-key``: base64 of a raw 32-byte Ed25519 key, else a clear input error (exit 2)."""
+    import base64
+    import binascii
+
+    from velyrix import errors
+
+    if public_key is None:
+        return
+    try:
+        raw = base64.b64decode(public_key, validate=True)
+    except (binascii.Error, ValueError):
+        raw = b""
+    if len(raw) != 32:
+        raise errors.InvalidInputError(
+            f"--public-key {public_key!r} is not a base64 Ed25519 public key (32 bytes)",
+            hint="copy public_key from GET /v1/acceptance/keys/REGION",
+        )
 
 
 def demo(

@@ -249,5 +249,11 @@ class Scope:
 
         return principals.issue_key(self.session, tenant_id=self.principal.tenant_id, creator=self.principal, **kwargs)
 
+    def revoke_key(self, row: models.ApiKey) -> list[str]:
+        """Revoke ``row`` (read through ``get``) and the keys it created, transitively; returns their ids."""
+        from velyrix.controlplane.auth import principals
+
+        return principals.revoke_with_children(self.session, row)
+
     def commit(self) -> None:
         self.session.commit()

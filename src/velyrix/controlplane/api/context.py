@@ -221,11 +221,12 @@ def etag(row: Any) -> str:
 
 
 def check_if_match(request: Request, row: Any) -> None:
-    """412 when ``If-Match`` is present and names neither ``*`` nor the row's current ETag."""
+    """412 when ``If-Match`` is present and names neither ``*`` nor the row's current ETag. If-Match
+    compares strongly (RFC 9110 section 13.1.1): a weak tag (``W/"..."``) never matches."""
     header = request.headers.get("if-match")
     if header is None:
         return
-    tags = [t.strip().removeprefix("W/") for t in header.split(",")]
+    tags = [t.strip() for t in header.split(",")]
     if "*" not in tags and etag(row) not in tags:
         raise errors.PreconditionFailedError(current_etag=etag(row))
 

@@ -71,15 +71,15 @@ def get_key(key_id: str, ctx: Ctx = Depends(require("keys:read"))) -> dict[str, 
 
 @router.delete("/{key_id}", name="api_keys.revoke", response_model=schemas.ApiKeyOut)
 def revoke_key(key_id: str, response: Response, ctx: Ctx = Depends(require("keys:admin"))) -> dict[str, Any]:
-    """Revoke a key: the next request made with it answers 401. Revoking twice is harmless."""
+    """Revoke a key and every key it created (transitively): the next request made with any of them
+    answers 401. Revoking twice is harmless."""
     row = ctx.scope.get(models.ApiKey, key_id, "API key")
     excess = sorted(set(row.scopes) - ctx.principal.scopes)
     if excess:
         raise errors.PermissionDeniedError(
             f"a key cannot revoke a key with more rights than its own (missing: {', '.join(excess)})", scope=excess[0]
         )
-    if row.revoked_at is None:
-        row.revoked_at = models.utcnow()
-    ctx.audit(f"api-keys/{row.id}")
+    revoked = ctx.scope.revoke_key(row)
+    ctx.audit(f"api-keys/{row.id}", detail={"revoked": revoked})
     ctx.commit()
     return out(row)
