@@ -14,7 +14,7 @@ from typing import Any
 
 import pydantic
 
-from velyrix import errors
+from velyrix import catalog, errors
 from velyrix.declarations import loader, models, rules
 
 NAME_PATTERN = rules.NAME_PATTERN
@@ -44,11 +44,11 @@ class ClusterSpecBody(pydantic.BaseModel):
     model_config = _FORBID
 
     name: str = pydantic.Field(pattern=NAME_PATTERN, description="cluster name, unique in the tenant")
-    region: str = pydantic.Field(pattern=WORD_PATTERN)
-    node_type: str = pydantic.Field(pattern=WORD_PATTERN)
+    region: str = pydantic.Field(pattern=WORD_PATTERN, json_schema_extra={"enum": catalog.region_names()})
+    node_type: str = pydantic.Field(pattern=WORD_PATTERN, json_schema_extra={"enum": catalog.node_type_names()})
     node_count: int = pydantic.Field(ge=1, le=100_000)
-    fabric: str = pydantic.Field(pattern=WORD_PATTERN)
-    scheduler: str = pydantic.Field(pattern=WORD_PATTERN)
+    fabric: str = pydantic.Field(pattern=WORD_PATTERN, json_schema_extra={"enum": catalog.fabric_names()})
+    scheduler: str = pydantic.Field(pattern=WORD_PATTERN, json_schema_extra={"enum": list(models.SCHEDULERS)})
     storage: StorageBody | None = None  # type: ignore[valid-type]
     workload: WorkloadBody | None = None  # type: ignore[valid-type]
     acceptance: AcceptanceBody | None = None  # type: ignore[valid-type]

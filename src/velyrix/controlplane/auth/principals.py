@@ -140,6 +140,12 @@ def issue_key(
     ``PermissionDeniedError`` (403).
     """
     valid_roles = roles.PROVIDER_ROLES if tenant_id is None else roles.TENANT_ROLES
+    if role in roles.ALL_ROLES and role not in valid_roles:  # a tenant role for the provider, or the reverse
+        raise errors.PermissionDeniedError(
+            f"role '{role}' is not one a {'provider' if tenant_id is None else 'tenant'} key can hold",
+            scope="keys:admin",
+            hint="valid here: " + ", ".join(valid_roles),
+        )
     if role not in valid_roles:
         raise errors.UnknownNameError("provider role" if tenant_id is None else "tenant role", role, valid_roles)
     role_scopes = valid_roles[role]

@@ -4,7 +4,7 @@ the caller's own tenancy and never exceed the rights of the key that creates or 
 from __future__ import annotations
 
 import datetime as dt
-from typing import Any
+from typing import Annotated, Any
 
 from fastapi import APIRouter, Depends, Response
 from pydantic import BaseModel, ConfigDict, Field
@@ -12,6 +12,7 @@ from pydantic import BaseModel, ConfigDict, Field
 from velyrix import errors
 from velyrix.controlplane.api import idempotency, schemas
 from velyrix.controlplane.api.context import Ctx, require
+from velyrix.controlplane.auth import roles
 from velyrix.controlplane.db import models
 
 router = APIRouter(prefix="/v1/api-keys", tags=["api-keys"], responses=schemas.PROBLEM_RESPONSES)
@@ -20,8 +21,14 @@ router = APIRouter(prefix="/v1/api-keys", tags=["api-keys"], responses=schemas.P
 class ApiKeyCreate(BaseModel):
     model_config = ConfigDict(extra="forbid")
     name: str = Field(min_length=1, max_length=200)
-    role: str = Field(max_length=32, description="owner, admin, member, viewer, billing; provider: operator, auditor")
-    scopes: list[str] | None = Field(None, max_length=32, description="a subset of the role's scopes (default: all)")
+    role: str = Field(
+        max_length=32,
+        description="owner, admin, member, viewer, billing; provider: operator, auditor",
+        json_schema_extra=schemas.one_of(roles.ALL_ROLES),
+    )
+    scopes: list[Annotated[str, Field(json_schema_extra=schemas.one_of(roles.SCOPES))]] | None = Field(
+        None, max_length=32, description="a subset of the role's scopes (default: all)"
+    )
     expires_in_s: int | None = Field(None, ge=60, le=10 * 365 * 86400, description="lifetime in seconds")
 
 
