@@ -126,12 +126,17 @@ _json = st.recursive(
 
 @settings(max_examples=EXAMPLES, deadline=None, database=None, suppress_health_check=list(HealthCheck))
 @given(hardware=st.dictionaries(_text, _json, max_size=6), labels=st.dictionaries(_text, _text, max_size=6))
-def test_arbitrary_inventory_is_refused_or_reads_back_equal(client: Any, world: World, hardware: Any, labels: Any) -> None:
+def test_arbitrary_inventory_is_refused_or_reads_back_equal(
+    client: Any, world: World, hardware: Any, labels: Any
+) -> None:
     node = _fuzz_node(client, world)
     raw = json.dumps({"hardware": hardware, "labels": labels}, allow_nan=True)
     op = auth(world.provider["operator"])
     resp = client.request(
-        "PATCH", f"/v1/nodes/{node}", content=raw.encode("utf-8", "surrogatepass"), headers={**op, "Content-Type": "application/json"}
+        "PATCH",
+        f"/v1/nodes/{node}",
+        content=raw.encode("utf-8", "surrogatepass"),
+        headers={**op, "Content-Type": "application/json"},
     )
     assert resp.status_code < 500, resp.text[:300]
     got = client.get(f"/v1/nodes/{node}", headers=op)
