@@ -169,7 +169,7 @@ def test_everything_stored_reads_back_within_the_limits(client: Any, world: Worl
         while True:
             resp = client.get(path, params={"limit": 200, **({"cursor": cursor} if cursor else {})}, headers=auth(key))
             assert resp.status_code == 200, (path, resp.text[:300])
-            page = json.loads(resp.text, parse_constant=lambda c: pytest.fail(f"{c} in {path}"))
+            page = json.loads(resp.text, parse_constant=lambda c, p=path: pytest.fail(f"{c} in {p}"))
             for item in page["items"]:
                 edge.parse_strict(json.dumps(item).encode())  # raises on anything over the limits
             cursor = page["next_cursor"]
