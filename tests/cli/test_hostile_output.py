@@ -4,6 +4,7 @@ figure that is not finite is an error (exit 2), never ``inf``/``nan`` or non-JSO
 from __future__ import annotations
 
 import json
+from typing import Any
 
 import pytest
 
@@ -24,3 +25,31 @@ def test_json_output_refuses_non_finite_figures(capsys: pytest.CaptureFixture[st
     assert capsys.readouterr().out == ""
     common.print_json({"cost": {"monthly_usd": 1.5}})
     assert json.loads(capsys.readouterr().out) == {"cost": {"monthly_usd": 1.5}}
+
+
+def _signed(tmp_path: Any, monkeypatch: pytest.MonkeyPatch) -> dict[str, Any]:
+    from velyrix.controlplane.reconcile import signing
+
+    monkeypatch.setenv("VELYRIX_SIGNING_KEY_DIR", str(tmp_path / "keys"))
+    report = {"cluster": {"name": "acme"}, "nodes": [], "passed": True}
+    return signing.sign(report, "us-east-1")
+
+
+@pytest.mark.parametrize("key", ["abc", "!!!!", "AAAA", "a" * 45])
+def test_verify_with_a_malformed_public_key_is_exit_2(tmp_path: Any, monkeypatch: Any, velyrix: Any, key: str) -> None:
+    path = tmp_path / "r.json"
+    path.write_text(json.dumps(_signed(tmp_path, monkeypatch)))
+    result = velyrix("verify", "acceptance", str(path), "--public-key", key)
+    assert result.exit_code == 2, result.stderr
+    assert "is not a base64 Ed25519 public key" in result.stderr and "internal error" not in result.stderr
+
+
+def test_a_report_with_a_duplicated_key_is_invalid(tmp_path: Any, monkeypatch: Any, velyrix: Any) -> None:
+    signed = _signed(tmp_path, monkeypatch)
+    path = tmp_path / "r.json"
+    path.write_text(json.dumps(signed))
+    assert velyrix("verify", "acceptance", str(path)).exit_code == 0
+    text = json.dumps(signed).replace('"passed": true', '"passed": false, "passed": true')
+    path.write_text(text)
+    result = velyrix("verify", "acceptance", str(path))
+    assert result.exit_code == 1 and "INVALID" in result.stdout and '"passed" twice' in result.stdout

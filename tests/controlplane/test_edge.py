@@ -119,7 +119,7 @@ def _b64(data: bytes) -> str:
 def test_crafted_cursors_answer_422(client: Any, world: World, cursor: str) -> None:
     for key in (world.a.keys["viewer"], world.provider["operator"]):
         resp = client.get("/v1/clusters", params={"cursor": cursor}, headers=auth(key))
-        assert resp.status_code == 422 and resp.json()["code"] == "invalid_input", resp.text
+        assert resp.status_code == 422 and resp.json()["code"] in ("invalid_input", "invalid_request"), resp.text
 
 
 def test_issued_cursors_still_page(client: Any, world: World) -> None:
@@ -132,12 +132,14 @@ def test_issued_cursors_still_page(client: Any, world: World) -> None:
     assert nxt.status_code == 200 and nxt.json()["items"][0]["id"] > first["items"][-1]["id"]
 
 
-@pytest.mark.parametrize("number", ["1e308", "1e400", "-1e400", "NaN", "Infinity", "9007199254740993"])
+@pytest.mark.parametrize(
+    "number", ["1e308", "1e400", "-1e400", "NaN", "Infinity", "9007199254740993", "99999999999999999999999"]
+)
 def test_non_finite_and_huge_numbers_are_refused(client: Any, world: World, number: str) -> None:
     body = json.dumps(cluster_body(unique("num"))).replace('"parallel_fs_tb": 100', f'"parallel_fs_tb": {number}')
     resp = raw(client, "POST", "/v1/clusters", body, world.a.keys["member"])
     assert resp.status_code == 422, resp.text
-    assert resp.json()["code"] in ("number_out_of_range", "non_finite_number", "invalid_json")
+    assert resp.json()["code"] in ("spec_invalid", "number_out_of_range", "non_finite_number", "invalid_json")
 
 
 def test_storage_has_an_upper_bound(client: Any, world: World) -> None:

@@ -134,7 +134,7 @@ def test_cursor_pagination_walks_every_item_once(client: Any, world: World) -> N
             break
     assert names <= set(seen) and len(seen) == len(set(seen))
     bad = client.get("/v1/volumes", params={"cursor": "garbage!"}, headers=key)
-    assert bad.status_code == 422 and bad.json()["code"] == "invalid_input"
+    assert bad.status_code == 422 and bad.json()["code"] == "invalid_request" and "cursor" in bad.json()["detail"]
     filtered = client.get("/v1/volumes", params={"tier": "object"}, headers=key).json()["items"]
     assert all(v["tier"] == "object" for v in filtered)
 

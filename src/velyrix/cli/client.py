@@ -9,14 +9,13 @@ connection failure never create a twin.
 from __future__ import annotations
 
 import json
-import os
 import ssl
 import uuid
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from velyrix import errors, settings
+from velyrix import errors, private_files, settings
 
 if TYPE_CHECKING:
     import httpx
@@ -33,15 +32,33 @@ def save_credentials(endpoint: str, api_key: str, ca_bundle: str | None = None) 
     """Write endpoint, key (and the CA bundle that verifies the endpoint's certificate) to the
     credentials file, readable by the owner only (0600)."""
     path = credentials_path()
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
-    with os.fdopen(fd, "w") as fh:
-        stored = {"endpoint": endpoint.rstrip("/"), "api_key": api_key}
-        if ca_bundle:
-            stored["ca_bundle"] = str(Path(ca_bundle).resolve())
-        json.dump(stored, fh)
-    path.chmod(0o600)
+    private_files.private_dir(path.parent, tighten=True)
+    stored = {"endpoint": endpoint.rstrip("/"), "api_key": api_key}
+    if ca_bundle:
+        stored["ca_bundle"] = str(Path(ca_bundle).resolve())
+    data = json.dumps(stored).encode()
+    try:
+        private_files.write_private(path, data)  # atomic: a full disk keeps the previous login whole
+    except OSError as exc:
+        raise errors.VelyrixError(
+            f"cannot save the credentials to {path}: {exc.strerror or exc}; the previous login is unchanged",
+            hint="free some disk space and run velyrix login again",
+        ) from None
     return path
+
+
+def _read_credentials(path: Path) -> dict[str, Any]:
+    """The stored login; a file that is not a JSON object is a clear error (exit 2), not a traceback."""
+    try:
+        stored = json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, UnicodeDecodeError, ValueError):
+        stored = None
+    if not isinstance(stored, dict):
+        raise errors.NotLoggedInError(
+            f"the credentials file {path} is unreadable or damaged",
+            hint="run: velyrix login --endpoint http://HOST:PORT (it replaces the file)",
+        )
+    return stored
 
 
 @dataclass
@@ -64,8 +81,8 @@ class Client:
         ca_bundle = client_settings.ca_bundle or None
         path = credentials_path()
         if (not endpoint or not key or not ca_bundle) and path.exists():
-            stored = json.loads(path.read_text())
-            endpoint, key = endpoint or stored.get("endpoint"), key or stored.get("api_key")
+            stored = _read_credentials(path)
+            endpoint, key = endpoint or str(stored.get("endpoint") or ""), key or str(stored.get("api_key") or "")
             ca_bundle = ca_bundle or stored.get("ca_bundle")
         if not endpoint or not key:
             raise errors.NotLoggedInError(hint="run: velyrix login --endpoint http://HOST:PORT")

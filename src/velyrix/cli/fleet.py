@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
+from typing import Any
 
 import typer
 
@@ -88,10 +89,9 @@ def up(
 
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s %(message)s")
     app = twin_agents.install(create_app())
-    from velyrix import settings
+    from velyrix import private_files, settings
 
-    home = settings.load().paths.home
-    home.mkdir(parents=True, exist_ok=True)
+    home = private_files.private_dir(settings.load().paths.home, tighten=True)
     runtime = FleetRuntime.twin(
         app.state.sessionmaker,
         region,
@@ -204,8 +204,12 @@ def verify_acceptance(
     from velyrix import errors
     from velyrix.controlplane.reconcile import signing
 
+    _check_public_key(public_key)
     try:
-        signed = json.loads(file.read_text())
+        signed = json.loads(file.read_text(), object_pairs_hook=_pairs)
+    except _DuplicateKey as dup:  # two values under one key: which one was signed is ambiguous
+        common.console().print(f"[red]INVALID[/]: {common.safe(dup)}")
+        raise typer.Exit(1) from None
     except (OSError, ValueError) as exc:
         raise errors.InvalidInputError(
             f"cannot read {file}: {exc}", hint="save a report with: velyrix report acceptance NAME --json > FILE"
@@ -222,6 +226,39 @@ def verify_acceptance(
         return
     con.print(f"[red]INVALID[/]: {common.safe(result.reason)}")
     raise typer.Exit(1)
+
+
+class _DuplicateKey(Exception):
+    pass
+
+
+def _pairs(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
+    out: dict[str, Any] = {}
+    for key, value in pairs:
+        if key in out:
+            raise _DuplicateKey(f"the document holds the key {json.dumps(key)} twice in one object")
+        out[key] = value
+    return out
+
+
+def _check_public_key(public_key: str | None) -> None:
+    """``--public-key``: base64 of a raw 32-byte Ed25519 key, else a clear input error (exit 2)."""
+    import base64
+    import binascii
+
+    from velyrix import errors
+
+    if public_key is None:
+        return
+    try:
+        raw = base64.b64decode(public_key, validate=True)
+    except (binascii.Error, ValueError):
+        raw = b""
+    if len(raw) != 32:
+        raise errors.InvalidInputError(
+            f"--public-key {public_key!r} is not a base64 Ed25519 public key (32 bytes)",
+            hint="copy public_key from GET /v1/acceptance/keys/REGION",
+        )
 
 
 def demo(

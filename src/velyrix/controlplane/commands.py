@@ -42,6 +42,10 @@ class Commands:
         ``node_health.record_report``)."""
         return node_health.record_report(self.scope.session, node, report, handler)
 
+    def revoke_key(self, row: models.ApiKey) -> list[str]:
+        """Revoke ``row`` (read through the scope) and the keys it created, transitively; returns their ids."""
+        return principals.revoke_with_children(self.scope.session, row)
+
     def issue_key(self, **kwargs: Any) -> tuple[models.ApiKey, str]:
         """A new API key in this principal's tenancy, within its rights (``principals.issue_key``)."""
         p = self.scope.principal

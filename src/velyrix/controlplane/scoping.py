@@ -10,10 +10,7 @@ A row outside the view answers ``NotFoundError`` (404), exactly as a row that do
 
 from __future__ import annotations
 
-import base64
-import binascii
 import functools
-import json
 import re
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any, TypeVar
@@ -33,23 +30,17 @@ _CURSOR_ID = re.compile(r"^[a-z]{1,12}_[0-9a-f]{1,48}$")
 
 
 def encode_cursor(last_id: str) -> str:
-    """Cursor pointing after ``last_id``: unpadded URL-safe base64 of the JSON ``{"after": "<id>"}``
-    (docs/api-limits.md; clients pass it back unchanged, its content is not an interface)."""
-    return base64.urlsafe_b64encode(json.dumps({"after": last_id}).encode()).decode().rstrip("=")
+    """Cursor pointing after ``last_id``: the id itself (docs/api-limits.md)."""
+    return last_id
 
 
 def decode_cursor(cursor: str) -> str:
     """The id a cursor points after; ``InvalidInputError`` (422) for a cursor we did not issue."""
-    try:
-        raw = base64.urlsafe_b64decode(cursor + "=" * (-len(cursor) % 4))
-        after = json.loads(raw)["after"]
-        if not isinstance(after, str) or not _CURSOR_ID.match(after):
-            raise ValueError(after)
-        return after
-    except (binascii.Error, ValueError, KeyError, TypeError, UnicodeDecodeError) as exc:
+    if not _CURSOR_ID.match(cursor):
         raise errors.InvalidInputError(
             "invalid pagination cursor", hint="pass the next_cursor of the previous page unchanged"
-        ) from exc
+        )
+    return cursor
 
 
 @functools.cache

@@ -14,7 +14,7 @@ from typing import Any
 
 import pydantic
 
-from velyrix import errors
+from velyrix import catalog, errors
 from velyrix.declarations import loader, models, rules
 
 NAME_PATTERN = rules.NAME_PATTERN
@@ -38,17 +38,22 @@ WorkloadBody = _body_model(models.WorkloadSpec, "WorkloadBody")
 AcceptanceBody = _body_model(models.AcceptanceSpec, "AcceptanceBody")
 
 
+def _enum(names: typing.Iterable[str]) -> dict[str, Any]:
+    """``json_schema_extra`` of a field that takes one of ``names`` (an OpenAPI enum)."""
+    return {"enum": list(names)}
+
+
 class ClusterSpecBody(pydantic.BaseModel):
     """A ``velyrix_cluster`` resource as JSON (what ``velyrix apply`` sends)."""
 
     model_config = _FORBID
 
     name: str = pydantic.Field(pattern=NAME_PATTERN, description="cluster name, unique in the tenant")
-    region: str = pydantic.Field(pattern=WORD_PATTERN)
-    node_type: str = pydantic.Field(pattern=WORD_PATTERN)
+    region: str = pydantic.Field(pattern=WORD_PATTERN, json_schema_extra=_enum(catalog.region_names()))
+    node_type: str = pydantic.Field(pattern=WORD_PATTERN, json_schema_extra=_enum(catalog.node_type_names()))
     node_count: int = pydantic.Field(ge=1, le=100_000)
-    fabric: str = pydantic.Field(pattern=WORD_PATTERN)
-    scheduler: str = pydantic.Field(pattern=WORD_PATTERN)
+    fabric: str = pydantic.Field(pattern=WORD_PATTERN, json_schema_extra=_enum(catalog.fabric_names()))
+    scheduler: str = pydantic.Field(pattern=WORD_PATTERN, json_schema_extra=_enum(list(models.SCHEDULERS)))
     storage: StorageBody | None = None  # type: ignore[valid-type]
     workload: WorkloadBody | None = None  # type: ignore[valid-type]
     acceptance: AcceptanceBody | None = None  # type: ignore[valid-type]

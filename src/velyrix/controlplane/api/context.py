@@ -160,9 +160,13 @@ def _refuse_unknown_query_parameters(request: Request) -> None:
         )
 
 
-def _authenticate(engine: sa.Engine, token: str | None, *session: str | None) -> principals.Principal:
+def _authenticate(
+    engine: sa.Engine, token: str | None, session: tuple[str | None, str, str | None]
+) -> principals.Principal:
+    """``session``: (session cookie, method, CSRF header), as ``_session_of`` reads them."""
+    cookie, method, csrf = session
     with engine.connect() as conn:  # a bare connection: cheaper than a session, on every request
-        return resolve.authenticate(conn, token, *session)
+        return resolve.authenticate(conn, token, cookie, method, csrf)
 
 
 def _session_of(request: Request) -> tuple[str | None, str, str | None]:
@@ -211,7 +215,7 @@ def require(scope_name: str) -> Callable[..., Awaitable[Ctx]]:
             principal = resolve.authenticate(conn, token, *_session_of(request))
         else:
             conn = None
-            principal = await run_in_threadpool(_authenticate, state.engine, token, *_session_of(request))
+            principal = await run_in_threadpool(_authenticate, state.engine, token, _session_of(request))
         request.state.principal = principal
         is_key = principal.user_id is None and principal.role != principals.NODE_ROLE
         if is_key and keyuse.due(principal.key_id):
@@ -244,11 +248,12 @@ def etag(row: Any) -> str:
 
 
 def check_if_match(request: Request, row: Any) -> None:
-    """412 when ``If-Match`` is present and names neither ``*`` nor the row's current ETag."""
+    """412 when ``If-Match`` is present and names neither ``*`` nor the row's current ETag. If-Match
+    compares strongly (RFC 9110 section 13.1.1): a weak tag (``W/"..."``) never matches."""
     header = request.headers.get("if-match")
     if header is None:
         return
-    tags = [t.strip().removeprefix("W/") for t in header.split(",")]
+    tags = [t.strip() for t in header.split(",")]
     if "*" not in tags and etag(row) not in tags:
         raise errors.PreconditionFailedError(current_etag=etag(row))
 

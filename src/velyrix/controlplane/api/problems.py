@@ -156,7 +156,19 @@ def allowed_methods(request: Request) -> list[str]:
 
 
 def _stale(request: Request, exc: Exception) -> JSONResponse:
+    if "if-match" not in request.headers:  # the client asserted nothing: another writer won the race
+        return _velyrix_error(request, ConcurrentUpdateError())
     return _velyrix_error(request, errors.PreconditionFailedError())
+
+
+class ConcurrentUpdateError(errors.ConflictError):
+    """A write without If-Match lost a race against another writer (a reconciler, another client)."""
+
+    code = "concurrent_update"
+    template = "the object changed while this request was writing it (another writer won); nothing was changed"
+
+    def __init__(self) -> None:
+        super().__init__(hint="read the object again and retry (send If-Match with its ETag to be sure)")
 
 
 def _integrity(request: Request, exc: Exception) -> JSONResponse:

@@ -47,8 +47,23 @@ class Page(BaseModel, Generic[T]):
     next_cursor: str | None = None
 
 
+def one_of(names: Any) -> dict[str, Any]:
+    """``json_schema_extra`` of a field taking one of ``names`` (from the catalog): an OpenAPI enum, while the
+    route's own check keeps its "did you mean" answer for anything else."""
+    return {"enum": list(names)}
+
+
+CURSOR_PATTERN = r"^[a-z]{1,12}_[0-9a-f]{1,48}$"
+
+
 def cursor_param(
-    cursor: str | None = Query(None, max_length=512, description="next_cursor of the previous page"),
+    cursor: str | None = Query(
+        None,
+        max_length=61,
+        pattern=CURSOR_PATTERN,
+        description="next_cursor of the previous page: the id of the last item seen; the page starts after "
+        "it (ids sort by creation). docs/api-limits.md",
+    ),
 ) -> str | None:
     return cursor
 

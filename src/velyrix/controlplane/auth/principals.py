@@ -96,6 +96,36 @@ _BY_DIGEST = sa.select(_K.id, _K.name, _K.tenant_id, _K.role, _K.scopes, _K.expi
 )
 
 
+def _within_role(creator: Principal, role: str, valid_roles: dict[str, frozenset[str]]) -> None:
+    """A key never mints a role above its own (roles are listed from most to least powerful)."""
+    order = list(valid_roles)
+    if creator.role in order and order.index(role) < order.index(creator.role):
+        raise errors.PermissionDeniedError(
+            f"a key of role '{creator.role}' cannot create a key of role '{role}'",
+            scope="keys:admin",
+            hint=f"ask an {order[0]} to create it",
+        )
+
+
+def revoke_with_children(session: orm.Session, key: models.ApiKey, now: dt.datetime | None = None) -> list[str]:
+    """Revoke ``key`` and every key created by it, transitively (a revoked key's rights end, and so do
+    the rights it handed on: docs/keys.md). Returns the ids revoked now."""
+    now = now or models.utcnow()
+    done: list[str] = []
+    todo = [key]
+    seen: set[str] = set()
+    while todo:
+        row = todo.pop()
+        if row.id in seen:
+            continue
+        seen.add(row.id)
+        if row.revoked_at is None:
+            row.revoked_at = now
+            done.append(row.id)
+        todo.extend(session.scalars(sa.select(models.ApiKey).where(models.ApiKey.created_by_key_id == row.id)))
+    return done
+
+
 def issue_key(
     session: orm.Session,
     *,
@@ -115,6 +145,12 @@ def issue_key(
     ``PermissionDeniedError`` (403).
     """
     valid_roles = roles.PROVIDER_ROLES if tenant_id is None else roles.TENANT_ROLES
+    if role in roles.ALL_ROLES and role not in valid_roles:  # a tenant role for the provider, or the reverse
+        raise errors.PermissionDeniedError(
+            f"role '{role}' is not one a {'provider' if tenant_id is None else 'tenant'} key can hold",
+            scope="keys:admin",
+            hint="valid here: " + ", ".join(valid_roles),
+        )
     if role not in valid_roles:
         raise errors.UnknownNameError("provider role" if tenant_id is None else "tenant role", role, valid_roles)
     role_scopes = valid_roles[role]
@@ -130,6 +166,7 @@ def issue_key(
     if expires_at is not None and expires_at <= models.utcnow():
         raise errors.InvalidInputError("expires_at lies in the past", hint="give a future time, or omit it")
     if creator is not None:
+        _within_role(creator, role, valid_roles)
         if creator.tenant_id != tenant_id:
             raise errors.PermissionDeniedError("a key can only create keys of its own tenant", scope="keys:admin")
         excess = sorted(wanted - creator.scopes)

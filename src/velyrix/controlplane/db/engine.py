@@ -13,7 +13,7 @@ from typing import Any
 import sqlalchemy as sa
 from sqlalchemy import orm
 
-from velyrix import errors, settings
+from velyrix import errors, private_files, settings
 
 
 def database_url(url: str | None = None) -> str:
@@ -31,7 +31,10 @@ def make_engine(url: str | None = None, **kwargs: Any) -> sa.Engine:
     parsed = sa.engine.make_url(url)
     if parsed.get_backend_name() == "sqlite":
         if parsed.database and parsed.database != ":memory:":
-            Path(parsed.database).parent.mkdir(parents=True, exist_ok=True)
+            database = Path(parsed.database)
+            home = settings.load().paths.home
+            private_files.private_dir(database.parent, tighten=database.parent.resolve() == home.resolve())
+            private_files.private_sqlite(database)
         kwargs.setdefault("connect_args", {"check_same_thread": False, "timeout": 5})
         engine = sa.create_engine(url, **kwargs)
 

@@ -10,14 +10,13 @@ commit, so it is never behind the database); the reconcilers resubmit what the d
 from __future__ import annotations
 
 import json
-import os
 import threading
 from pathlib import Path
 from typing import Any
 
 from sqlalchemy import orm
 
-from velyrix import catalog
+from velyrix import catalog, private_files
 from velyrix.controlplane.evidence import firmware
 from velyrix.controlplane.reconcile import enrollment, phases
 from velyrix.controlplane.reconcile.runner import Reconciler
@@ -85,9 +84,7 @@ class FleetRuntime:
         calls = getattr(self.driver, "calls", 0)
         if calls == self._saved_calls:
             return
-        tmp = self.state_file.with_suffix(f".tmp{os.getpid()}")
-        tmp.write_text(json.dumps(self.sim.state()))
-        os.replace(tmp, self.state_file)
+        private_files.write_private(self.state_file, json.dumps(self.sim.state()).encode())
         self._saved_calls = calls
 
     def enroll(self) -> int:

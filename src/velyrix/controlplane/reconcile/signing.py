@@ -20,7 +20,7 @@ from cryptography.exceptions import InvalidSignature
 from cryptography.hazmat.primitives import serialization
 from cryptography.hazmat.primitives.asymmetric import ed25519
 
-from velyrix import errors, settings
+from velyrix import errors, private_files, settings
 
 
 def canonical(document: dict[str, Any]) -> bytes:
@@ -42,7 +42,7 @@ def region_key(region: str) -> ed25519.Ed25519PrivateKey:
         if not isinstance(key, ed25519.Ed25519PrivateKey):
             raise errors.InvalidInputError(f"{path} is not an Ed25519 private key")
         return key
-    path.parent.mkdir(parents=True, exist_ok=True)
+    private_files.private_dir(path.parent)
     key = ed25519.Ed25519PrivateKey.generate()
     pem = key.private_bytes(serialization.Encoding.PEM, serialization.PrivateFormat.PKCS8, serialization.NoEncryption())
     tmp = path.with_suffix(".tmp")

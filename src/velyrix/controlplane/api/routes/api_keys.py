@@ -4,7 +4,7 @@ the caller's own tenancy and never exceed the rights of the key that creates or 
 from __future__ import annotations
 
 import datetime as dt
-from typing import Any
+from typing import Annotated, Any
 
 from fastapi import APIRouter, Depends, Response
 from pydantic import BaseModel, ConfigDict, Field
@@ -12,6 +12,7 @@ from pydantic import BaseModel, ConfigDict, Field
 from velyrix import errors
 from velyrix.controlplane.api import idempotency, schemas
 from velyrix.controlplane.api.context import Ctx, require
+from velyrix.controlplane.auth import roles
 from velyrix.controlplane.commands import Commands
 from velyrix.controlplane.db import models
 from velyrix.controlplane.identity import keyuse
@@ -22,8 +23,14 @@ router = APIRouter(prefix="/v1/api-keys", tags=["api-keys"], responses=schemas.P
 class ApiKeyCreate(BaseModel):
     model_config = ConfigDict(extra="forbid")
     name: str = Field(min_length=1, max_length=200)
-    role: str = Field(max_length=32, description="owner, admin, member, viewer, billing; provider: operator, auditor")
-    scopes: list[str] | None = Field(None, max_length=32, description="a subset of the role's scopes (default: all)")
+    role: str = Field(
+        max_length=32,
+        description="owner, admin, member, viewer, billing; provider: operator, auditor",
+        json_schema_extra=schemas.one_of(roles.ALL_ROLES),
+    )
+    scopes: list[Annotated[str, Field(json_schema_extra=schemas.one_of(roles.SCOPES))]] | None = Field(
+        None, max_length=32, description="a subset of the role's scopes (default: all)"
+    )
     expires_in_s: int | None = Field(None, ge=60, le=10 * 365 * 86400, description="lifetime in seconds")
     description: str = Field("", max_length=500, description="what the key is for (shown by `velyrix keys list`)")
 
@@ -94,11 +101,11 @@ def get_key(key_id: str, ctx: Ctx = Depends(require("keys:read"))) -> dict[str, 
 
 @router.delete("/{key_id}", name="api_keys.revoke", response_model=schemas.ApiKeyOut)
 def revoke_key(key_id: str, response: Response, ctx: Ctx = Depends(require("keys:admin"))) -> dict[str, Any]:
-    """Revoke a key: the next request made with it answers 401. Revoking twice is harmless."""
+    """Revoke a key and every key it created (transitively): the next request made with any of them
+    answers 401. Revoking twice is harmless."""
     row = _within_rights(ctx, key_id, "revoke")
-    if row.revoked_at is None:
-        row.revoked_at = models.utcnow()
-    ctx.audit(f"api-keys/{row.id}")
+    revoked = Commands(ctx.scope).revoke_key(row)
+    ctx.audit(f"api-keys/{row.id}", detail={"revoked": revoked})
     ctx.commit()
     return out(row, keyuse.details(ctx.scope.session, [row.id]).get(row.id))
 
@@ -123,10 +130,12 @@ def rotate_key(key_id: str, body: ApiKeyRotate | None = None, ctx: Ctx = Depends
     if old.revoked_at is not None or (old.expires_at is not None and old.expires_at <= now):
         raise errors.ConflictError(f"API key {old.id} is revoked or expired", hint="create a new key instead")
     found = keyuse.details(ctx.scope.session, [old.id]).get(old.id, {})
-    row, secret = ctx.scope.issue_key(name=old.name, role=old.role, scopes=old.scopes, expires_at=old.expires_at)
+    row, secret = Commands(ctx.scope).issue_key(
+        name=old.name, role=old.role, scopes=old.scopes, expires_at=old.expires_at
+    )
     description = found.get("description", "")
     keyuse.set_details(ctx.scope.session, row.id, description=description, user_id=found.get("user_id"))
-    grace = (body or ApiKeyRotate()).grace_s
+    grace = body.grace_s if body is not None else 0
     if grace:
         old.expires_at = min(old.expires_at or now + dt.timedelta(seconds=grace), now + dt.timedelta(seconds=grace))
     else:

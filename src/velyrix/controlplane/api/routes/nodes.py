@@ -20,8 +20,8 @@ router = APIRouter(prefix="/v1/nodes", tags=["nodes"], responses=schemas.PROBLEM
 class NodeCreate(BaseModel):
     model_config = ConfigDict(extra="forbid")
     name: str = Field(pattern=r"^[a-z0-9][a-z0-9.-]{0,127}$", description="hostname")
-    region: str = Field(max_length=63)
-    node_type: str = Field(max_length=63)
+    region: str = Field(max_length=63, json_schema_extra=schemas.one_of(catalog.region_names()))
+    node_type: str = Field(max_length=63, json_schema_extra=schemas.one_of(catalog.node_type_names()))
     hardware: dict[str, Any] = Field(default_factory=dict, description="inventory: serials, GPUs, NICs")
     labels: dict[str, str] = Field(default_factory=dict)
 

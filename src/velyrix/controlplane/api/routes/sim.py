@@ -12,6 +12,7 @@ from velyrix import errors
 from velyrix.controlplane.api import schemas
 from velyrix.controlplane.api.context import Ctx, require
 from velyrix.fleet.drivers.sim import Fault
+from velyrix.fleet.drivers.sim.faults import KINDS as FAULT_KINDS
 
 router = APIRouter(prefix="/v1/sim", tags=["sim"], responses=schemas.PROBLEM_RESPONSES)
 
@@ -29,6 +30,7 @@ class FaultBody(BaseModel):
     node: str = Field(max_length=128, description="hostname of a twin node")
     kind: str = Field(
         max_length=32,
+        json_schema_extra=schemas.one_of(FAULT_KINDS),
         description="xid, ecc_dbe, ecc_sbe_storm, slow_gpu, ib_down, slow_disk, remap_failure, nvlink, thermal",
     )
     gpu: int | None = Field(None, ge=0, le=63)

@@ -25,8 +25,12 @@ class DeletionForbiddenError(errors.ConflictError):
 class VolumeCreate(BaseModel):
     model_config = ConfigDict(extra="forbid")
     name: str = Field(pattern=r"^[a-z][a-z0-9-]{0,62}$")
-    region: str = Field(max_length=63)
-    tier: str = Field(max_length=63, description="a storage tier of the catalog (GET /v1/regions lists regions)")
+    region: str = Field(max_length=63, json_schema_extra=schemas.one_of(catalog.region_names()))
+    tier: str = Field(
+        max_length=63,
+        description="a storage tier of the catalog",
+        json_schema_extra=schemas.one_of(catalog.storage_tier_names()),
+    )
     size_tb: float = Field(gt=0, le=MAX_TB, description="decimal TB")
     forbid_deletion: bool = False
     cluster_id: str | None = Field(None, max_length=32, description="mount on this cluster")
