@@ -23,7 +23,7 @@ from velyrix.controlplane.api.routes import (
 )
 from velyrix.controlplane.db import engine as engine_mod
 from velyrix.controlplane.db import migrate as migrate_mod
-from velyrix.controlplane.identity import tls, web
+from velyrix.controlplane.identity import scim, tls, web
 
 ROUTERS = (
     health.router,
@@ -39,6 +39,7 @@ ROUTERS = (
     node_health.router,
     identity_providers.router,
     web.router,
+    scim.router,
 )
 
 
