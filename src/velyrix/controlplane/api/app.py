@@ -38,9 +38,9 @@ ROUTERS = (
     fleet.sim_router,
     node_health.router,
     identity_providers.router,
-    web.router,
-    scim.router,
 )
+BROWSER_ROUTERS = (web.router, scim.router)
+"""Sign-in pages and SCIM (``velyrix.controlplane.identity``): outside the /v1 OpenAPI document."""
 
 
 def create_app(database_url: str | None = None, *, engine: sa.Engine | None = None, migrate: bool = True) -> FastAPI:
@@ -64,7 +64,7 @@ def create_app(database_url: str | None = None, *, engine: sa.Engine | None = No
     app.state.db_inline = engine.dialect.name == "sqlite"  # see context.run_db
     app.state.fleet = None  # a FleetRuntime (twin, reconcilers) once attached: ``velyrix up``
     app.state.report_handler = None  # acts on node reports' verdicts; composed in by velyrix.ops.service
-    for router in ROUTERS:
+    for router in (*ROUTERS, *BROWSER_ROUTERS):
         app.include_router(router)
     problems.install(app)
     app.add_middleware(context.RequestIdMiddleware)

@@ -10,7 +10,6 @@ import json
 from collections.abc import Callable, Coroutine
 from typing import Any
 
-import sqlalchemy as sa
 from fastapi import APIRouter, Depends, Query, Request, Response
 from fastapi.exceptions import RequestValidationError
 from fastapi.routing import APIRoute
@@ -278,8 +277,7 @@ def _page_of(objs: list[Any], params: dict[str, Any]) -> dict[str, Any]:
 def _matching(ctx: Ctx, kind: str, request: Request, text: str | None, strict: bool = True) -> list[Any]:
     model, table = _kind(kind)
     base = _base(request)
-    stmt = sa.select(table).where(table.tenant_id == ctx.principal.tenant_id).order_by(table.id)
-    objs = [_model(kind, r, base) for r in ctx.scope.session.scalars(stmt)]
+    objs = [_model(kind, r, base) for r in store.rows(ctx.scope, table)]
     if text:
         try:
             bound = ScimFilter[model](text)  # type: ignore[valid-type]
@@ -293,8 +291,8 @@ def _matching(ctx: Ctx, kind: str, request: Request, text: str | None, strict: b
 
 def _row(ctx: Ctx, kind: str, resource_id: str) -> Any:
     _, table = _kind(kind)
-    row = ctx.scope.session.get(table, resource_id)
-    if row is None or row.tenant_id != ctx.principal.tenant_id:
+    row = store.get(ctx.scope, table, resource_id)
+    if row is None:
         raise store.scim_error(404, f"{kind[:-1]} {resource_id!r} not found")
     return row
 
@@ -310,9 +308,9 @@ def get_resource(kind: str, resource_id: str, request: Request, ctx: Ctx = Depen
 
 def _write(ctx: Ctx, kind: str, row: Any, obj: Any, base: str) -> None:
     if kind == "Users":
-        store.write_user(ctx.scope.session, row, obj)
+        store.write_user(store.db(ctx.scope), row, obj)
     else:
-        store.write_group(ctx.scope.session, row, obj, base)
+        store.write_group(store.db(ctx.scope), row, obj, base)
 
 
 def _saved(ctx: Ctx, kind: str, row: Any, request: Request, status: int, detail: dict[str, Any]) -> Response:
@@ -397,15 +395,7 @@ def _okta_entra(body: Any) -> Any:
 def delete_resource(kind: str, resource_id: str, request: Request, ctx: Ctx = Depends(SCIM)) -> Response:
     row = _row(ctx, kind, resource_id)
     store.check_version(row, request.headers.get("if-match"))
-    session = ctx.scope.session
-    if kind == "Users":
-        store.deactivate(session, row)
-        for group in session.scalars(sa.select(ScimGroup).where(ScimGroup.tenant_id == row.tenant_id)):
-            if any(m.get("value") == row.id for m in group.members):
-                group.members = [m for m in group.members if m.get("value") != row.id]
-        session.execute(sa.delete(store.MfaCredential).where(store.MfaCredential.user_id == row.id))
-        session.execute(sa.delete(store.UserSession).where(store.UserSession.user_id == row.id))
-    session.delete(row)
+    store.delete(ctx.scope, row, _base(request))
     ctx.audit(f"scim/{kind}/{resource_id}", status_code=204, detail={"op": "delete"})
     ctx.commit()
     return Response(status_code=204)

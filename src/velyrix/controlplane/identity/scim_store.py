@@ -18,7 +18,6 @@ from velyrix.controlplane.db.models_identity import IdentityProvider, MfaCredent
 from velyrix.controlplane.db.models_identity import User as UserRow
 from velyrix.controlplane.identity import keyuse, oidc, sessions
 
-__all__ = ["MfaCredential", "UserSession"]  # what scim.py deletes with a user
 MAX_RESULTS = 200
 MAX_MEMBERS = 1000
 
@@ -198,3 +197,41 @@ def check_version(row: Any, if_match: str | None) -> None:
     tags = [t.strip().removeprefix("W/") for t in if_match.split(",")]
     if "*" not in tags and f'"{row.version}"' not in tags:
         raise scim_error(412, "the resource changed since you read it (ETag mismatch)")
+
+
+def db(scope: Any) -> orm.Session:
+    """The session of a ``scoping.Scope`` (the SCIM routes hold one)."""
+    session: orm.Session = scope.session
+    return session
+
+
+def rows(scope: Any, table: Any) -> list[Any]:
+    """Every user or group of the scope's tenant, in creation order."""
+    stmt = sa.select(table).where(table.tenant_id == scope.principal.tenant_id).order_by(table.id)
+    return list(db(scope).scalars(stmt))
+
+
+def get(scope: Any, table: Any, resource_id: str) -> Any:
+    """The scope's tenant's user or group ``resource_id``, or None."""
+    row = db(scope).get(table, resource_id)
+    return row if row is not None and row.tenant_id == scope.principal.tenant_id else None
+
+
+def delete(scope: Any, row: Any, base: str) -> None:
+    """Delete a user (deactivated first: sessions ended, keys revoked; out of its groups; its second
+    factors and sessions gone) or a group (its members' roles follow)."""
+    session = db(scope)
+    if isinstance(row, UserRow):
+        deactivate(session, row)
+        for group in session.scalars(sa.select(ScimGroup).where(ScimGroup.tenant_id == row.tenant_id)):
+            if any(m.get("value") == row.id for m in group.members):
+                group.members = [m for m in group.members if m.get("value") != row.id]
+        session.execute(sa.delete(MfaCredential).where(MfaCredential.user_id == row.id))
+        session.execute(sa.delete(UserSession).where(UserSession.user_id == row.id))
+        session.delete(row)
+        return
+    members = [m.get("value") for m in row.members]
+    session.delete(row)
+    session.flush()
+    for user_id in members:
+        refresh_roles(session, row.tenant_id, user_id, base)
