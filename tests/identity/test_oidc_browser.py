@@ -7,6 +7,7 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
 import httpx
@@ -153,4 +154,40 @@ def test_a_replayed_callback_is_refused(browser: Any, sso: Sso) -> None:  # noqa
     replay = httpx.get(callbacks[0])
     assert replay.status_code == 400 and replay.json()["code"] == "identity_state_invalid"
     assert "set-cookie" not in replay.headers
+    context.close()
+
+
+def test_velyrix_login_sso_through_the_loopback(browser: Any, sso: Sso, tmp_path: Path) -> None:  # noqa: F811
+    """``velyrix login --sso`` (a real process): the browser signs in, the CLI gets a key of the user's role."""
+    import os
+    import subprocess
+    import sys
+
+    env = {**os.environ, "VELYRIX_HOME": str(tmp_path / "cli-home")}
+    cmd = [sys.executable, "-m", "velyrix.cli.main", "login", "--sso", "--tenant", "acme", "--no-browser"]
+    proc = subprocess.Popen(
+        [*cmd, "--endpoint", sso.url], env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True
+    )
+    assert proc.stderr is not None
+    line = proc.stderr.readline()
+    assert line.startswith("Sign in at: "), line
+    context = browser.new_context()
+    page = context.new_page()
+    page.goto(line.removeprefix("Sign in at: ").strip())
+    page.fill("input[name=login]", "alice@acme.example")
+    page.fill("input[name=password]", "any")
+    page.click("button[type=submit]")
+    page.wait_for_selector("text=Authorize")
+    page.click("button[type=submit]")
+    page.wait_for_selector("#done")
+    out, err = proc.communicate(timeout=60)
+    assert proc.returncode == 0, err
+    assert "alice@acme.example (owner)" in out
+    import json
+
+    key = json.loads((tmp_path / "cli-home" / "credentials.json").read_text())["api_key"]
+    listed = httpx.get(f"{sso.url}/v1/api-keys", headers={"Authorization": f"Bearer {key}"})
+    assert listed.status_code == 200
+    mine = [k for k in listed.json()["items"] if k["description"] == "velyrix login --sso"]
+    assert mine and mine[0]["role"] == "owner" and mine[0]["expires_at"]
     context.close()

@@ -35,7 +35,7 @@ from velyrix.controlplane.api.routes import (
 from velyrix.controlplane.audit import checkpoints
 from velyrix.controlplane.db import engine as engine_mod
 from velyrix.controlplane.db import migrate as migrate_mod
-from velyrix.controlplane.identity import tls, web
+from velyrix.controlplane.identity import scim, tls, web
 
 ROUTERS = (
     health.router,
@@ -52,8 +52,9 @@ ROUTERS = (
     evidence.router,
     node_health.router,
     identity_providers.router,
-    web.router,
 )
+BROWSER_ROUTERS = (web.router, scim.router)
+"""Sign-in pages and SCIM (``velyrix.controlplane.identity``): outside the /v1 OpenAPI document."""
 
 
 def create_app(database_url: str | None = None, *, engine: sa.Engine | None = None, migrate: bool = True) -> FastAPI:
@@ -77,7 +78,7 @@ def create_app(database_url: str | None = None, *, engine: sa.Engine | None = No
     app.state.db_inline = engine.dialect.name == "sqlite"  # see context.run_db
     app.state.fleet = None  # a FleetRuntime (twin, reconcilers) once attached: ``velyrix up``
     app.state.report_handler = None  # acts on node reports' verdicts; composed in by velyrix.ops.service
-    for router in ROUTERS:
+    for router in (*ROUTERS, *BROWSER_ROUTERS):
         app.include_router(router)
     problems.install(app)
     _audit_checkpoints(app)

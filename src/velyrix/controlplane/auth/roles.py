@@ -22,6 +22,7 @@ SCOPES: dict[str, str] = {
     "audit:read": "read audit events (tenants: their own; auditors: every tenant's)",
     "fleet:operate": "register nodes and change their state (provider)",
     "nodes:report": "report a node's samples and health verdict (node agents' tokens only, never a role's)",
+    "scim:provision": "create, change and deactivate the tenant's users and groups over SCIM 2.0 (/scim/v2)",
 }
 
 _READ = {"tenants:read", "clusters:read", "volumes:read", "nodes:read", "regions:read", "incidents:read"}
@@ -29,12 +30,22 @@ _READ = {"tenants:read", "clusters:read", "volumes:read", "nodes:read", "regions
 TENANT_ROLES: dict[str, frozenset[str]] = {
     "owner": frozenset(
         _READ
-        | {"tenants:write", "keys:read", "keys:admin", "clusters:write", "volumes:write", "billing:read", "audit:read"}
+        | {
+            "tenants:write",
+            "keys:read",
+            "keys:admin",
+            "clusters:write",
+            "volumes:write",
+            "billing:read",
+            "audit:read",
+            "scim:provision",
+        }
     ),
     "admin": frozenset(_READ | {"keys:read", "keys:admin", "clusters:write", "volumes:write", "audit:read"}),
     "member": frozenset(_READ | {"clusters:write", "volumes:write"}),
     "viewer": frozenset(_READ),
     "billing": frozenset({"tenants:read", "regions:read", "billing:read"}),
+    "scim": frozenset({"scim:provision"}),
 }
 """Roles inside one tenant, from most to least powerful."""
 

@@ -56,8 +56,13 @@ def touch(conn: sa.Connection, key_id: str, address: str | None) -> None:
         log.warning("last use of key %s not recorded: %s", key_id, exc.orig)
 
 
+def _session(db: Any) -> orm.Session:
+    """The session of a ``scoping.Scope`` (what routes hold), or ``db`` itself when it is one."""
+    return db if isinstance(db, orm.Session) else db.session
+
+
 def set_details(
-    session: orm.Session,
+    db: Any,
     key_id: str,
     *,
     description: str = "",
@@ -65,14 +70,18 @@ def set_details(
     creator_key_id: str | None = None,
 ) -> None:
     """Store a new key's description and owning user (in the caller's transaction). A key made by a key
-    of a user belongs to that user too (so that deactivating the user revokes both)."""
+    of a user belongs to that user too (so that deactivating the user revokes both). ``db``: a session
+    or a ``scoping.Scope``."""
+    session = _session(db)
     if user_id is None and creator_key_id is not None:
         user_id = session.scalar(sa.select(_D.user_id).where(_D.key_id == creator_key_id))
     session.add(ApiKeyDetail(key_id=key_id, description=description, user_id=user_id))
 
 
-def details(session: orm.Session, key_ids: Iterable[str]) -> dict[str, dict[str, Any]]:
-    """``{key_id: {description, user_id, last_used_at, last_used_address}}`` for the keys that have them."""
+def details(db: Any, key_ids: Iterable[str]) -> dict[str, dict[str, Any]]:
+    """``{key_id: {description, user_id, last_used_at, last_used_address}}`` for the keys that have them
+    (``db``: a session or a ``scoping.Scope``)."""
+    session = _session(db)
     ids = list(key_ids)
     if not ids:
         return {}

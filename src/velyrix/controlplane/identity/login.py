@@ -24,6 +24,34 @@ CLI_KEY_TTL_S = 12 * 3600
 LOOPBACK_PREFIXES = ("http://127.0.0.1:", "http://localhost:", "http://[::1]:")
 
 
+def open_session(request: Any) -> orm.Session:
+    """A database session for a login route (closed by ``RequestIdMiddleware`` after the answer)."""
+    session: orm.Session = request.app.state.sessionmaker()
+    request.state.db = session
+    return session
+
+
+def provider_named(session: orm.Session, tenant: str, name: str | None, kind: str) -> IdentityProvider:
+    """The tenant's identity provider of ``kind`` (called ``name``, else its first); 404 otherwise."""
+    stmt = (
+        sa.select(IdentityProvider)
+        .join(models.Tenant, models.Tenant.id == IdentityProvider.tenant_id)
+        .where(models.Tenant.name == tenant, IdentityProvider.kind == kind)
+    )
+    if name:
+        stmt = stmt.where(IdentityProvider.name == name)
+    found = session.scalars(stmt.order_by(IdentityProvider.id).limit(1)).first()
+    if found is None:
+        raise errors.NotFoundError(kind=f"{kind.upper()} identity provider of tenant", name=tenant)
+    return found
+
+
+def forget_provider(scope: Any, provider: IdentityProvider) -> None:
+    """Delete ``provider`` (read through ``scope``) with its pending logins."""
+    scope.session.execute(sa.delete(LoginFlow).where(LoginFlow.provider_id == provider.id))
+    scope.delete(provider)
+
+
 def _sha(value: str) -> str:
     return hashlib.sha256(value.encode()).hexdigest()
 

@@ -10,11 +10,9 @@ import html
 import urllib.parse
 from typing import Any
 
-import sqlalchemy as sa
 from fastapi import APIRouter, Depends, Form, Request
 from fastapi.responses import HTMLResponse, RedirectResponse, Response
 from pydantic import BaseModel, ConfigDict, Field
-from sqlalchemy import orm
 
 from velyrix import errors
 from velyrix.controlplane.api import context
@@ -27,33 +25,13 @@ from velyrix.controlplane.identity import keyuse, login, oidc, sessions
 router = APIRouter(tags=["identity"])
 
 
-def _db(request: Request) -> orm.Session:
-    session: orm.Session = request.app.state.sessionmaker()
-    request.state.db = session  # closed by RequestIdMiddleware
-    return session
-
-
-def _provider(session: orm.Session, tenant: str, name: str | None, kind: str) -> IdentityProvider:
-    stmt = (
-        sa.select(IdentityProvider)
-        .join(models.Tenant, models.Tenant.id == IdentityProvider.tenant_id)
-        .where(models.Tenant.name == tenant, IdentityProvider.kind == kind)
-    )
-    if name:
-        stmt = stmt.where(IdentityProvider.name == name)
-    found = session.scalars(stmt.order_by(IdentityProvider.id).limit(1)).first()
-    if found is None:
-        raise errors.NotFoundError(kind=f"{kind.upper()} identity provider of tenant", name=tenant)
-    return found
-
-
 @router.get("/auth/{tenant}/login", name="auth.oidc_login", include_in_schema=False)
 def oidc_login(
     tenant: str, request: Request, provider: str | None = None, cli_redirect: str = "", cli_challenge: str = ""
 ) -> Response:
     """Send the browser to the tenant's OpenID provider (authorization code + PKCE)."""
-    session = _db(request)
-    idp = _provider(session, tenant, provider, "oidc")
+    session = login.open_session(request)
+    idp = login.provider_named(session, tenant, provider, "oidc")
     begun = oidc.start(idp, str(request.url_for("auth.oidc_callback")))
     login.begin(
         session,
@@ -73,7 +51,7 @@ def oidc_callback(
     request: Request, state: str = "", code: str = "", error: str = "", iss: str | None = None
 ) -> Response:
     """Finish an OIDC login: spend the state, exchange the code, validate the ID token, sign the user in."""
-    session = _db(request)
+    session = login.open_session(request)
     info = context.request_info(request)
     tenant_id: str | None = None
     try:
@@ -106,7 +84,7 @@ def _validated(id_token: str, idp: IdentityProvider, nonce: str) -> dict[str, An
         return oidc.validate_id_token(id_token, keys, issuer=idp.issuer, client_id=idp.client_id, nonce=nonce)
 
 
-def finish(request: Request, session: orm.Session, flow: Any, user: Any, method: str) -> Response:
+def finish(request: Request, session: Any, flow: Any, user: Any, method: str) -> Response:
     """Sign ``user`` in after a login through ``flow``: a session cookie and ``/ui``, or the CLI's
     loopback callback with a one-time code."""
     info = context.request_info(request)
@@ -139,7 +117,7 @@ def finish(request: Request, session: orm.Session, flow: Any, user: Any, method:
 def logout(request: Request, csrf: str = Form("", max_length=200)) -> Response:
     """End the session server-side (its cookie answers 401 from now on) and clear the cookie."""
     secret = request.cookies.get(sessions.COOKIE) or ""
-    session = _db(request)
+    session = login.open_session(request)
     principal = sessions.authenticate(session, secret)
     request.state.principal = principal
     sessions.check_csrf(secret, csrf)
@@ -168,7 +146,7 @@ class CliToken(BaseModel):
 @router.post("/auth/cli/token", name="auth.cli_token", include_in_schema=False)
 def cli_token(body: CliToken, request: Request) -> dict[str, Any]:
     """The API key of a ``velyrix login --sso`` (the user's role, twelve hours, revoked with the user)."""
-    session = _db(request)
+    session = login.open_session(request)
     flow, user = login.exchange_cli_code(session, body.code, body.code_verifier)
     expires = models.utcnow() + dt.timedelta(seconds=login.CLI_KEY_TTL_S)
     key, secret = principals.issue_key(

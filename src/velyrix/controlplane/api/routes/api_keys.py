@@ -67,7 +67,7 @@ def list_keys(
     limit: int = Depends(schemas.limit_param),
 ) -> dict[str, Any]:
     rows, nxt = ctx.scope.page(models.ApiKey, filters={"role": role}, cursor=cursor, limit=limit)
-    found = keyuse.details(ctx.scope.session, [r.id for r in rows])
+    found = keyuse.details(ctx.scope, [r.id for r in rows])
     return {"items": [out(r, found.get(r.id)) for r in rows], "next_cursor": nxt}
 
 
@@ -81,7 +81,7 @@ def create_key(
             name=body.name, role=body.role, scopes=body.scopes, expires_at=expires
         )
         keyuse.set_details(
-            ctx.scope.session,
+            ctx.scope,
             row.id,
             description=body.description,
             user_id=ctx.principal.user_id,
@@ -96,7 +96,7 @@ def create_key(
 @router.get("/{key_id}", name="api_keys.get", response_model=schemas.ApiKeyOut)
 def get_key(key_id: str, ctx: Ctx = Depends(require("keys:read"))) -> dict[str, Any]:
     row = ctx.scope.get(models.ApiKey, key_id, "API key")
-    return out(row, keyuse.details(ctx.scope.session, [row.id]).get(row.id))
+    return out(row, keyuse.details(ctx.scope, [row.id]).get(row.id))
 
 
 @router.delete("/{key_id}", name="api_keys.revoke", response_model=schemas.ApiKeyOut)
@@ -107,7 +107,7 @@ def revoke_key(key_id: str, response: Response, ctx: Ctx = Depends(require("keys
     revoked = Commands(ctx.scope).revoke_key(row)
     ctx.audit(f"api-keys/{row.id}", detail={"revoked": revoked})
     ctx.commit()
-    return out(row, keyuse.details(ctx.scope.session, [row.id]).get(row.id))
+    return out(row, keyuse.details(ctx.scope, [row.id]).get(row.id))
 
 
 def _within_rights(ctx: Ctx, key_id: str, verb: str) -> models.ApiKey:
@@ -129,12 +129,12 @@ def rotate_key(key_id: str, body: ApiKeyRotate | None = None, ctx: Ctx = Depends
     now = models.utcnow()
     if old.revoked_at is not None or (old.expires_at is not None and old.expires_at <= now):
         raise errors.ConflictError(f"API key {old.id} is revoked or expired", hint="create a new key instead")
-    found = keyuse.details(ctx.scope.session, [old.id]).get(old.id, {})
+    found = keyuse.details(ctx.scope, [old.id]).get(old.id, {})
     row, secret = Commands(ctx.scope).issue_key(
         name=old.name, role=old.role, scopes=old.scopes, expires_at=old.expires_at
     )
     description = found.get("description", "")
-    keyuse.set_details(ctx.scope.session, row.id, description=description, user_id=found.get("user_id"))
+    keyuse.set_details(ctx.scope, row.id, description=description, user_id=found.get("user_id"))
     grace = body.grace_s if body is not None else 0
     if grace:
         old.expires_at = min(old.expires_at or now + dt.timedelta(seconds=grace), now + dt.timedelta(seconds=grace))

@@ -5,7 +5,6 @@ from __future__ import annotations
 
 from typing import Any, Literal
 
-import sqlalchemy as sa
 from fastapi import APIRouter, Depends
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
@@ -13,7 +12,8 @@ from velyrix import errors
 from velyrix.controlplane.api import schemas
 from velyrix.controlplane.api.context import Ctx, require
 from velyrix.controlplane.auth import roles
-from velyrix.controlplane.db.models_identity import IdentityProvider, LoginFlow
+from velyrix.controlplane.db.models_identity import IdentityProvider
+from velyrix.controlplane.identity import login
 
 router = APIRouter(prefix="/v1/identity-providers", tags=["identity"], responses=schemas.PROBLEM_RESPONSES)
 _NAME = r"^[a-z][a-z0-9-]{0,62}$"
@@ -100,7 +100,6 @@ def list_providers(
 @router.delete("/{provider_id}", name="identity_providers.delete", status_code=204)
 def delete(provider_id: str, ctx: Ctx = Depends(require("tenants:write"))) -> None:
     row = ctx.scope.get(IdentityProvider, provider_id, "identity provider")
-    ctx.scope.session.execute(sa.delete(LoginFlow).where(LoginFlow.provider_id == row.id))  # pending logins
-    ctx.scope.delete(row)
+    login.forget_provider(ctx.scope, row)
     ctx.audit(f"identity-providers/{row.id}", status_code=204)
     ctx.commit()

@@ -1,0 +1,112 @@
+"""Identity on the request path: a session-authenticated page (``GET /ui`` with the browser's session
+cookie: session lookup, idle/absolute checks, the tenant's clusters rendered) and a key-authenticated
+``GET /v1/clusters/{id}``, each against the bare ``GET /healthz`` of the same uvicorn server (one
+worker, SQLite in WAL mode under a temporary VELYRIX_HOME), alternated over several rounds with the load
+generator of ``bench_api`` (wrk when installed). Figures: medians of the per-round ratios (target >= 0.5).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import socket
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+from bench import bench_api
+
+ROUNDS = 3
+
+
+def _setup(home: Path) -> dict[str, str]:
+    env = {**os.environ, "VELYRIX_HOME": str(home)}
+    env.pop("VELYRIX_DATABASE_URL", None)
+    code = """
+import json
+from velyrix.controlplane import db, specs, status
+from velyrix.controlplane.auth import principals
+from velyrix.controlplane.db.models_identity import User
+from velyrix.controlplane.identity import sessions
+from velyrix.planners import plan
+db.upgrade()
+with db.session() as s:
+    t = db.models.Tenant(name="bench", display_name="Bench"); s.add(t); s.flush()
+    _, key = principals.issue_key(s, tenant_id=t.id, name="bench", role="viewer")
+    u = User(tenant_id=t.id, user_name="alice@bench.example", role="viewer", groups=[], scim={}); s.add(u); s.flush()
+    _, cookie = sessions.start(s, u, "oidc")
+    spec = specs.validate(specs.ClusterSpecBody(name="bench", region="us-east-1", node_type="hgx-h200-8g",
+        node_count=64, fabric="infiniband-ndr", scheduler="slurm", storage={"parallel_fs_tb": 800}))
+    c = db.models.Cluster(tenant_id=t.id, name=spec.name, region=spec.region, node_type=spec.node_type,
+        node_count=spec.node_count, spec=specs.to_body(spec), plan=plan.plan_cluster(spec), conditions=[],
+        phase_history=[], events=[])
+    status.set_phase(c, "Pending", actor="bench", reason="bench"); s.add(c); s.flush()
+    print(json.dumps({"key": key, "cookie": cookie, "cluster": c.id}))
+"""
+    out = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True, check=True)
+    return dict(json.loads(out.stdout.strip().splitlines()[-1]))
+
+
+def main() -> None:
+    tool = "wrk" if shutil.which("wrk") else "httpx"
+    load = bench_api._wrk if tool == "wrk" else bench_api._httpx
+    with tempfile.TemporaryDirectory(prefix="velyrix-bench-") as tmp:
+        home = Path(tmp)
+        made = _setup(home)
+        port = bench_api._free_port()
+        env = {**os.environ, "VELYRIX_HOME": str(home)}
+        env.pop("VELYRIX_DATABASE_URL", None)
+        server = subprocess.Popen(
+            [sys.executable, "-m", "velyrix.cli.main", "server", "--port", str(port)],
+            env=env,
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.DEVNULL,
+        )
+        try:
+            base = f"http://127.0.0.1:{port}"
+            deadline = time.monotonic() + 30
+            while True:
+                try:
+                    socket.create_connection(("127.0.0.1", port), timeout=0.2).close()
+                    break
+                except OSError:
+                    if time.monotonic() > deadline or server.poll() is not None:
+                        raise RuntimeError("the API server did not start") from None
+                    time.sleep(0.1)
+            routes = {
+                "GET /healthz (bare)": (f"{base}/healthz", {}),
+                "GET /ui (session cookie)": (f"{base}/ui", {"Cookie": f"velyrix_session={made['cookie']}"}),
+                "GET /v1/clusters/{id} (API key)": (
+                    f"{base}/v1/clusters/{made['cluster']}",
+                    {"Authorization": f"Bearer {made['key']}"},
+                ),
+            }
+            for url, headers in routes.values():
+                load(url, headers)  # warm-up
+            runs: dict[str, list[float]] = {label: [] for label in routes}
+            for _ in range(ROUNDS):
+                for label, (url, headers) in routes.items():
+                    runs[label].append(load(url, headers))
+        finally:
+            server.terminate()
+            try:
+                server.wait(timeout=10)
+            except subprocess.TimeoutExpired:
+                server.kill()
+                server.wait()
+    secs = bench_api.SECONDS_PER_RUN
+    print(f"load generator: {tool}, {bench_api.CONNECTIONS} connections, {secs} s per run, {ROUNDS} rounds alternated")
+    bare = runs["GET /healthz (bare)"]
+    for label, values in runs.items():
+        print(f"{label:36s} median {statistics.median(values):8.0f} req/s  runs {[round(x) for x in values]}")
+    for label in list(runs)[1:]:
+        ratio = statistics.median(a / b for a, b in zip(runs[label], bare, strict=True))
+        print(f"median ratio {label} / bare: {ratio:.2f} (target >= 0.5)")
+
+
+if __name__ == "__main__":
+    main()
