@@ -280,7 +280,7 @@ def _matching(ctx: Ctx, kind: str, request: Request, text: str | None, strict: b
     objs = [_model(kind, r, base) for r in store.rows(ctx.scope, table)]
     if text:
         try:
-            bound = ScimFilter[model](text)
+            bound = ScimFilter[model](text)  # type: ignore[valid-type]
             objs = [o for o in objs if bound.match(o)]
         except Exception as exc:  # scim2-models' filter errors
             if not strict:
