@@ -54,7 +54,9 @@ def until(what: str, check: Callable[[], Any], timeout_s: float = 60.0) -> Any:
 
 def ready_cluster(up: Up) -> tuple[str, list[dict[str, Any]]]:
     cid = up.http.post("/v1/clusters", headers=up.tenant, json=CLUSTER).json()["id"]
-    up.wait_phase(cid, "Ready")
+    cluster = up.wait_phase(cid, "Ready")
+    (taken,) = [c for c in cluster["status"]["conditions"] if c["type"] == "Reconciling"]
+    assert taken["status"] == "True" and taken["reason"] == "Reconciler"
     return cid, sorted(up.members(cid), key=lambda n: n["name"])
 
 
@@ -84,7 +86,7 @@ def check_healed(up: Up, cid: str, failed: str, before: set[str]) -> None:
     assert incident["title"].startswith(f"cluster train: 1 of 8 nodes failed ({failed}); 1 replaced")
     events = up.http.get(f"/v1/clusters/{cid}", headers=up.tenant).json()["status"]["events"]
     (line,) = [e["message"] for e in events if e["reason"] == "NodeHealed"]
-    assert line.startswith(f"gpu3 XID 79 ") and f"on node {failed} at " in line
+    assert line.startswith("gpu3 XID 79 ") and f"on node {failed} at " in line
     assert line.endswith(f"drained now, quarantined, replaced by {spare}")
     history = up.http.get(f"/v1/nodes/{node['id']}/events", headers=up.operator).json()["items"]
     acted = [e for e in history if e["reason"] == "HealthAction"]
