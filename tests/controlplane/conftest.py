@@ -57,6 +57,32 @@ class Recorder:
         await self.app(scope, receive, spy)
 
 
+FLEET = {("us-east-1", "hgx-h200-8g"): 512, ("us-east-1", "hgx-h100-8g"): 64, ("eu-west-1", "hgx-h200-8g"): 32}
+"""The fleet the API tests' control plane sells from: capacity comes from the node table, not the catalog."""
+
+
+def enroll_fleet(sessionmaker: Any) -> None:
+    """Production nodes, free, for ``FLEET`` (what the intake leaves behind on a real or twin fleet)."""
+    from velyrix.controlplane.db import models
+
+    with sessionmaker() as s:
+        for (region, node_type), count in FLEET.items():
+            tag = f"{region}-{node_type}"
+            s.add_all(
+                models.Node(
+                    name=f"fleet-{tag}-{i:04d}",
+                    region=region,
+                    node_type=node_type,
+                    provisioning_state="available",
+                    fleet_stage="production",
+                    hardware={},
+                    labels={},
+                )
+                for i in range(count)
+            )
+        s.commit()
+
+
 @pytest.fixture(scope="module")
 def app(db_url: str, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Recorder]:
     from velyrix.ops.service import create_app
@@ -64,6 +90,7 @@ def app(db_url: str, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Recor
     with pytest.MonkeyPatch.context() as mp:  # region signing keys of the acceptance routes: not in ~/.velyrix
         mp.setenv("VELYRIX_SIGNING_KEY_DIR", str(tmp_path_factory.mktemp("keys")))
         application = create_app(db_url)
+        enroll_fleet(application.state.sessionmaker)
         yield Recorder(application)
         application.state.engine.dispose()
 

@@ -310,5 +310,6 @@ def test_lists_of_each_tenant_hold_only_its_objects(client: Any, world: World) -
                 assert item.get("tenant_id", item.get("id")) == me.tenant_id, (path, item)
             if path != "/v1/audit-events":  # a's own refused attempts on b's ids name them, rightly
                 assert other.tenant_id not in str(items)
-    fleet = client.get("/v1/nodes", headers=auth(world.provider["operator"]), params={"limit": 200}).json()["items"]
+    enrolled = {"limit": 200, "provisioning_state": "enrolled"}  # the tenants' nodes, not the free fleet
+    fleet = client.get("/v1/nodes", headers=auth(world.provider["operator"]), params=enrolled).json()["items"]
     assert {n["tenant_id"] for n in fleet} >= {world.a.tenant_id, world.b.tenant_id}

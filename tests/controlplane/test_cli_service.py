@@ -12,7 +12,7 @@ from typing import Any
 
 import pytest
 
-from tests.controlplane.conftest import Recorder, assert_each_mutation_audited_once, cluster_body
+from tests.controlplane.conftest import Recorder, assert_each_mutation_audited_once, cluster_body, enroll_fleet
 from velyrix import errors
 from velyrix.testing import postgres
 
@@ -32,7 +32,9 @@ def served(home: Path) -> Iterator[str]:
 
     from velyrix.controlplane.api import create_app
 
-    app = Recorder(create_app())
+    application = create_app()
+    enroll_fleet(application.state.sessionmaker)  # a fleet to sell from: capacity comes from the node table
+    app = Recorder(application)
     port = postgres.free_port()
     server = uvicorn.Server(uvicorn.Config(app, host="127.0.0.1", port=port, log_level="warning"))
     thread = threading.Thread(target=server.run, daemon=True)
@@ -79,6 +81,8 @@ def test_create_tenant_prints_a_working_owner_key_then_login_and_apply(
     first = api.apply_cluster(cluster_body("pretrain", node_count=2))
     second = api.apply_cluster(cluster_body("pretrain", node_count=3))
     assert first["id"] == second["id"] and second["node_count"] == 3 and second["version"] == 2
+    (why,) = [c for c in second["status"]["conditions"] if c["type"] == "Reconciling"]  # velyrix server alone
+    assert why["status"] == "False" and why["reason"] == "NoReconciler" and "velyrix up" in why["message"]
     assert api.destroy_cluster("pretrain")["status"]["phase"] == "Deleting"
     with pytest.raises(errors.RemoteError) as info:
         api.post("/v1/clusters", cluster_body("pretrain") | {"node_type": "nope"})

@@ -148,7 +148,8 @@ def test_cli_apply_status_report_verify_destroy(served: Plane, velyrix: Any, tmp
     path.write_text("{}")
     assert velyrix("verify", "acceptance", str(path)).exit_code == 2
     too_big = velyrix("apply", str(tf), "-auto-approve", "-var", "nodes=63")
-    assert too_big.exit_code == 1 and "InsufficientCapacity" in too_big.stdout
+    # refused when declared (the fleet has 64 nodes, 4 of them spares): nothing half-applied
+    assert too_big.exit_code == 2 and "nodes available" in too_big.stderr and "held back as spares" in too_big.stderr
     gone = velyrix("destroy", str(tf), "-auto-approve")
     assert gone.exit_code == 0 and "destroyed" in gone.stdout
     back = velyrix("apply", str(tf), "-auto-approve")  # the name is free again after the teardown

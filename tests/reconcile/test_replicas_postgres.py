@@ -102,7 +102,9 @@ def test_two_replicas_ten_clusters_scarce_capacity(tmp_path: Path) -> None:
                     return http.post("/v1/clusters", json=body(f"job{i}", 16)).status_code
 
             with ThreadPoolExecutor(10) as pool:
-                assert list(pool.map(submit, range(10))) == [201] * 10
+                codes = list(pool.map(submit, range(10)))
+            # checked against the fleet under one advisory lock across both replicas: 5 fit, 5 are refused
+            assert sorted(codes) == [201] * 5 + [409] * 5, codes
             deadline = time.monotonic() + 90
             while time.monotonic() < deadline:
                 with sm() as s:
@@ -122,15 +124,7 @@ def test_two_replicas_ten_clusters_scarce_capacity(tmp_path: Path) -> None:
             clusters = list(s.scalars(sa.select(models.Cluster)))
             ready = [c for c in clusters if c.phase == phases.READY]
             failed = [c for c in clusters if c.phase == phases.FAILED]
-            assert len(ready) == 5 and len(failed) == 5, Counter(c.phase for c in clusters)
-            for c in failed:
-                cond = next(x for x in c.conditions if x["type"] == "Ready")
-                assert cond["reason"] == "InsufficientCapacity"
-                assert "16 needed" in cond["message"] and "held back as spares" in cond["message"]
-                assert (
-                    s.scalar(sa.select(sa.func.count()).select_from(models.Node).where(models.Node.cluster_id == c.id))
-                    == 0
-                )
+            assert len(ready) == 5 and not failed and len(clusters) == 5, Counter(c.phase for c in clusters)
             allocations = Counter(
                 s.scalars(sa.select(models.NodeTransition.node_id).where(models.NodeTransition.to_state == "allocated"))
             )

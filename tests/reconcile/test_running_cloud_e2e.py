@@ -54,7 +54,9 @@ def until(what: str, check: Callable[[], Any], timeout_s: float = 60.0) -> Any:
 
 def ready_cluster(up: Up) -> tuple[str, list[dict[str, Any]]]:
     cid = up.http.post("/v1/clusters", headers=up.tenant, json=CLUSTER).json()["id"]
-    up.wait_phase(cid, "Ready")
+    cluster = up.wait_phase(cid, "Ready")
+    (taken,) = [c for c in cluster["status"]["conditions"] if c["type"] == "Reconciling"]
+    assert taken["status"] == "True" and taken["reason"] == "Reconciler"
     return cid, sorted(up.members(cid), key=lambda n: n["name"])
 
 

@@ -42,6 +42,12 @@ def server(
 
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s %(message)s")
     logging.getLogger("alembic").setLevel(logging.WARNING)
+    from velyrix.cli import common
+    from velyrix.controlplane import status
+
+    common.console(stderr=True).print(
+        f"velyrix server: API on http://{host}:{port}; [yellow]{status.NO_RECONCILER}[/]", highlight=False
+    )
     if workers > 1:
         create_app()  # migrate once, before the workers start
         uvicorn.run(

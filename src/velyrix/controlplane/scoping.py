@@ -21,6 +21,7 @@ from sqlalchemy import orm
 from velyrix import errors
 from velyrix.controlplane.auth.principals import Principal
 from velyrix.controlplane.db import models
+from velyrix.controlplane.reconcile import allocation
 
 M = TypeVar("M", bound=models.Base)
 
@@ -203,6 +204,23 @@ class Scope:
             .group_by(models.Cluster.node_type)
         )
         return {nt: int(n or 0) for nt, n in self.session.execute(stmt)}
+
+    def fleet_capacity(self, region: str) -> dict[str, Any]:
+        """Capacity per node type from the fleet's nodes (``reconcile.allocation.fleet_capacity``)."""
+        return allocation.fleet_capacity(self.session, region)
+
+    def reserve_capacity(self, region: str, node_type: str, count: int, *, already: int = 0) -> None:
+        """``reconcile.allocation.reserve``: the fleet can serve ``count`` nodes, checked under the lock."""
+        allocation.reserve(self.session, region, node_type, count, already=already)
+
+    def own_nodes_in_use(self, region: str) -> dict[str, int]:
+        """Nodes per node type in this principal's own clusters in ``region`` (a tenant's usage)."""
+        stmt = (
+            sa.select(models.Node.node_type, sa.func.count())
+            .where(models.Node.region == region, models.Node.tenant_id == self.principal.tenant_id)
+            .group_by(models.Node.node_type)
+        )
+        return {nt: int(n) for nt, n in self.session.execute(stmt)}
 
     def flush(self) -> None:
         """Send pending changes (an UPDATE of a stale version raises ``StaleDataError``, answered 412)."""

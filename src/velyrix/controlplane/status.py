@@ -66,3 +66,19 @@ def set_condition(cluster: models.Cluster, type_: str, status: bool, reason: str
         {"type": type_, "status": value, "reason": reason, "message": message, "last_transition_at": changed_at}
     )
     cluster.conditions = kept
+
+
+NO_RECONCILER = (
+    "this control plane runs no reconcilers (velyrix server): nothing allocates, provisions or validates "
+    "the cluster; run `velyrix up` (the twin) or a control plane with a fleet driver"
+)
+
+
+def mark_no_reconciler(cluster: models.Cluster) -> None:
+    """Say on ``cluster`` that no reconciler will act on it (condition ``Reconciling`` False)."""
+    set_condition(cluster, "Reconciling", False, "NoReconciler", NO_RECONCILER)
+
+
+def mark_reconciled(cluster: models.Cluster, replica: str) -> None:
+    """Say on ``cluster`` that a reconciler took it (condition ``Reconciling`` True)."""
+    set_condition(cluster, "Reconciling", True, "Reconciler", f"reconciled by {replica}")

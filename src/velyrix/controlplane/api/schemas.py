@@ -170,9 +170,12 @@ class VolumeOut(BaseModel):
 class RegionCapacity(BaseModel):
     node_type: str
     total_nodes: int
-    spare_nodes: int = Field(description="held back for replacements (the region's spare fraction)")
-    in_use_nodes: int
-    available_nodes: int
+    spare_nodes: int = Field(description="held back for replacements: ceil(total x the region's spare fraction)")
+    in_use_nodes: int = Field(description="nodes in clusters: the caller's own (tenant keys), all (provider keys)")
+    available_nodes: int = Field(description="free production nodes less spares and nodes promised to clusters")
+    nodes_by_state: dict[str, int] = Field(
+        default_factory=dict, description="provider keys: nodes per fleet stage and provisioning state"
+    )
 
 
 class RegionOut(BaseModel):

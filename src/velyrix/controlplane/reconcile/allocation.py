@@ -77,21 +77,103 @@ def _candidate(node: models.Node) -> Candidate:
     )
 
 
-def spare_reserve(session: orm.Session, region: str, node_type: str) -> int:
-    """Nodes of ``node_type`` held back in ``region`` for replacements: ceil(fleet x spare_fraction)."""
-    fleet = (
-        session.scalar(
-            sa.select(sa.func.count())
-            .select_from(models.Node)
-            .where(
-                models.Node.region == region,
-                models.Node.node_type == node_type,
-                models.Node.fleet_stage != states.RETIRED,
-            )
+@dataclass(frozen=True)
+class Capacity:
+    """One node type of a region, counted from the node table (``fleet_capacity``).
+
+    ``total``: every node not retired; ``free``: production, available, in no cluster; ``spare``: held back
+    for replacements (ceil(total x spare_fraction), as ``allocate`` reserves it); ``in_use``: in a cluster;
+    ``promised``: declared by present clusters and not allocated yet; ``available``: what a new cluster may
+    still get (free - spare - promised, at least 0); ``by_state``: nodes per fleet stage and provisioning
+    state (``quarantined``, ``rma``, ``burn-in``, ``sanitizing``...), none of which is available."""
+
+    node_type: str
+    total: int
+    free: int
+    spare: int
+    in_use: int
+    promised: int
+    available: int
+    by_state: dict[str, int]
+
+
+def fleet_capacity(session: orm.Session, region: str) -> dict[str, Capacity]:
+    """Capacity per node type of ``region`` from its nodes and clusters (the numbers ``allocate`` uses)."""
+    fraction = catalog.region(region).spare_fraction
+    in_cluster = models.Node.cluster_id.is_not(None)
+    rows = session.execute(
+        sa.select(
+            models.Node.node_type, models.Node.fleet_stage, models.Node.provisioning_state, in_cluster, sa.func.count()
         )
-        or 0
+        .where(models.Node.region == region)
+        .group_by(models.Node.node_type, models.Node.fleet_stage, models.Node.provisioning_state, in_cluster)
+    ).all()
+    counts: dict[str, dict[str, int]] = defaultdict(lambda: defaultdict(int))
+    for node_type, stage, prov, clustered, n in rows:
+        c = counts[node_type]
+        if stage == states.RETIRED:
+            continue
+        c["total"] += n
+        c[f"stage:{stage}"] += n
+        c[f"state:{prov}"] += n
+        if clustered:
+            c["in_use"] += n
+        elif stage == states.PRODUCTION and prov == states.AVAILABLE:
+            c["free"] += n
+    declared = session.execute(
+        sa.select(models.Cluster.id, models.Cluster.node_type, models.Cluster.node_count).where(
+            models.Cluster.region == region, models.Cluster.desired_state == "present"
+        )
+    ).all()
+    members = dict(
+        session.execute(
+            sa.select(models.Node.cluster_id, sa.func.count())
+            .where(models.Node.region == region, models.Node.cluster_id.is_not(None))
+            .group_by(models.Node.cluster_id)
+        ).all()
     )
-    return math.ceil(fleet * catalog.region(region).spare_fraction)
+    promised: dict[str, int] = defaultdict(int)
+    for cid, node_type, count in declared:
+        promised[node_type] += max(0, int(count) - int(members.get(cid, 0)))
+    out = {}
+    for node_type in sorted(set(counts) | set(promised)):
+        c = counts[node_type]
+        spare = math.ceil(c["total"] * fraction)
+        by_state = {k.split(":", 1)[1]: v for k, v in sorted(c.items()) if ":" in k}
+        out[node_type] = Capacity(
+            node_type=node_type,
+            total=c["total"],
+            free=c["free"],
+            spare=spare,
+            in_use=c["in_use"],
+            promised=promised[node_type],
+            available=max(0, c["free"] - spare - promised[node_type]),
+            by_state=by_state,
+        )
+    return out
+
+
+def reserve(session: orm.Session, region: str, node_type: str, count: int, *, already: int = 0) -> None:
+    """Check, under the region's allocation lock (held until the caller commits), that a cluster may declare
+    ``count`` nodes of ``node_type`` (``already``: what it declared before, on an update). Raises
+    ``CapacityError`` with the figures otherwise: concurrent declarations cannot all pass."""
+    locks.hold(session, f"allocate/{region}/{node_type}")
+    cap = fleet_capacity(session, region).get(node_type)
+    available = cap.available if cap else 0
+    if count - already > available:
+        free = cap.free if cap else 0
+        raise errors.CapacityError(
+            f"{region} has {available} {node_type} nodes available, {count - already} more requested "
+            f"({free} free, {cap.spare if cap else 0} held back as spares, {cap.promised if cap else 0} promised "
+            "to clusters being delivered)",
+            hint="lower node_count, or choose another region or node type (GET /v1/regions)",
+        )
+
+
+def spare_reserve(session: orm.Session, region: str, node_type: str) -> int:
+    """Nodes of ``node_type`` held back in ``region`` for replacements (``fleet_capacity``'s ``spare``)."""
+    cap = fleet_capacity(session, region).get(node_type)
+    return cap.spare if cap else 0
 
 
 def allocate(

@@ -38,6 +38,7 @@ __all__ = ["Step", "fail", "heal", "needs_work", "reconcile", "replace", "set_ph
 
 
 def _pending(st: Step) -> None:
+    status.mark_reconciled(st.cluster, phases.REPLICA)
     set_phase(st, phases.ALLOCATING, "reconciling the declared spec")
 
 

@@ -22,7 +22,6 @@ commit together or not at all.
 
 from __future__ import annotations
 
-from collections.abc import Callable
 from typing import Any
 
 import sqlalchemy as sa
@@ -126,8 +125,9 @@ def _tenant_line(verdict: Verdict, node: str, t_s: float) -> str:
 
 def _replacer(
     session: orm.Session, cluster: models.Cluster | None, verdict: Verdict, t_s: float
-) -> Callable[[Any], list[str]]:
-    def replace(quarantined: Any) -> list[str]:
+) -> remediation.Replacer:
+    def replace(node: Any) -> list[str]:
+        quarantined = node
         if cluster is None:
             return []
         done = []
@@ -142,7 +142,7 @@ def _replacer(
             done.append(f"incident {inc.number} {inc.priority} {cluster.name}")
         return done
 
-    return replace
+    return replace  # honours remediation.Replacer
 
 
 def _gpus_of(verdict: Verdict, rung: Action) -> list[int]:

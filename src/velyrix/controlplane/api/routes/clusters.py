@@ -9,7 +9,7 @@ from typing import Any
 from fastapi import APIRouter, Depends, Query, Request, Response
 from pydantic import BaseModel, ConfigDict, Field
 
-from velyrix import catalog, errors
+from velyrix import errors
 from velyrix.controlplane import specs, status
 from velyrix.controlplane.api import idempotency, schemas
 from velyrix.controlplane.api.context import Ctx, check_if_match, require, respond, with_etag
@@ -40,16 +40,9 @@ def out(c: Any) -> dict[str, Any]:  # an ORM entity or a row of Scope.read
 
 
 def _check_capacity(ctx: Ctx, spec_region: str, node_type: str, node_count: int, already: int = 0) -> None:
-    region = catalog.region(spec_region)
-    total = region.capacity.get(node_type, 0)
-    spare = int(total * region.spare_fraction)
-    in_use = ctx.scope.nodes_in_use(spec_region).get(node_type, 0) - already
-    available = max(0, total - spare - in_use)
-    if node_count > available:
-        raise errors.CapacityError(
-            f"{spec_region} has {available} {node_type} nodes available, {node_count} requested",
-            hint="lower node_count, or choose another region or node type (GET /v1/regions)",
-        )
+    """The fleet can serve ``node_count`` (``already`` declared before), checked under the allocation lock
+    until the request commits (``allocation.reserve``)."""
+    ctx.scope.reserve_capacity(spec_region, node_type, node_count, already=already)
 
 
 @router.get("", name="clusters.list", response_model=schemas.Page[schemas.ClusterOut])
@@ -70,6 +63,7 @@ def list_clusters(
 @router.post("", name="clusters.create", status_code=201, response_model=schemas.ClusterOut)
 def create_cluster(
     body: specs.ClusterSpecBody,
+    request: Request,
     ctx: Ctx = Depends(require("clusters:write")),
     idempotency_key: str | None = schemas.IDEMPOTENCY_KEY,
 ) -> Any:
@@ -96,6 +90,8 @@ def create_cluster(
         )
         status.set_phase(cluster, "Pending", actor=ctx.principal.actor, reason="cluster declared")
         status.set_condition(cluster, "Planned", True, "PlanComputed", "plan computed from the spec")
+        if getattr(request.app.state, "fleet", None) is None:
+            status.mark_no_reconciler(cluster)
         ctx.scope.add(cluster)
         ctx.audit(f"clusters/{cluster.id}", status_code=201, detail={"name": cluster.name})
         return out(cluster), 201

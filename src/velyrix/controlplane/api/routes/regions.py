@@ -1,5 +1,7 @@
-"""``/v1/regions``: the catalog's regions with their capacity per node type (total, spare, in use,
-available)."""
+"""``/v1/regions``: the catalog's regions with their capacity per node type, counted from the fleet's node
+table by the function the allocator uses (``reconcile.allocation.fleet_capacity``): total, spare, in use,
+available, and nodes per state (quarantined, RMA, burn-in, sanitizing: none available). A tenant sees its own
+usage only (``in_use_nodes`` counts its clusters' nodes); provider keys see the whole region's."""
 
 from __future__ import annotations
 
@@ -16,18 +18,19 @@ router = APIRouter(prefix="/v1/regions", tags=["regions"], responses=schemas.PRO
 
 def out(ctx: Ctx, name: str) -> dict[str, Any]:
     region = catalog.region(name)
-    in_use = ctx.scope.nodes_in_use(name)
+    fleet = ctx.scope.fleet_capacity(name)
+    own = None if ctx.principal.is_provider else ctx.scope.own_nodes_in_use(name)
     capacity = []
-    for node_type, total in sorted(region.capacity.items()):
-        spare = int(total * region.spare_fraction)
-        used = in_use.get(node_type, 0)
+    for node_type in sorted(set(region.capacity) | set(fleet)):
+        cap = fleet.get(node_type)
         capacity.append(
             {
                 "node_type": node_type,
-                "total_nodes": total,
-                "spare_nodes": spare,
-                "in_use_nodes": used,
-                "available_nodes": max(0, total - spare - used),
+                "total_nodes": cap.total if cap else 0,
+                "spare_nodes": cap.spare if cap else 0,
+                "in_use_nodes": (cap.in_use if cap else 0) if own is None else own.get(node_type, 0),
+                "available_nodes": cap.available if cap else 0,
+                "nodes_by_state": cap.by_state if cap and own is None else {},
             }
         )
     return {
