@@ -125,7 +125,7 @@ def _tenant_line(verdict: Verdict, node: str, t_s: float) -> str:
 
 def _replacer(
     session: orm.Session, cluster: models.Cluster | None, verdict: Verdict, t_s: float
-) -> remediation.Replacer:
+) -> ladder_run.Replacer:
     def replace(node: Any) -> list[str]:
         quarantined = node
         if cluster is None:
@@ -142,7 +142,7 @@ def _replacer(
             done.append(f"incident {inc.number} {inc.priority} {cluster.name}")
         return done
 
-    return replace  # honours remediation.Replacer
+    return replace  # honours ladder_run.Replacer
 
 
 def _gpus_of(verdict: Verdict, rung: Action) -> list[int]:
