@@ -15,6 +15,7 @@ import pytest
 
 from tests.controlplane.conftest import Recorder, assert_each_mutation_audited_once
 from velyrix.ops.noc import escalation, lifecycle
+from velyrix.ops.sla import contract_store
 from velyrix.testing import postgres
 
 T0 = dt.datetime(2026, 11, 3, tzinfo=dt.UTC)
@@ -123,11 +124,10 @@ def test_admin_contract_set_reports_every_problem_then_stores_a_valid_one(
     assert "target 99.95%" in ok.stdout
     from velyrix.controlplane import db
     from velyrix.controlplane.db import models_noc
-    from velyrix.ops.billing import ledger
 
     with db.session() as s:
         tenant = s.query(db.models.Tenant).filter_by(name="acme").one()
-        terms = ledger.contract_for(s, tenant.id)
+        terms = contract_store.contract_for(s, tenant.id)
         assert str(terms.availability_target_percent) == "99.95" and terms.maintenance_notice_days == 7
         assert s.query(models_noc.SlaContract).count() == 1
         assert s.query(db.models.AuditEvent).filter_by(action="contracts.set").count() == 1

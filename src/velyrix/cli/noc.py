@@ -184,7 +184,7 @@ def contract_set(
 ) -> None:
     """Set a tenant's SLA contract from an HCL file (every problem reported with file:line:column)."""
     from velyrix import errors
-    from velyrix.cli import server
+    from velyrix.cli import admin_audit
     from velyrix.controlplane import db
     from velyrix.controlplane.db import models_noc
     from velyrix.ops.sla import contract_hcl
@@ -204,5 +204,5 @@ def contract_set(
             found = models_noc.SlaContract(tenant_id=row.id, name=terms.name, terms={}, set_by="cli:velyrix-admin")
             s.add(found)
         found.name, found.terms, found.source = terms.name, terms.to_dict(), file.read_text()
-        server._bootstrap_audit(s, "contracts.set", f"contracts/{row.id}", row.id)
+        admin_audit.record(s, "contracts.set", f"contracts/{row.id}", row.id)
     typer.echo(f"contract {terms.name} set for tenant {row.name}: target {terms.availability_target_percent}%")

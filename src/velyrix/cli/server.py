@@ -3,9 +3,10 @@
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any
 
 import typer
+
+from velyrix.cli import admin_audit
 
 db_app = typer.Typer(help="The control plane's database.", no_args_is_help=True)
 admin_app = typer.Typer(help="Bootstrap tenants and provider keys directly in the database.", no_args_is_help=True)
@@ -86,26 +87,6 @@ def _safe_url(url: str) -> str:
     return make_url(url).render_as_string(hide_password=True)
 
 
-def _bootstrap_audit(session: Any, action: str, target: str, tenant_id: str | None) -> None:
-    import secrets
-
-    from velyrix.controlplane import audit
-
-    info = audit.RequestInfo(
-        request_id="cli_" + secrets.token_hex(10), source_address="local", method="CLI", path=f"velyrix admin {action}"
-    )
-    event = audit.record(
-        session,
-        info,
-        None,
-        action=action,
-        target=target,
-        status_code=201,
-        tenant_id=tenant_id,
-    )
-    event.actor = "cli:velyrix-admin"
-
-
 @admin_app.command("create-tenant")
 def create_tenant(
     name: str = typer.Argument(..., help="short unique name, e.g. acme"),
@@ -130,8 +111,8 @@ def create_tenant(
         s.add(tenant)
         s.flush()
         key, secret = principals.issue_key(s, tenant_id=tenant.id, name=f"{name} owner (bootstrap)", role="owner")
-        _bootstrap_audit(s, "tenants.create", f"tenants/{tenant.id}", tenant.id)
-        _bootstrap_audit(s, "api_keys.create", f"api-keys/{key.id}", tenant.id)
+        admin_audit.record(s, "tenants.create", f"tenants/{tenant.id}", tenant.id)
+        admin_audit.record(s, "api_keys.create", f"api-keys/{key.id}", tenant.id)
     typer.echo(f"tenant {name} ({tenant.id}) created; owner key {key.id}:")
     typer.echo(secret)
 
@@ -148,6 +129,6 @@ def create_provider_key(
     db.upgrade()
     with db.session() as s:
         key, secret = principals.issue_key(s, tenant_id=None, name=name, role=role)
-        _bootstrap_audit(s, "api_keys.create", f"api-keys/{key.id}", None)
+        admin_audit.record(s, "api_keys.create", f"api-keys/{key.id}", None)
     typer.echo(f"provider key {key.id} ({role}):")
     typer.echo(secret)

@@ -18,25 +18,12 @@ from velyrix.controlplane import audit
 from velyrix.controlplane.auth.principals import Principal
 from velyrix.controlplane.db import models, models_noc
 from velyrix.ops.billing import events, invoices, meters, money
-from velyrix.ops.sla import availability, contracts, history
+from velyrix.ops.sla import availability, contract_store, contracts, history
 
 
 class MonthClosedError(errors.ConflictError):
     code = "month_closed"
     template = "billing month {month} is already closed"
-
-
-def contract_for(session: orm.Session, tenant_id: str) -> contracts.Contract:
-    """The tenant's own contract, else the catalog default."""
-    row = session.scalar(sa.select(models_noc.SlaContract).where(models_noc.SlaContract.tenant_id == tenant_id))
-    return contracts.from_dict(row.name, row.terms) if row else contracts.default()
-
-
-def all_contracts(session: orm.Session) -> dict[str, contracts.Contract]:
-    """Every tenant's own contract (tenants missing here have the catalog default)."""
-    return {
-        r.tenant_id: contracts.from_dict(r.name, r.terms) for r in session.scalars(sa.select(models_noc.SlaContract))
-    }
 
 
 def _node_intervals(session: orm.Session, lo: dt.datetime, hi: dt.datetime) -> list[events.NodeInterval]:
@@ -280,7 +267,7 @@ def close_month(
             )
             drafts[tenant_id] = doc
             issued.append(_issue_invoice(session, doc, notes, record).number)
-        terms = all_contracts(session)
+        terms = contract_store.all_contracts(session)
         default = contracts.default()
         for cm in history.cluster_months(session, lo, hi):
             if cm.tenant_id in drafts:

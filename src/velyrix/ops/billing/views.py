@@ -11,7 +11,7 @@ from velyrix import errors
 from velyrix.controlplane import audit, scoping
 from velyrix.controlplane.db import models, models_noc
 from velyrix.ops.billing import ledger
-from velyrix.ops.sla import contract_hcl, reports
+from velyrix.ops.sla import contract_hcl, contract_store, reports
 
 MONTH = re.compile(r"^(20[0-9]{2})-(0[1-9]|1[0-2])$")
 
@@ -71,7 +71,7 @@ def contract_view(scope: scoping.Scope, tenant_id: str) -> dict[str, Any]:
     """The contract of a tenant ``scope`` may see (its own one, else the catalog default)."""
     tenant = _tenant(scope, tenant_id)
     row = scope.latest(models_noc.SlaContract, tenant_id=tenant.id)
-    terms = ledger.contract_for(scope.session, tenant.id)
+    terms = contract_store.contract_for(scope.session, tenant.id)
     return {"tenant_id": tenant.id, "custom": row is not None, "contract": terms.to_dict()}
 
 

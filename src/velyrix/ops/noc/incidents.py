@@ -38,9 +38,9 @@ def state_of(session: orm.Session, incident: health_tables.Incident) -> models_n
     row = session.scalar(sa.select(models_noc.IncidentState).where(models_noc.IncidentState.incident_id == incident.id))
     if row is not None:
         return row
-    from velyrix.ops.billing import ledger
+    from velyrix.ops.sla import contract_store
 
-    terms = ledger.contract_for(session, incident.tenant_id) if incident.tenant_id else None
+    terms = contract_store.contract_for(session, incident.tenant_id) if incident.tenant_id else None
     row = models_noc.IncidentState(
         incident_id=incident.id,
         tenant_id=incident.tenant_id,
@@ -100,9 +100,9 @@ def timeline(session: orm.Session, incident_id: str) -> list[models_noc.Incident
 
 
 def _update_every_min(session: orm.Session, incident: health_tables.Incident) -> int:
-    from velyrix.ops.billing import ledger
+    from velyrix.ops.sla import contract_store
 
-    terms = ledger.contract_for(session, incident.tenant_id) if incident.tenant_id else None
+    terms = contract_store.contract_for(session, incident.tenant_id) if incident.tenant_id else None
     target = (terms.response if terms else {}).get(incident.priority)
     return target.update_every_min if target else 30
 

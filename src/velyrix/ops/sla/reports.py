@@ -14,9 +14,9 @@ from sqlalchemy import orm
 
 from velyrix.controlplane.db import health_tables, models, models_noc
 from velyrix.fleet import states
-from velyrix.ops.billing import events, ledger
+from velyrix.ops.billing import events
 from velyrix.ops.noc import incidents as noc_incidents
-from velyrix.ops.sla import availability, history
+from velyrix.ops.sla import availability, contract_store, history
 
 
 def percentile(values: list[float], q: float) -> float | None:
@@ -101,7 +101,7 @@ def _capacity(
 def build(session: orm.Session, tenant_id: str, month: str) -> dict[str, Any]:
     """The report of ``tenant_id`` for ``month`` (``YYYY-MM``) as plain data."""
     lo, hi = events.month_bounds(month)
-    terms = ledger.contract_for(session, tenant_id)
+    terms = contract_store.contract_for(session, tenant_id)
     months = history.cluster_months(session, lo, hi, tenant_id)
     results = [
         availability.compute(
