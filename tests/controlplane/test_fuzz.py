@@ -3,21 +3,26 @@ operation of /openapi.json gets hand-written hostile values (NUL, lone surrogate
 Infinity, huge integers, depth 10,000, 70 kB strings, 50 MB bodies, bad cursors), and hypothesis
 sends arbitrary JSON (any unicode, any nesting) as node inventory and labels. Zero 5xx; whatever was
 accepted reads back equal, and every stored object stays within the edge's limits (docs/api-limits.md).
+Every response of this module stays under the response cap (``response_cap.MAX_RESPONSE_BYTES``); list
+pages over it are cut, and cursors still reach every item once.
 Run time: a few seconds per backend (examples per operation below).
 """
 
 from __future__ import annotations
 
 import json
+from collections.abc import Iterator
 from typing import Any
 
 import pytest
+import sqlalchemy as sa
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from tests.controlplane.conftest import World, auth, cluster_body, unique
+from tests.controlplane.test_authorization_matrix import billing_object
 from tests.controlplane.test_node_reports import register, report
-from velyrix.controlplane.api import edge
+from velyrix.controlplane.api import edge, response_cap
 
 HOSTILE: list[str] = [
     '"\\u0000"',
@@ -47,6 +52,23 @@ BAD_CURSORS = ["%00", "x", "clu_", "AAAA", "eyJhZnRlciI6Ilx1ZDgwMCJ9", "a" * 600
 EXAMPLES = 40
 
 
+@pytest.fixture(autouse=True)
+def responses_under_the_cap(client: Any) -> Iterator[list[int]]:
+    """Sizes (bytes) of every response a test got; each must stay under the documented cap."""
+    sizes: list[int] = []
+
+    def measure(resp: Any) -> None:
+        resp.read()
+        sizes.append(len(resp.content))
+
+    client.event_hooks["response"].append(measure)
+    try:
+        yield sizes
+    finally:
+        client.event_hooks["response"].remove(measure)
+    assert sizes and max(sizes) <= response_cap.MAX_RESPONSE_BYTES, max(sizes, default=0)
+
+
 def _operations(client: Any, world: World) -> list[tuple[str, str, dict[str, Any], str]]:
     """(method, path with real ids, a valid body, key) for every mutating operation with a JSON body."""
     spec = client.get("/openapi.json").json()
@@ -57,6 +79,8 @@ def _operations(client: Any, world: World) -> list[tuple[str, str, dict[str, Any
         "node_id": node["id"],
         "tenant_id": world.a.tenant_id,
         "hostname": node["name"],
+        "key_id": world.key(world.a, "viewer")[0],  # a key of its own: rotating it harms no other test
+        "incident_id": billing_object(world, world.a, "incident_id"),
     }
     bodies: dict[str, dict[str, Any]] = {
         "/v1/clusters": cluster_body(unique("fz")),
@@ -73,7 +97,7 @@ def _operations(client: Any, world: World) -> list[tuple[str, str, dict[str, Any
             if method.upper() not in ("POST", "PUT", "PATCH") or "requestBody" not in op:
                 continue
             concrete = path.format(**ids)
-            provider = path.startswith(("/v1/nodes", "/v1/tenants", "/v1/sim"))
+            provider = path.startswith(("/v1/nodes", "/v1/tenants", "/v1/sim", "/v1/incidents", "/v1/contracts"))
             if path == "/v1/nodes/{hostname}/reports":
                 key = node["node_token"]
             else:
@@ -152,6 +176,32 @@ def _fuzz_node(client: Any, world: World) -> str:
     if id(world) not in _NODES:
         _NODES[id(world)] = register(client, world)["id"]
     return _NODES[id(world)]
+
+
+def test_list_pages_over_the_cap_are_cut_and_cursors_reach_every_item(
+    client: Any, world: World, responses_under_the_cap: list[int]
+) -> None:
+    """100 nodes with 48 kB of inventory each (within the edge's string limit) make a 200-item page of
+    about 4.8 MB: it is cut under 4 MiB, and following next_cursor lists every node exactly once."""
+    from velyrix.controlplane.db import models
+
+    inventory = {part: part[0] * 16_000 for part in ("gpus", "nics", "disks")}
+    with world.session() as s:
+        for _ in range(100):
+            s.add(models.Node(name=unique("big"), region="us-east-1", node_type="hgx-h200-8g", hardware=inventory))
+        s.commit()
+        stored = set(s.scalars(sa.select(models.Node.id)))
+    op = auth(world.provider["operator"])
+    first = client.get("/v1/nodes", params={"limit": 200}, headers=op)
+    assert first.status_code == 200 and len(first.content) <= response_cap.MAX_RESPONSE_BYTES
+    page = first.json()
+    assert 50 < len(page["items"]) < min(200, len(stored)) and page["next_cursor"] == page["items"][-1]["id"]
+    seen = [i["id"] for i in page["items"]]
+    while page["next_cursor"]:
+        page = client.get("/v1/nodes", params={"limit": 200, "cursor": page["next_cursor"]}, headers=op).json()
+        seen += [i["id"] for i in page["items"]]
+    assert len(seen) == len(set(seen)) and set(seen) == stored
+    assert max(responses_under_the_cap) > 3 * 1024 * 1024  # the cap was reached, not merely respected
 
 
 def test_everything_stored_reads_back_within_the_limits(client: Any, world: World) -> None:

@@ -15,7 +15,7 @@ from sqlalchemy import orm
 
 import velyrix
 from velyrix.controlplane import audit
-from velyrix.controlplane.api import context, edge, problems
+from velyrix.controlplane.api import context, edge, problems, response_cap
 from velyrix.controlplane.api.routes import (
     acceptance,
     api_keys,
@@ -82,6 +82,7 @@ def create_app(database_url: str | None = None, *, engine: sa.Engine | None = No
         app.include_router(router)
     problems.install(app)
     _audit_checkpoints(app)
+    app.add_middleware(response_cap.ResponseCapMiddleware)  # list pages cut under 4 MiB (docs/api-limits.md)
     app.add_middleware(edge.EdgeMiddleware, refuse=problems.refuse)  # inside: the request id is set first
     app.add_middleware(context.RequestIdMiddleware)
     app.add_middleware(tls.HstsMiddleware)  # HSTS on answers over TLS (velyrix server --tls-cert)
