@@ -9,6 +9,7 @@ only the resource's own arguments (meta-arguments removed, dynamic blocks expand
 from __future__ import annotations
 
 import json
+import re
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -41,6 +42,10 @@ class Instance:
         if self.key is None:
             return base
         return f"{base}[{self.key}]" if isinstance(self.key, int) else f"{base}[{json.dumps(self.key)}]"
+
+
+_INSTANCE_INDEX = re.compile(r'\[([0-9]{1,6}|"[A-Za-z0-9_.-]{1,64}")\]$')
+"""The index an instance keeps in its address (``controlplane.specs`` allows the same)."""
 
 
 class _TypeNamespace(evaluation.Namespace):
@@ -110,7 +115,9 @@ class Resources:
                 self.chk.unknown(block.line, block.column, "resource type", rtype, schema.RESOURCE_TYPES, file=file)
             return False
         rname = block.labels[1]
-        label_issue = rules.text_problem(rname, 63) or rules.label_problem(rname)
+        # the API's body of a count/for_each instance names it by its address: ``pool[0]``, ``pool["a"]``
+        base = _INSTANCE_INDEX.sub("", rname)
+        label_issue = rules.text_problem(rname, 80) or rules.label_problem(base)
         if label_issue:
             shown = json.dumps(rname, ensure_ascii=False) if rname.isprintable() else json.dumps(rname)
             self.chk.error(

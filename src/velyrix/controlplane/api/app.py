@@ -83,7 +83,7 @@ def create_app(database_url: str | None = None, *, engine: sa.Engine | None = No
     problems.install(app)
     _audit_checkpoints(app)
     app.add_middleware(response_cap.ResponseCapMiddleware)  # list pages cut under 4 MiB (docs/api-limits.md)
-    app.add_middleware(edge.EdgeMiddleware, refuse=problems.refuse)  # inside: the request id is set first
+    app.add_middleware(edge.EdgeMiddleware, refuse=_refuse)  # inside: the request id is set first
     app.add_middleware(context.RequestIdMiddleware)
     app.add_middleware(tls.HstsMiddleware)  # HSTS on answers over TLS (velyrix server --tls-cert)
     return app
@@ -105,3 +105,17 @@ def _audit_checkpoints(app: FastAPI) -> None:
             publisher.stop()
 
     app.router.lifespan_context = lifespan
+
+
+async def _refuse(request: Any, exc: Any) -> Any:
+    """A refusal of the validation edge: problem+json (and its audit event, ``problems.refuse``); on the SCIM
+    endpoints the same status in SCIM's own Error message shape (RFC 7644 section 3.12), as SCIM clients expect."""
+    response = await problems.refuse(request, exc)
+    if not request.url.path.startswith(scim.PREFIX):
+        return response
+    scim_type = "tooMany" if response.status_code == 413 else None
+    scim_response = scim.error_response(response.status_code, exc.message, scim_type)
+    for name in ("Retry-After", "X-Request-ID"):
+        if name in response.headers:
+            scim_response.headers[name] = response.headers[name]
+    return scim_response

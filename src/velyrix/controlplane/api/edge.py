@@ -45,6 +45,11 @@ BODY_LIMITS: tuple[tuple[str, re.Pattern[str], int], ...] = (
     # A node agent's report: a NodeSample of up to 64 GPUs, 16 IB ports and 64 drives with their
     # counters is about 100 KiB (velyrix.agent.collectors.base.NodeSample.to_dict).
     ("POST", re.compile(r"^/v1/nodes/[^/]+/reports$"), 1024 * 1024),
+    # SCIM provisioning: a Group with its members or a bulk-sized User (controlplane/identity/scim.py
+    # MAX_BODY_BYTES, what ServiceProviderConfig advertises).
+    ("POST", re.compile(r"^/scim/v2/"), 1024 * 1024),
+    ("PUT", re.compile(r"^/scim/v2/"), 1024 * 1024),
+    ("PATCH", re.compile(r"^/scim/v2/"), 1024 * 1024),
 )
 """(method, path pattern, bytes): routes whose body may exceed ``DEFAULT_BODY_BYTES``."""
 

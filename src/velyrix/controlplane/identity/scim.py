@@ -40,11 +40,14 @@ from velyrix.controlplane.identity import scim_store as store
 MEDIA = "application/scim+json"
 MAX_BODY_BYTES = 1024 * 1024
 _ERROR = "urn:ietf:params:scim:api:messages:2.0:Error"
+PREFIX = "/scim/v2"
+"""Where the SCIM endpoints live."""
 _LIST = "urn:ietf:params:scim:api:messages:2.0:ListResponse"
 KINDS: dict[str, tuple[Any, Any]] = {"Users": (User, UserRow), "Groups": (Group, ScimGroup)}
 
 
-def _error_response(status: int, detail: str, scim_type: str | None = None) -> Response:
+def error_response(status: int, detail: str, scim_type: str | None = None) -> Response:
+    """A SCIM Error message (RFC 7644 section 3.12) with ``status``."""
     body: dict[str, Any] = {"schemas": [_ERROR], "status": str(status), "detail": detail}
     if scim_type:
         body["scimType"] = scim_type
@@ -68,9 +71,9 @@ class ScimRoute(APIRoute):
                     held.rollback()  # nothing of the refused change stays, and its locks go
                 problems._audit_refusal(request, exc.http_status, exc.code)
                 scim_type = exc.fields.get("scim_type") if exc.fields else None
-                return _error_response(exc.http_status, exc.message, scim_type)
+                return error_response(exc.http_status, exc.message, scim_type)
             except RequestValidationError as exc:
-                return _error_response(400, f"invalid request: {str(exc.errors())[:300]}", "invalidValue")
+                return error_response(400, f"invalid request: {str(exc.errors())[:300]}", "invalidValue")
 
         return scim_handler
 
@@ -88,7 +91,7 @@ def _parameters(
 
 
 router = APIRouter(
-    prefix="/scim/v2",
+    prefix=PREFIX,
     tags=["scim"],
     route_class=ScimRoute,
     include_in_schema=False,
