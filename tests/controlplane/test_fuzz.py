@@ -181,7 +181,7 @@ def _fuzz_node(client: Any, world: World) -> str:
 def test_list_pages_over_the_cap_are_cut_and_cursors_reach_every_item(
     client: Any, world: World, responses_under_the_cap: list[int]
 ) -> None:
-    """100 nodes with 48 kB of inventory each (within the edge's string limit) make a 200-item page of
+    """Nodes with 48 kB of inventory each (within the edge's string limit) make a 200-item page of
     about 4.8 MB: it is cut under 4 MiB, and following next_cursor lists every node exactly once."""
     from velyrix.controlplane.db import models
 
@@ -189,6 +189,8 @@ def test_list_pages_over_the_cap_are_cut_and_cursors_reach_every_item(
     with world.session() as s:
         for _ in range(100):
             s.add(models.Node(name=unique("big"), region="us-east-1", node_type="hgx-h200-8g", hardware=inventory))
+        for node in s.scalars(sa.select(models.Node)):  # the enrolled fleet too: every page is a large one
+            node.hardware = inventory
         s.commit()
         stored = set(s.scalars(sa.select(models.Node.id)))
     op = auth(world.provider["operator"])

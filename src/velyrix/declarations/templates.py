@@ -143,7 +143,8 @@ def unescape(text: str) -> str:
         body = m.group(1)
         if len(body) > 1:
             code = int(body[1:], 16)
-            return chr(code) if code <= 0x10FFFF and not 0xD800 <= code <= 0xDFFF else "\ufffd"
+            # a lone surrogate (\uD800) is kept, so the text rules refuse it by name (as the API does)
+            return chr(code) if code <= 0x10FFFF else "\ufffd"
         return str(_ESCAPES.get(body, "\\" + body))
 
     return re.sub(r"\\(u[0-9a-fA-F]{4}|U[0-9a-fA-F]{8}|.)", one, text)

@@ -1,4 +1,4 @@
-# expect: exit=2 line=4 message="'name' must be a string"
+# expect: exit=2 line=4 message="'name' = \"42\" must be"
 provider "velyrix" { region = "us-east-1" }
 
 resource "velyrix_cluster" "training" {

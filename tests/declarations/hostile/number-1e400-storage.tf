@@ -1,4 +1,4 @@
-# expect: exit=2 line=10 message="parallel_fs_tb"
+# expect: exit=2 line=10 message="number 1e400 is out of range"
 provider "velyrix" { region = "us-east-1" }
 
 resource "velyrix_cluster" "training" {

@@ -36,6 +36,10 @@ PROBLEM_RESPONSES: dict[int | str, dict[str, Any]] = {
         (409, "Conflict with the current state"),
         (412, "ETag mismatch (If-Match)"),
         (422, "Invalid input"),
+        (408, "The body stopped short of its Content-Length (docs/api-limits.md)"),
+        (413, "Body over the route's limit (docs/api-limits.md)"),
+        (414, "Path or query over its limit (docs/api-limits.md)"),
+        (503, "Database or disk unavailable; retry after Retry-After seconds"),
     )
 }
 
