@@ -131,7 +131,8 @@ def month(app: Any) -> dict[str, Any]:
                 volume_id="vol_acme1", tenant_id=a.id, tier="parallel_fs", size_tb="100", starts_at=at(16), ends_at=None
             )
         )
-        # z is released on December 10
+        # z is deleted by its tenant on December 10 (desired absent, its nodes released)
+        z.desired_state = "absent"
         for n in zn:
             move(s, n, states.DEPROVISIONING, at(10, month=12))
         keys = {}

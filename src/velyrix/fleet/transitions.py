@@ -8,11 +8,11 @@ assigns ``provisioning_state`` or ``fleet_stage``.
 
 from __future__ import annotations
 
-import time
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
 from velyrix import errors
+from velyrix.fleet import clock
 from velyrix.fleet import states as s
 
 # Provisioning: current state -> states it may move to, with why each move exists.
@@ -139,7 +139,8 @@ def transition(
 
     Validates against the table, sets the attribute, and saves node + record through ``store``.
     ``actor`` names who acts (``reconciler/cluster``, ``health``, ``user:alice``); ``reason`` says why;
-    ``now_s`` (Unix seconds) defaults to the wall clock. Returns the record. Raises
+    ``now_s`` (Unix seconds) defaults to the fleet's clock (``fleet.clock``: the wall clock, or the twin's).
+    Returns the record. Raises
     ``InvalidTransitionError`` for a move the table forbids and ``UnknownNameError`` for an unknown state.
     On a store error the node's attribute is restored.
     """
@@ -156,7 +157,7 @@ def transition(
         to_state=to_state,
         actor=actor,
         reason=reason,
-        at_s=time.time() if now_s is None else now_s,
+        at_s=clock.now_s() if now_s is None else now_s,
     )
     setattr(node, attr, to_state)
     try:

@@ -12,6 +12,7 @@ from sqlalchemy import orm
 from sqlalchemy.orm import Mapped, mapped_column
 
 from velyrix.controlplane.db import models
+from velyrix.fleet import clock
 
 
 class IncidentState(models.Base):
@@ -27,7 +28,7 @@ class IncidentState(models.Base):
     state: Mapped[str] = mapped_column(sa.String(16), default="open", index=True)
     source: Mapped[str] = mapped_column(sa.String(32), default="control-plane")
     """``control-plane``, ``alertmanager`` or ``pagerduty``."""
-    opened_at: Mapped[dt.datetime] = mapped_column(default=models.utcnow)
+    opened_at: Mapped[dt.datetime] = mapped_column(default=clock.now)
     acknowledged_at: Mapped[dt.datetime | None] = mapped_column()
     first_response_at: Mapped[dt.datetime | None] = mapped_column()
     last_update_at: Mapped[dt.datetime | None] = mapped_column()
@@ -53,7 +54,7 @@ class IncidentEvent(models.Base):
     id: Mapped[str] = mapped_column(sa.String(32), primary_key=True)
     incident_id: Mapped[str] = mapped_column(sa.ForeignKey("incidents.id"), index=True)
     tenant_id: Mapped[str | None] = mapped_column(sa.ForeignKey("tenants.id"), index=True)
-    at: Mapped[dt.datetime] = mapped_column(default=models.utcnow)
+    at: Mapped[dt.datetime] = mapped_column(default=clock.now)
     kind: Mapped[str] = mapped_column(sa.String(16))
     actor: Mapped[str] = mapped_column(sa.String(200))
     text: Mapped[str] = mapped_column(sa.Text, default="")

@@ -20,6 +20,7 @@ from velyrix import catalog, private_files
 from velyrix.controlplane.evidence import firmware
 from velyrix.controlplane.reconcile import enrollment, phases
 from velyrix.controlplane.reconcile.runner import Reconciler
+from velyrix.fleet import clock
 from velyrix.fleet.drivers import base
 from velyrix.fleet.drivers.sim import SimClock, SimDelays, SimDriver, SimRegion
 
@@ -42,6 +43,9 @@ class FleetRuntime:
         self.reconciler = Reconciler(sessionmaker, driver, region, settings)
         self._stop = threading.Event()
         self._thread: threading.Thread | None = None
+        self.clock: clock.Clock = clock.TwinClock(sim.clock) if sim is not None else clock.WallClock()
+        """The fleet's clock (the twin's simulated time from now on, on a twin), installed by ``start``."""
+        self._previous_clock: clock.Clock | None = None
 
     @classmethod
     def twin(
@@ -55,18 +59,21 @@ class FleetRuntime:
         speed: float = 60.0,
         settings: phases.ReconcileSettings | None = None,
         state_file: Path | None = None,
+        epoch_s: float | None = None,
     ) -> FleetRuntime:
         """A runtime on a new twin of ``region``. ``delays``: requests take their ``SimDelays`` in simulated
         time, on a clock running ``speed`` times faster than wall time; without delays they finish at once.
         ``state_file``: where the twin keeps what the driver did to its nodes (images, networks, mounts,
         firmware, power), restored at start and saved before every reconcile commit, so that, like real
-        hardware, the twin survives a crash of the control plane."""
+        hardware, the twin survives a crash of the control plane. ``epoch_s``: the Unix time (s) the twin's
+        simulated second 0 stands for (default: now); the fleet's clock reads ``epoch_s + simulated s``."""
         sim = SimRegion.build(region, node_counts, seed=seed, clock=SimClock(speed=speed if delays else None))
         driver = SimDriver(sim, SimDelays() if delays else SimDelays.off())
         if not firmware.manifest_path(region).exists():  # the twin's vendor images, published once
             firmware.publish(region, catalog.region(region).firmware_baseline, driver.firmware_image)
         firmware.load(region)  # a tampered or foreign manifest: refuse to start
         runtime = cls(sessionmaker, driver, region, sim, settings)
+        runtime.clock = clock.TwinClock(sim.clock, epoch_s)
         if state_file is not None:
             runtime.state_file = state_file
             if state_file.exists():
@@ -102,7 +109,10 @@ class FleetRuntime:
         return count
 
     def start(self) -> None:
-        """Enroll, then reconcile in a daemon thread until ``stop``."""
+        """Install the fleet's clock (node transitions, incidents and escalations are stamped with it), enroll,
+        then reconcile in a daemon thread until ``stop``."""
+        if self._previous_clock is None:
+            self._previous_clock = clock.install(self.clock)
         self.enroll()
         self._stop.clear()
         self._thread = threading.Thread(
@@ -123,6 +133,9 @@ class FleetRuntime:
         self._stop.set()
         if self._thread is not None:
             self._thread.join(timeout_s)
+        if self._previous_clock is not None:
+            clock.install(self._previous_clock)
+            self._previous_clock = None
 
     def attach(self, app: Any) -> None:
         """Expose this runtime to the API (``app.state.fleet``: the sim and acceptance routes find it there).

@@ -67,8 +67,9 @@ class WindowBody(BaseModel):
     cluster_id: str = Field(max_length=32)
     starts_at: dt.datetime
     ends_at: dt.datetime
-    announced_at: dt.datetime | None = Field(None, description="default: now")
     label: str = Field("", max_length=200)
+    # no announced_at: the server stamps the announcement with the fleet's clock (a backdated notice would
+    # exclude downtime from the SLA), so a body that carries one is refused (422, extra="forbid")
 
 
 class WindowOut(BaseModel):

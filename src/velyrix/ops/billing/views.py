@@ -10,6 +10,7 @@ from typing import Any
 from velyrix import errors
 from velyrix.controlplane import audit, scoping
 from velyrix.controlplane.db import models, models_noc
+from velyrix.fleet import clock
 from velyrix.ops.billing import ledger
 from velyrix.ops.sla import contract_hcl, contract_store, reports
 
@@ -25,7 +26,7 @@ def check_month(month: str) -> str:
 
 def last_month(now: dt.datetime | None = None) -> str:
     """The calendar month before ``now`` (default: the wall clock), ``YYYY-MM``."""
-    first = (now or dt.datetime.now(dt.UTC)).replace(day=1)
+    first = (now or clock.now()).replace(day=1)
     prev = first - dt.timedelta(days=1)
     return f"{prev.year:04d}-{prev.month:02d}"
 
@@ -89,7 +90,7 @@ def set_contract(scope: scoping.Scope, tenant_id: str, text: str, filename: str)
 
 
 def add_window(scope: scoping.Scope, body: dict[str, Any]) -> dict[str, Any]:
-    """Record a maintenance window of a cluster (announced now unless ``announced_at`` says otherwise)."""
+    """Record a maintenance window of a cluster, announced now (the fleet's clock: the twin's on a twin)."""
     cluster = scope.get(models.Cluster, body["cluster_id"], "cluster")
     if body["ends_at"] <= body["starts_at"]:
         raise errors.InvalidInputError("a maintenance window must end after it starts")
@@ -98,7 +99,7 @@ def add_window(scope: scoping.Scope, body: dict[str, Any]) -> dict[str, Any]:
         cluster_id=cluster.id,
         starts_at=body["starts_at"],
         ends_at=body["ends_at"],
-        announced_at=body.get("announced_at") or dt.datetime.now(dt.UTC),
+        announced_at=clock.now(),
         label=body.get("label", ""),
     )
     scope.session.add(row)

@@ -3,7 +3,6 @@ receiver with ``http_config.authorization.credentials`` = a provider key with ``
 
 from __future__ import annotations
 
-import datetime as dt
 from typing import Any, Literal
 
 from fastapi import APIRouter, Depends
@@ -11,6 +10,7 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from velyrix.controlplane.api import schemas
 from velyrix.controlplane.api.context import Ctx, require
+from velyrix.fleet import clock
 from velyrix.ops.noc import intake_views
 
 router = APIRouter(prefix="/v1/alerts", tags=["alerts"], responses=schemas.PROBLEM_RESPONSES)
@@ -55,7 +55,7 @@ class IntakeOut(BaseModel):
 def alertmanager(body: AlertmanagerPayload, ctx: Ctx = Depends(require("incidents:write"))) -> dict[str, Any]:
     """Take one Alertmanager delivery: opens (or updates) the group's incident; repeated deliveries and
     retries change nothing; a resolved group mitigates its incident."""
-    data = intake_views.alertmanager(ctx.scope, body.model_dump(), dt.datetime.now(dt.UTC))
+    data = intake_views.alertmanager(ctx.scope, body.model_dump(), clock.now())
     ctx.audit(f"alerts/alertmanager/{data['incident'] or '-'}", detail={"changed": data["changed"]})
     ctx.commit()
     return data

@@ -11,6 +11,7 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from velyrix.controlplane.api import schemas
 from velyrix.controlplane.api.context import Ctx, require
+from velyrix.fleet import clock
 from velyrix.ops.noc import incidents
 
 router = APIRouter(prefix="/v1/incidents", tags=["incidents"], responses=schemas.PROBLEM_RESPONSES)
@@ -83,7 +84,7 @@ def get_incident(incident_id: str, ctx: Ctx = Depends(require("incidents:read"))
 def act(incident_id: str, body: IncidentAction, ctx: Ctx = Depends(require("incidents:write"))) -> dict[str, Any]:
     """Acknowledge, add a note (an update), mitigate, resolve, reopen, or record the postmortem; a move
     the lifecycle forbids answers 409 ``invalid_incident_transition``."""
-    data = incidents.api_act(ctx.scope, incident_id, body.action, body.text, dt.datetime.now(dt.UTC))
+    data = incidents.api_act(ctx.scope, incident_id, body.action, body.text, clock.now())
     ctx.audit(f"incidents/{incident_id}", detail={"action": body.action, "state": data["state"]})
     ctx.commit()
     return data

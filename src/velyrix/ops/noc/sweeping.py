@@ -5,7 +5,6 @@ that fails (SMTP down, webhook 5xx) rolls its sweep back, so it is tried again o
 from __future__ import annotations
 
 import contextlib
-import datetime as dt
 import logging
 import threading
 from collections.abc import AsyncIterator
@@ -13,6 +12,7 @@ from typing import Any
 
 from fastapi import FastAPI
 
+from velyrix.fleet import clock
 from velyrix.ops.noc import incidents, paging
 
 log = logging.getLogger("velyrix.noc")
@@ -30,7 +30,7 @@ class Sweeper:
     def once(self) -> list[str]:
         """One sweep, committed; returns the pages sent."""
         with self.app.state.sessionmaker() as s:
-            sent = incidents.sweep(s, dt.datetime.now(dt.UTC), self.pager)
+            sent = incidents.sweep(s, clock.now(), self.pager)
             s.commit()
         self.sweeps += 1
         return sent

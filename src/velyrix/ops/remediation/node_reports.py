@@ -33,7 +33,7 @@ from velyrix.controlplane.db import health_tables, models, models_cloud
 from velyrix.controlplane.reconcile import cluster as cluster_mod
 from velyrix.controlplane.reconcile import tables
 from velyrix.controlplane.reconcile.store import DbTransitionStore, move
-from velyrix.fleet import states
+from velyrix.fleet import clock, states
 from velyrix.fleet.drivers import base
 from velyrix.health.drains import SchedulerSeam
 from velyrix.health.engine import Verdict
@@ -106,6 +106,7 @@ def open_incident(
             tenant_id=cluster.tenant_id,
             cluster_id=cluster.id,
             nodes=nodes,
+            opened_at=clock.now(),  # the fleet's clock: the twin's on a twin
         )
         session.add(row)
     row.priority = min(row.priority, priority)  # "P1" < "P2": never downgraded while open

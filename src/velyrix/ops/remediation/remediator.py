@@ -17,11 +17,11 @@ as the required ``Replacer``.
 
 from __future__ import annotations
 
-import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
+from velyrix.fleet import clock as fleet_clock
 from velyrix.fleet import states, transitions
 from velyrix.health import actions
 from velyrix.health.drains import SchedulerSeam
@@ -80,7 +80,8 @@ class Remediator:
     nodes: dict[str, Any]
     replacer: Replacer
     store: transitions.TransitionStore = field(default_factory=transitions.MemoryStore)
-    clock: Callable[[], float] = time.time
+    clock: Callable[[], float] = fleet_clock.now_s
+    """Unix seconds of the moves (default: the fleet's clock, the twin's on a twin)."""
     rma: list[RmaRecord] = field(default_factory=list)
     held: dict[str, Action] = field(default_factory=dict)
     log: list[str] = field(default_factory=list)

@@ -115,6 +115,8 @@ def cluster_months(
         first = max(month_start, min(r.allocated_at for r in rows))
         ends = [r.released_at for r in rows]
         last = month_end if any(e is None for e in ends) else min(month_end, max(e for e in ends if e is not None))
+        if cluster is not None and cluster.desired_state != "absent":
+            last = month_end  # still declared: a cluster that lost every node without a spare is down, not gone
         healthy = []
         for r in rows:
             hi = min(month_end, r.released_at or month_end)
