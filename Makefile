@@ -19,7 +19,7 @@ lint: bootstrap
 	$(PY) scripts/check_structure.py
 
 test: lint
-	$(PY) -m pytest
+	$(PY) -m pytest -n 2
 
 # The fast tier: no PostgreSQL, Slurm, Prometheus or GPU, nothing marked slow; two workers (pytest-xdist).
 unit: bootstrap
