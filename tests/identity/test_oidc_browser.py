@@ -14,7 +14,7 @@ import httpx
 import pytest
 import sqlalchemy as sa
 
-from tests.controlplane.conftest import cluster_body
+from tests.controlplane.conftest import cluster_body, enroll_fleet
 from tests.identity.browser import browser  # noqa: F401  (fixture)
 from tests.identity.conftest import Served
 from tests.identity.oidc_provider import CLIENT_ID, CLIENT_SECRET, oidc_provider
@@ -66,6 +66,7 @@ def sso(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Sso]:
         mp.delenv("VELYRIX_DATABASE_URL", raising=False)
         with Served(create_app()) as served:
             url = f"http://localhost:{served.port}"
+            enroll_fleet(served.app.state.sessionmaker)  # capacity is counted from the fleet's nodes
             owner_a, owner_b = _tenant(served.app, "acme"), _tenant(served.app, "beta")
             clusters = []
             for key, name in ((owner_a, "acme-train"), (owner_b, "beta-secret")):
