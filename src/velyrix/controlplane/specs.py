@@ -60,7 +60,7 @@ class ClusterSpecBody(pydantic.BaseModel):
     address: str | None = pydantic.Field(
         default=None,
         # an instance of count (``[0]``) or for_each (``["key"]``) keeps its index in the address
-        pattern=r"^velyrix_cluster\." + rules.LABEL_PATTERN[1:-1] + r'(\[([0-9]{1,6}|"[A-Za-z0-9_.-]{1,64}")\])?$',
+        pattern=r"^velyrix_cluster\." + rules.LABEL_PATTERN[1:-1] + "(" + rules.INSTANCE_INDEX_PATTERN + ")?$",
     )
 
 

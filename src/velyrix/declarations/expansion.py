@@ -44,8 +44,8 @@ class Instance:
         return f"{base}[{self.key}]" if isinstance(self.key, int) else f"{base}[{json.dumps(self.key)}]"
 
 
-_INSTANCE_INDEX = re.compile(r'\[([0-9]{1,6}|"[A-Za-z0-9_.-]{1,64}")\]$')
-"""The index an instance keeps in its address (``controlplane.specs`` allows the same)."""
+_INSTANCE_INDEX = re.compile(rules.INSTANCE_INDEX_PATTERN + "$")
+"""The index an instance keeps in its address (``rules.INSTANCE_INDEX_PATTERN``, as ``controlplane.specs``)."""
 
 
 class _TypeNamespace(evaluation.Namespace):

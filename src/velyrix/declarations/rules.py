@@ -13,6 +13,8 @@ NAME_PATTERN = r"^[a-z][a-z0-9-]{0,62}$"
 WORD_PATTERN = r"^[A-Za-z0-9][A-Za-z0-9._-]{0,62}$"
 """Catalog words (region, node type, fabric, scheduler) as the API's schema takes them."""
 LABEL_PATTERN = r"^[A-Za-z_][A-Za-z0-9_-]{0,62}$"
+INSTANCE_INDEX_PATTERN = r'\[([0-9]{1,6}|"[A-Za-z0-9_.-]{1,64}")\]'
+"""The index a ``count`` (``[0]``) or ``for_each`` (``["key"]``) instance keeps after its label in an address."""
 """A resource's label (``resource "velyrix_cluster" "LABEL"``): a Terraform identifier."""
 
 MAX_STRING_CHARS = 16_384

@@ -7,6 +7,7 @@ quoted HCL string). Output: a ``Template`` that ``evaluation.render`` turns into
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -130,6 +131,7 @@ def _literal(tok: Any) -> str:
     return unescape(text)
 
 
+_ESCAPE = re.compile(r"\\(u[0-9a-fA-F]{4}|U[0-9a-fA-F]{8}|.)")
 _ESCAPES = {"n": "\n", "r": "\r", "t": "\t", '"': '"', "\\": "\\"}
 
 
@@ -137,7 +139,6 @@ def unescape(text: str) -> str:
     r"""Decode the escapes of a quoted HCL string in one pass: ``\n \r \t \" \\ \uNNNN \UNNNNNNNN``."""
     if "\\" not in text:
         return text
-    import re
 
     def one(m: Any) -> str:
         body = m.group(1)
@@ -147,7 +148,7 @@ def unescape(text: str) -> str:
             return chr(code) if code <= 0x10FFFF else "\ufffd"
         return str(_ESCAPES.get(body, "\\" + body))
 
-    return re.sub(r"\\(u[0-9a-fA-F]{4}|U[0-9a-fA-F]{8}|.)", one, text)
+    return _ESCAPE.sub(one, text)
 
 
 def from_heredoc(raw: str, trim: bool, line: int, column: int) -> Template:

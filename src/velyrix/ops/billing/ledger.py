@@ -18,7 +18,7 @@ from velyrix.controlplane import audit
 from velyrix.controlplane.auth.principals import Principal
 from velyrix.controlplane.db import models, models_noc
 from velyrix.ops.billing import events, invoices, meters, money
-from velyrix.ops.sla import availability, contract_store, contracts, history
+from velyrix.ops.sla import contract_store, contracts, history
 
 
 class MonthClosedError(errors.ConflictError):
@@ -190,17 +190,7 @@ def _sla_credit(
     terms: contracts.Contract,
 ) -> models_noc.CreditNote | None:
     lo, hi = events.month_bounds(month)
-    result = availability.compute(
-        cm.cluster_name,
-        month_start=lo,
-        month_end=hi,
-        committed_nodes=cm.committed_nodes,
-        service=cm.service,
-        healthy=cm.healthy,
-        windows=cm.windows,
-        notice_days=terms.maintenance_notice_days,
-        measure=terms.measure,
-    )
+    result = cm.availability(lo, hi, terms)
     pct = terms.credit_percent(result.percent)
     charge = doc.cluster_charge(cm.cluster_id)
     amount = invoices.credit_amount(charge, pct)

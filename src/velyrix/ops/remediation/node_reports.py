@@ -39,7 +39,7 @@ from velyrix.health.drains import SchedulerSeam
 from velyrix.health.engine import Verdict
 from velyrix.health.ladder import Action, Level
 from velyrix.ops import noc
-from velyrix.ops.remediation import remediator as ladder_run
+from velyrix.ops.remediation import remediator
 
 FIX_HOLD_S = 1800.0
 """Velyrix design value: a GPU reset or reboot of a node is not asked for again within this many seconds of
@@ -126,7 +126,7 @@ def _tenant_line(verdict: Verdict, node: str, t_s: float) -> str:
 
 def _replacer(
     session: orm.Session, cluster: models.Cluster | None, verdict: Verdict, t_s: float
-) -> ladder_run.Replacer:
+) -> remediator.Replacer:
     def replace(node: Any) -> list[str]:
         quarantined = node
         if cluster is None:
@@ -143,7 +143,7 @@ def _replacer(
             done.append(f"incident {inc.number} {inc.priority} {cluster.name}")
         return done
 
-    return replace  # honours ladder_run.Replacer
+    return replace  # honours remediator.Replacer
 
 
 def _gpus_of(verdict: Verdict, rung: Action) -> list[int]:
@@ -175,7 +175,7 @@ def _fix(
 ) -> list[str]:
     """The rung's fix through the driver (GPU reset or reboot), once per ``FIX_HOLD_S``."""
     rung = verdict.action if verdict.action in (Action.RESET_GPU, Action.REBOOT) else None
-    if rung is None and ladder_run.takes_out(verdict):
+    if rung is None and remediator.takes_out(verdict):
         rung = max((r.action for r in verdict.reasons if r.action in (Action.RESET_GPU, Action.REBOOT)), default=None)
     if rung is None:
         return []
@@ -233,9 +233,9 @@ def handle(
     t_s = row.last_t_s or 0.0
     _poll_pending(driver, row)
     cluster = session.get(models.Cluster, node.cluster_id) if node.cluster_id else None
-    if ladder_run.takes_out(verdict) and node.fleet_stage == states.PRODUCTION:
+    if remediator.takes_out(verdict) and node.fleet_stage == states.PRODUCTION:
         node.last_error = f"health: {verdict.summary()}"[:2000]
-    remediator = ladder_run.Remediator(
+    runner = remediator.Remediator(
         seam=ClusterEventSeam(cluster),
         nodes={node.name: node},
         replacer=_replacer(session, cluster, verdict, t_s),
@@ -243,9 +243,9 @@ def handle(
     )
     held = node_evidence.held(row)
     if held is not None:
-        remediator.held[node.name] = held
-    done = remediator.handle(verdict)
-    now_held = remediator.held.get(node.name)
+        runner.held[node.name] = held
+    done = runner.handle(verdict)
+    now_held = runner.held.get(node.name)
     row.held_action = now_held.name if now_held is not None else None
     for op in done:
         kind = op.split()[0]
@@ -253,7 +253,7 @@ def handle(
             node_evidence.record_repair(row, t_s, kind, None, verdict.summary())
     done.extend(_fix(driver, node, row, verdict, t_s))
     done.extend(_release_repaired(session, node, row, verdict))
-    for rma in remediator.rma:
+    for rma in runner.rma:
         session.add(
             models.RmaRecord(
                 tenant_id=None,

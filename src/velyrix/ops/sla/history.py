@@ -14,7 +14,7 @@ from sqlalchemy import orm
 
 from velyrix.controlplane.db import models, models_noc
 from velyrix.fleet import states
-from velyrix.ops.sla import availability
+from velyrix.ops.sla import availability, contracts
 
 
 @dataclass
@@ -28,6 +28,23 @@ class ClusterMonth:
     service: tuple[dt.datetime, dt.datetime]
     healthy: list[tuple[dt.datetime, dt.datetime]]
     windows: list[availability.Window]
+
+    def availability(
+        self, month_start: dt.datetime, month_end: dt.datetime, terms: contracts.Contract
+    ) -> availability.Availability:
+        """This cluster's availability over ``[month_start, month_end)`` on the contract's ``terms``
+        (its notice for maintenance windows and its unit of measure)."""
+        return availability.compute(
+            self.cluster_name,
+            month_start=month_start,
+            month_end=month_end,
+            committed_nodes=self.committed_nodes,
+            service=self.service,
+            healthy=self.healthy,
+            windows=self.windows,
+            notice_days=terms.maintenance_notice_days,
+            measure=terms.measure,
+        )
 
 
 def _chained(group: list[Any]) -> list[Any]:

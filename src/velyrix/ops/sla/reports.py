@@ -103,20 +103,7 @@ def build(session: orm.Session, tenant_id: str, month: str) -> dict[str, Any]:
     lo, hi = events.month_bounds(month)
     terms = contract_store.contract_for(session, tenant_id)
     months = history.cluster_months(session, lo, hi, tenant_id)
-    results = [
-        availability.compute(
-            cm.cluster_name,
-            month_start=lo,
-            month_end=hi,
-            committed_nodes=cm.committed_nodes,
-            service=cm.service,
-            healthy=cm.healthy,
-            windows=cm.windows,
-            notice_days=terms.maintenance_notice_days,
-            measure=terms.measure,
-        )
-        for cm in months
-    ]
+    results = [cm.availability(lo, hi, terms) for cm in months]
     clusters = []
     for cm, res in zip(months, results, strict=True):
         data = res.to_dict(lo)
