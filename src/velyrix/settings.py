@@ -101,6 +101,9 @@ class NocSettings:
     """Its TCP port."""
     pagerduty_routing_key: str = field(default_factory=lambda: _env("VELYRIX_PAGERDUTY_ROUTING_KEY", "velyrix"))
     """``routing_key`` of the PagerDuty Events v2 pages."""
+    escalation_policies: str = field(default_factory=lambda: _env("VELYRIX_ESCALATION_POLICIES", ""))
+    """A TOML file of ``[escalation_policy.NAME]`` sections that add to (or replace) the catalog's, e.g. to
+    page ``pagerduty:URL`` (docs/sla.md, 'Incidents'); empty: the catalog's only."""
 
 
 @dataclass(frozen=True)

@@ -59,6 +59,7 @@ def body_for(route: APIRoute, world: World, principal_role: str, cluster_name: s
         "sim.faults": {"node": "use1-h200-su00-n00", "kind": "xid", "xid": 79, "gpu": 0},
         "nodes.report": {"hostname": "gpu-0", "collected_at_s": 1.0, "up": True, "problems": [], "sample": {}},
         "incidents.act": {"action": "note", "text": "investigating"},
+        "event_integrations.create": {"service": unique("svc")},
         "contracts.set": {"hcl": 'contract "gold" {\n  availability_target_percent = 99.95\n}\n'},
         "alerts.alertmanager": {
             "version": "4",

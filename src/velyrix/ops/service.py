@@ -10,14 +10,23 @@ from fastapi import APIRouter, FastAPI
 
 from velyrix.controlplane.api import app as controlplane_api
 from velyrix.ops.billing import routes as billing_routes
-from velyrix.ops.noc import intake_routes
+from velyrix.ops.noc import intake_routes, pagerduty_routes, pagerduty_views
 from velyrix.ops.noc import routes as noc_routes
 
-OPS_ROUTERS: tuple[APIRouter, ...] = (noc_routes.router, intake_routes.router, billing_routes.router)
+OPS_ROUTERS: tuple[APIRouter, ...] = (
+    noc_routes.router,
+    intake_routes.router,
+    pagerduty_routes.router,
+    billing_routes.router,
+)
 """Routers the ops layer adds (NOC incidents; billing, SLA contracts and reports)."""
 
 ROUTERS: tuple[APIRouter, ...] = (*controlplane_api.ROUTERS, *OPS_ROUTERS)
 """Every router of the service as it runs (the authorization matrix is built from this table)."""
+
+KEYED_ROUTERS: tuple[APIRouter, ...] = (pagerduty_routes.ENQUEUE_ROUTER,)
+"""Routers whose callers authenticate with a key in the request body, not a bearer key (PagerDuty Events
+v2's ``routing_key``): outside the authorization matrix, tested in tests/noc/test_pagerduty.py."""
 
 
 def create_app(*args: Any, noc_sweep_s: float = 0.0, **kwargs: Any) -> FastAPI:
@@ -27,8 +36,9 @@ def create_app(*args: Any, noc_sweep_s: float = 0.0, **kwargs: Any) -> FastAPI:
     from velyrix.ops.remediation import node_reports
 
     app = node_reports.install(controlplane_app(*args, **kwargs))
-    for router in OPS_ROUTERS:
+    for router in (*OPS_ROUTERS, *KEYED_ROUTERS):
         app.include_router(router)
+    app.state.refusal_shapes[pagerduty_routes.ENQUEUE_ROUTER.prefix + "/"] = pagerduty_views.refusal
     app.openapi_schema = None
     if noc_sweep_s > 0:
         from velyrix.ops.noc import sweeping

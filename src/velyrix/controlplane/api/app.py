@@ -78,6 +78,7 @@ def create_app(database_url: str | None = None, *, engine: sa.Engine | None = No
     app.state.db_inline = engine.dialect.name == "sqlite"  # see context.run_db
     app.state.fleet = None  # a FleetRuntime (twin, reconcilers) once attached: ``velyrix up``
     app.state.report_handler = None  # acts on node reports' verdicts; composed in by velyrix.ops.service
+    app.state.refusal_shapes = {}  # path prefix -> (status, message) -> Response: another protocol's error shape
     for router in (*ROUTERS, *BROWSER_ROUTERS):
         app.include_router(router)
     problems.install(app)
@@ -111,6 +112,9 @@ async def _refuse(request: Any, exc: Any) -> Any:
     """A refusal of the validation edge: problem+json (and its audit event, ``problems.refuse``); on the SCIM
     endpoints the same status in SCIM's own Error message shape (RFC 7644 section 3.12), as SCIM clients expect."""
     response = await problems.refuse(request, exc)
+    for prefix, shape in request.app.state.refusal_shapes.items():
+        if request.url.path.startswith(prefix):
+            return shape(response.status_code, exc.message)
     if not request.url.path.startswith(scim.PREFIX):
         return response
     scim_type = "tooMany" if response.status_code == 413 else None

@@ -50,6 +50,8 @@ BODY_LIMITS: tuple[tuple[str, re.Pattern[str], int], ...] = (
     ("POST", re.compile(r"^/scim/v2/"), 1024 * 1024),
     ("PUT", re.compile(r"^/scim/v2/"), 1024 * 1024),
     ("PATCH", re.compile(r"^/scim/v2/"), 1024 * 1024),
+    # PagerDuty Events v2: an event is at most 512 KB (velyrix.ops.noc.pagerduty.MAX_EVENT_BYTES).
+    ("POST", re.compile(r"^/v1/pagerduty/v2/enqueue$"), 512 * 1024),
 )
 """(method, path pattern, bytes): routes whose body may exceed ``DEFAULT_BODY_BYTES``."""
 

@@ -64,6 +64,25 @@ def policy_from_dict(name: str, raw: dict[str, Any]) -> Policy:
     return Policy(name, tuple(levels), int(raw.get("repeats", 0)), int(raw.get("repeat_after_min", 30)))
 
 
+def load_overrides(path: str) -> dict[str, Any]:
+    """The ``[escalation_policy.NAME]`` sections of the TOML file ``path`` (``VELYRIX_ESCALATION_POLICIES``),
+    each checked as ``policy_from_dict`` checks the catalog's; ``{}`` for an empty path."""
+    if not path:
+        return {}
+    import tomllib
+
+    try:
+        with open(path, "rb") as f:
+            raw = tomllib.load(f).get("escalation_policy", {})
+    except (OSError, tomllib.TOMLDecodeError) as exc:
+        raise errors.InvalidInputError(f"escalation policies {path}: {exc}", hint="a TOML file") from None
+    if not isinstance(raw, dict):
+        raise errors.InvalidInputError(f"escalation policies {path}: [escalation_policy.NAME] sections expected")
+    for name, body in raw.items():
+        policy_from_dict(name, body)
+    return dict(raw)
+
+
 def policy(name: str, overrides: dict[str, Any] | None = None) -> Policy:
     """The policy ``name`` of the catalog, or of ``overrides`` (name -> raw policy, e.g. from settings)."""
     pool = {**catalog.load_toml("sla.toml").get("escalation_policy", {}), **(overrides or {})}

@@ -107,17 +107,18 @@ def _update_every_min(session: orm.Session, incident: health_tables.Incident) ->
     return target.update_every_min if target else 30
 
 
-def sweep(session: orm.Session, now: dt.datetime, pager: Pager) -> list[str]:
+def sweep(session: orm.Session, now: dt.datetime, pager: Pager, policies: dict[str, Any] | None = None) -> list[str]:
     """Send every page escalation makes due at ``now`` for the active incidents; returns what was sent
     (``INC-00001 P1 level 1 -> email:...``). Pages are recorded on the timeline before the counters move,
-    in the caller's transaction."""
+    in the caller's transaction. ``policies``: escalation policies that add to the catalog's
+    (``escalation.load_overrides``)."""
     sent: list[str] = []
     active = session.scalars(sa.select(health_tables.Incident).where(health_tables.Incident.resolved_at.is_(None)))
     for incident in list(active):
         row = state_of(session, incident)
         if row.state not in s.ACTIVE_STATES:
             continue
-        pol = escalation.policy(row.escalation_policy)
+        pol = escalation.policy(row.escalation_policy, policies)
         for page in escalation.due(
             pol,
             state=row.state,

@@ -13,7 +13,7 @@ from typing import Any
 from fastapi import FastAPI
 
 from velyrix.fleet import clock
-from velyrix.ops.noc import incidents, paging
+from velyrix.ops.noc import escalation, incidents, paging
 
 log = logging.getLogger("velyrix.noc")
 
@@ -21,8 +21,10 @@ log = logging.getLogger("velyrix.noc")
 class Sweeper:
     """Sweeps ``app``'s database every ``interval_s`` seconds until ``stop()``."""
 
-    def __init__(self, app: FastAPI, interval_s: float, pager: incidents.Pager) -> None:
-        self.app, self.interval_s, self.pager = app, interval_s, pager
+    def __init__(
+        self, app: FastAPI, interval_s: float, pager: incidents.Pager, policies: dict[str, Any] | None = None
+    ) -> None:
+        self.app, self.interval_s, self.pager, self.policies = app, interval_s, pager, policies
         self._stop = threading.Event()
         self._thread = threading.Thread(target=self._run, name="velyrix-noc-sweeper", daemon=True)
         self.sweeps = 0
@@ -30,7 +32,7 @@ class Sweeper:
     def once(self) -> list[str]:
         """One sweep, committed; returns the pages sent."""
         with self.app.state.sessionmaker() as s:
-            sent = incidents.sweep(s, clock.now(), self.pager)
+            sent = incidents.sweep(s, clock.now(), self.pager, self.policies)
             s.commit()
         self.sweeps += 1
         return sent
@@ -52,13 +54,14 @@ class Sweeper:
 
 
 def install(app: FastAPI, interval_s: float, pager: incidents.Pager | None = None) -> FastAPI:
-    """Run a ``Sweeper`` for the app's lifetime (ASGI lifespan); ``app.state.noc_sweeper`` holds it."""
+    """Run a ``Sweeper`` for the app's lifetime (ASGI lifespan); ``app.state.noc_sweeper`` holds it. The
+    pager and the extra escalation policies come from the settings (``NocSettings``)."""
     from velyrix import settings
 
+    noc = settings.load().noc
     if pager is None:
-        noc = settings.load().noc
         pager = paging.Pager(smtp_host=noc.smtp_host, smtp_port=noc.smtp_port, routing_key=noc.pagerduty_routing_key)
-    sweeper = Sweeper(app, interval_s, pager)
+    sweeper = Sweeper(app, interval_s, pager, escalation.load_overrides(noc.escalation_policies))
     app.state.noc_sweeper = sweeper
     inner = app.router.lifespan_context
 

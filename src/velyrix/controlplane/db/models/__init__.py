@@ -15,6 +15,7 @@ import sqlalchemy as sa
 
 from velyrix.controlplane.db.models.base import Base, UTCDateTime, assign_id, new_id, utcnow
 from velyrix.controlplane.db.models.health import Incident, NodeCredential, NodeReport, RmaRecord
+from velyrix.controlplane.db.models.noc_intake import EventIntegration, NodeDegradation
 from velyrix.controlplane.db.models.reconcile import AcceptanceReport, ClusterWork, NetworkAllocation
 from velyrix.controlplane.db.models.resources import (
     ApiKey,
@@ -36,11 +37,13 @@ __all__ = [
     "Base",
     "Cluster",
     "ClusterWork",
+    "EventIntegration",
     "IdempotencyRecord",
     "Incident",
     "NetworkAllocation",
     "Node",
     "NodeCredential",
+    "NodeDegradation",
     "NodeReport",
     "NodeTransition",
     "RmaRecord",
