@@ -10,13 +10,14 @@ from fastapi import APIRouter, FastAPI
 
 from velyrix.controlplane.api import app as controlplane_api
 from velyrix.ops.billing import routes as billing_routes
-from velyrix.ops.noc import intake_routes, pagerduty_routes, pagerduty_views
+from velyrix.ops.noc import intake_routes, pagerduty_routes, pagerduty_views, statuspage_routes
 from velyrix.ops.noc import routes as noc_routes
 
 OPS_ROUTERS: tuple[APIRouter, ...] = (
     noc_routes.router,
     intake_routes.router,
     pagerduty_routes.router,
+    statuspage_routes.router,
     billing_routes.router,
 )
 """Routers the ops layer adds (NOC incidents; billing, SLA contracts and reports)."""
@@ -24,9 +25,10 @@ OPS_ROUTERS: tuple[APIRouter, ...] = (
 ROUTERS: tuple[APIRouter, ...] = (*controlplane_api.ROUTERS, *OPS_ROUTERS)
 """Every router of the service as it runs (the authorization matrix is built from this table)."""
 
-KEYED_ROUTERS: tuple[APIRouter, ...] = (pagerduty_routes.ENQUEUE_ROUTER,)
-"""Routers whose callers authenticate with a key in the request body, not a bearer key (PagerDuty Events
-v2's ``routing_key``): outside the authorization matrix, tested in tests/noc/test_pagerduty.py."""
+KEYED_ROUTERS: tuple[APIRouter, ...] = (pagerduty_routes.ENQUEUE_ROUTER, statuspage_routes.PUBLIC_ROUTER)
+"""Routers without a bearer key, outside the authorization matrix: PagerDuty Events v2 (the ``routing_key``
+in the body is the credential; tests/noc/test_pagerduty.py) and the public region status pages
+(tests/noc/test_statuspage.py)."""
 
 
 def create_app(*args: Any, noc_sweep_s: float = 0.0, **kwargs: Any) -> FastAPI:
