@@ -39,7 +39,7 @@ from velyrix.health.drains import SchedulerSeam
 from velyrix.health.engine import Verdict
 from velyrix.health.ladder import Action, Level
 from velyrix.ops import noc
-from velyrix.ops.remediation import remediator
+from velyrix.ops.remediation import degradation, remediator
 
 FIX_HOLD_S = 1800.0
 """Velyrix design value: a GPU reset or reboot of a node is not asked for again within this many seconds of
@@ -253,6 +253,7 @@ def handle(
             node_evidence.record_repair(row, t_s, kind, None, verdict.summary())
     done.extend(_fix(driver, node, row, verdict, t_s))
     done.extend(_release_repaired(session, node, row, verdict))
+    degradation.track(session, node, verdict.level, verdict.summary(), clock.now())
     for rma in runner.rma:
         session.add(
             models.RmaRecord(

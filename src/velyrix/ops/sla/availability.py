@@ -66,6 +66,10 @@ class Availability:
     """Counted minutes in which every committed node was healthy."""
     runs: list[Run] = field(default_factory=list)
     windows: list[dict[str, Any]] = field(default_factory=list)
+    degraded_node_minutes: int = 0
+    """Healthy node-minutes in which the node ran degraded (``subtract``), counted or not."""
+    degraded_counts_as_down: bool = False
+    """Whether those minutes were left out of ``delivered_node_minutes`` (the contract's choice)."""
 
     @property
     def percent(self) -> Decimal:
@@ -92,9 +96,32 @@ class Availability:
             "committed_node_minutes": self.committed_node_minutes,
             "delivered_node_minutes": self.delivered_node_minutes,
             "up_minutes": self.up_minutes,
+            "degraded_node_minutes": self.degraded_node_minutes,
+            "degraded_counts_as_down": self.degraded_counts_as_down,
             "maintenance_windows": self.windows,
             "evidence": [r.to_dict(month_start) for r in self.runs],
         }
+
+
+def subtract(
+    spans: Sequence[tuple[dt.datetime, dt.datetime]], cuts: Sequence[tuple[dt.datetime, dt.datetime]]
+) -> list[tuple[dt.datetime, dt.datetime]]:
+    """``spans`` (one node's healthy intervals) less ``cuts`` (its degraded intervals): what is left of each
+    span outside every cut. ``compute`` then rounds what is left inward, so a minute touched by a cut is
+    down."""
+    out: list[tuple[dt.datetime, dt.datetime]] = []
+    ordered = sorted(cuts)
+    for a, b in spans:
+        at = a
+        for c, d in ordered:
+            if d <= at or c >= b:
+                continue
+            if c > at:
+                out.append((at, c))
+            at = max(at, d)
+        if at < b:
+            out.append((at, b))
+    return out
 
 
 def _minute(t: dt.datetime, start: dt.datetime, *, up: bool) -> int:

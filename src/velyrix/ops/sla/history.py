@@ -28,23 +28,40 @@ class ClusterMonth:
     service: tuple[dt.datetime, dt.datetime]
     healthy: list[tuple[dt.datetime, dt.datetime]]
     windows: list[availability.Window]
+    undegraded: list[tuple[dt.datetime, dt.datetime]] | None = None
+    """``healthy`` less the intervals in which the node ran degraded (``node_degradations``); None when
+    no node of the cluster ran degraded in the month."""
 
-    def availability(
-        self, month_start: dt.datetime, month_end: dt.datetime, terms: contracts.Contract
+    def _compute(
+        self, month_start: dt.datetime, month_end: dt.datetime, terms: contracts.Contract, healthy: list[Any]
     ) -> availability.Availability:
-        """This cluster's availability over ``[month_start, month_end)`` on the contract's ``terms``
-        (its notice for maintenance windows and its unit of measure)."""
         return availability.compute(
             self.cluster_name,
             month_start=month_start,
             month_end=month_end,
             committed_nodes=self.committed_nodes,
             service=self.service,
-            healthy=self.healthy,
+            healthy=healthy,
             windows=self.windows,
             notice_days=terms.maintenance_notice_days,
             measure=terms.measure,
         )
+
+    def availability(
+        self, month_start: dt.datetime, month_end: dt.datetime, terms: contracts.Contract
+    ) -> availability.Availability:
+        """This cluster's availability over ``[month_start, month_end)`` on the contract's ``terms``
+        (its notice for maintenance windows, its unit of measure, and whether a node running degraded
+        delivers healthy capacity: ``degraded_counts_as_down``)."""
+        full = self._compute(month_start, month_end, terms, self.healthy)
+        if self.undegraded is None:
+            full.degraded_counts_as_down = terms.degraded_counts_as_down
+            return full
+        less = self._compute(month_start, month_end, terms, self.undegraded)
+        out = less if terms.degraded_counts_as_down else full
+        out.degraded_node_minutes = full.delivered_node_minutes - less.delivered_node_minutes
+        out.degraded_counts_as_down = terms.degraded_counts_as_down
+        return out
 
 
 def _chained(group: list[Any]) -> list[Any]:
@@ -116,6 +133,7 @@ def cluster_months(
             moves[mv.node_id].append(mv)
     for node_id in list(moves):
         moves[node_id] = ordered(moves[node_id])
+    degraded = _degraded(session, node_ids, month_start, month_end)
     clusters = {
         c.id: c for c in session.scalars(sa.select(models.Cluster).where(models.Cluster.id.in_(list(by_cluster))))
     }
@@ -134,10 +152,12 @@ def cluster_months(
         last = month_end if any(e is None for e in ends) else min(month_end, max(e for e in ends if e is not None))
         if cluster is not None and cluster.desired_state != "absent":
             last = month_end  # still declared: a cluster that lost every node without a spare is down, not gone
-        healthy = []
+        healthy, undegraded = [], []
         for r in rows:
             hi = min(month_end, r.released_at or month_end)
-            healthy.extend(_healthy_spans(moves[r.node_id], max(month_start, r.allocated_at), hi))
+            spans = _healthy_spans(moves[r.node_id], max(month_start, r.allocated_at), hi)
+            healthy.extend(spans)
+            undegraded.extend(availability.subtract(spans, degraded.get(r.node_id, [])))
         windows = windows_of.get(cluster_id, [])
         out.append(
             ClusterMonth(
@@ -148,6 +168,25 @@ def cluster_months(
                 service=(first, last),
                 healthy=healthy,
                 windows=windows,
+                undegraded=undegraded if any(r.node_id in degraded for r in rows) else None,
             )
         )
     return out
+
+
+def _degraded(
+    session: orm.Session, node_ids: list[str], month_start: dt.datetime, month_end: dt.datetime
+) -> dict[str, list[tuple[dt.datetime, dt.datetime]]]:
+    """node id -> the intervals of the month in which it ran degraded (``node_degradations``; an open one
+    lasts to the month's end)."""
+    out: dict[str, list[tuple[dt.datetime, dt.datetime]]] = defaultdict(list)
+    d = models.NodeDegradation
+    for i in range(0, len(node_ids), 500):
+        q = sa.select(d.node_id, d.started_at, d.ended_at).where(
+            d.node_id.in_(node_ids[i : i + 500]),
+            d.started_at < month_end,
+            sa.or_(d.ended_at.is_(None), d.ended_at > month_start),
+        )
+        for node_id, a, b in session.execute(q):
+            out[node_id].append((max(a, month_start), min(b or month_end, month_end)))
+    return dict(out)
