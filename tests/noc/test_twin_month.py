@@ -278,3 +278,29 @@ def test_a_backdated_announcement_is_refused(month: dict[str, Any]) -> None:
     }
     r = twin.http.post("/v1/maintenance-windows", headers=twin.h("operator"), json=body)
     assert r.status_code == 422, r.text
+
+
+def test_december_carries_the_credits_with_no_call_but_the_close_and_its_pdf_opens(
+    month: dict[str, Any], tmp_path: Any
+) -> None:
+    """Runs last: moves the twin to January and closes December (the only call)."""
+    import subprocess
+
+    twin: Twin = month["twin"]
+    twin.to(dt.datetime(2027, 1, 1, tzinfo=UTC))
+    r = twin.http.post("/v1/billing-months", json={"month": "2026-12"}, headers=twin.h("operator"))
+    assert r.status_code == 201, r.text
+    acme = {i["month"]: i for i in twin.http.get("/v1/invoices", headers=twin.h("acme")).json()["items"]}["2026-12"]
+    # x keeps its 2 nodes all December: 2 x 8 GPUs x 744 h x 3.50; y and z hold no node (never replaced)
+    assert Decimal(acme["subtotal_usd"]) == 2 * 8 * 744 * H200_USD_PER_GPU_H == Decimal("41664.00")
+    assert [c["amount_usd"] for c in acme["credits"]] == ["2004.80"]
+    assert Decimal(acme["total_usd"]) == Decimal("39659.20")
+    bravo = {i["month"]: i for i in twin.http.get("/v1/invoices", headers=twin.h("bravo")).json()["items"]}["2026-12"]
+    assert Decimal(bravo["subtotal_usd"]) == 0 and Decimal(bravo["total_usd"]) == 0
+    (note,) = twin.http.get("/v1/credit-notes", headers=twin.h("bravo")).json()["items"]
+    assert note["remaining_usd"] == "1344.00"  # nothing to apply it to yet: carried
+    pdf = twin.http.get(f"/v1/invoices/{acme['id']}", params={"format": "pdf"}, headers=twin.h("acme"))
+    assert pdf.status_code == 200 and pdf.content.startswith(b"%PDF")
+    (tmp_path / "dec.pdf").write_bytes(pdf.content)
+    subprocess.run(["pdftoppm", "-png", "-r", "50", str(tmp_path / "dec.pdf"), str(tmp_path / "p")], check=True)
+    assert (tmp_path / "p-1.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"

@@ -71,3 +71,17 @@ def console(stderr: bool = False) -> Any:
     from rich.console import Console
 
     return Console(stderr=stderr, highlight=False)
+
+
+def parse_utc(text: str, flag: str) -> Any:
+    """``text`` (ISO 8601, e.g. ``2026-11-01T00:00:00Z``) as an aware UTC datetime; a time without an
+    offset is UTC. ``InvalidInputError`` (exit 2) naming ``flag`` otherwise."""
+    import datetime as dt
+
+    try:
+        when = dt.datetime.fromisoformat(text.strip())
+    except ValueError:
+        raise errors.InvalidInputError(
+            f"{flag} {text!r} is not an ISO 8601 time", hint="e.g. 2026-11-01T00:00:00Z"
+        ) from None
+    return when.replace(tzinfo=dt.UTC) if when.tzinfo is None else when.astimezone(dt.UTC)

@@ -72,9 +72,12 @@ def up(
     tls_cert: Path = typer.Option(None, "--tls-cert", help="Serve HTTPS with this PEM certificate (chain)."),
     tls_key: Path = typer.Option(None, "--tls-key", help="The certificate's PEM private key."),
     tls_min_version: str = typer.Option("1.3", "--tls-min-version", help="1.3 (default), or 1.2 to allow TLS 1.2."),
+    start: str = typer.Option(
+        None, "--start", help="UTC time the twin's clock starts at, e.g. 2026-11-01T00:00:00Z (default: now)."
+    ),
 ) -> None:
-    """Run the control plane with a digital-twin region as its fleet (API, reconcilers, twin, and a node
-    agent per twin node that reports to the API; long-running)."""
+    """Run the control plane with a digital-twin region as its fleet (API, reconcilers, twin, a node agent
+    per twin node that reports to the API, and the NOC's escalation sweeps on the twin's clock; long-running)."""
     import logging
 
     import uvicorn
@@ -83,13 +86,15 @@ def up(
 
     tls_options = tls.uvicorn_options(tls_cert, tls_key, tls_min_version)
 
+    from velyrix import private_files, settings
     from velyrix.controlplane.reconcile.runtime import FleetRuntime
     from velyrix.ops import twin_agents
+    from velyrix.ops.noc import sweeping
     from velyrix.ops.service import create_app
 
+    epoch_s = common.parse_utc(start, "--start").timestamp() if start else None
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s %(message)s")
-    app = twin_agents.install(create_app())
-    from velyrix import private_files, settings
+    app = twin_agents.install(create_app(noc_sweep_s=sweeping.interval_for(speed, settings.load().noc.sweep_s)))
 
     home = private_files.private_dir(settings.load().paths.home, tighten=True)
     runtime = FleetRuntime.twin(
@@ -100,6 +105,7 @@ def up(
         delays=not no_delays,
         speed=speed,
         state_file=home / f"twin-{region}-{seed}.json",
+        epoch_s=epoch_s,
     )
     runtime.attach(app)
     if spontaneous and runtime.sim is not None:

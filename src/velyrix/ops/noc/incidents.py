@@ -146,7 +146,11 @@ def sweep(session: orm.Session, now: dt.datetime, pager: Pager, policies: dict[s
                 session,
                 incident,
                 lifecycle.TimelineEntry(
-                    "page", now, "velyrix/escalation", page.reason, {"targets": list(page.targets)}
+                    "page",
+                    now,
+                    "velyrix/escalation",
+                    page.reason,
+                    {"targets": list(page.targets), "due_at": page.due_at.isoformat()},
                 ),
             )
             row.last_level = max(row.last_level, page.level)

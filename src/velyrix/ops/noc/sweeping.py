@@ -7,6 +7,7 @@ from __future__ import annotations
 import contextlib
 import logging
 import threading
+import time
 from collections.abc import AsyncIterator
 from typing import Any
 
@@ -16,6 +17,20 @@ from velyrix.fleet import clock
 from velyrix.ops.noc import escalation, incidents, paging
 
 log = logging.getLogger("velyrix.noc")
+
+
+MIN_INTERVAL_S = 0.05
+"""The shortest wall time between two sweeps (each is one transaction)."""
+
+
+def interval_for(speed: float, sweep_s: float) -> float:
+    """Wall seconds between sweeps on a clock running ``speed`` times wall time: ``sweep_s`` (the setting;
+    0: no sweeps), but at most one simulated minute (escalation delays are whole minutes), and never below
+    ``MIN_INTERVAL_S``: at ``speed`` 20,000 a page is sent at most 0.05 x 20,000 s = 17 simulated minutes
+    after it was due (its timeline entry carries when it was due)."""
+    if sweep_s <= 0:
+        return 0.0
+    return max(MIN_INTERVAL_S, min(sweep_s, 60.0 / max(speed, 1e-9)))
 
 
 class Sweeper:
@@ -38,12 +53,15 @@ class Sweeper:
         return sent
 
     def _run(self) -> None:
+        last_error, logged_at = "", 0.0
         while not self._stop.wait(self.interval_s):
             try:
                 for line in self.once():
                     log.info("page %s", line)
-            except Exception:  # the next sweep retries; the service keeps running
-                log.exception("escalation sweep failed")
+            except Exception as exc:  # the next sweep retries; the service keeps running
+                if str(exc) != last_error or time.monotonic() - logged_at > 60:  # the same failure once a minute
+                    log.exception("escalation sweep failed")
+                    last_error, logged_at = str(exc), time.monotonic()
 
     def start(self) -> None:
         self._thread.start()
