@@ -40,11 +40,15 @@ def month(app: Any) -> dict[str, Any]:
         out: dict[str, Any] = {"keys": {}, "bravo_id": b.id}
         for t in (a, b):
             cluster, nodes = deliver(s, t, f"{t.name}-train", "hgx-h200-8g", 2)
-            # GPU 3 of node 0 below its GEMM floor from Nov 10 06:00:30 (its job holds the drain) until a
-            # report at Nov 12 06:00:00 finds it back within spec
+            # GPU 3 of node 0 reports a pending row remap from Nov 10 06:00:30 (its reset waits for the GPU
+            # to be idle) until a report at Nov 12 06:00:00 finds it clean
             assert (
                 degradation.track(
-                    s, nodes[0], Level.DEGRADED, "gemm_short gpu3 61% of spec", at(10, 6, 0) + dt.timedelta(seconds=30)
+                    s,
+                    nodes[0],
+                    Level.DEGRADED,
+                    "remap_pending:gpu3 row remap pending",
+                    at(10, 6, 0) + dt.timedelta(seconds=30),
                 )
                 == "opened"
             )

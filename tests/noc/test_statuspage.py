@@ -69,9 +69,9 @@ def _cluster(s: Any, tenant: models.Tenant, name: str, count: int, phase: str) -
 
 @pytest.fixture
 def served(tmp_path: Path) -> Iterator[dict[str, Any]]:
-    """acme: cluster 'train' (2 nodes, one running degraded, a P1 on it, a window announced for next week);
-    bravo: cluster 'short' that lost one of its 2 nodes (phase Degraded); every H100 quarantined; a provider
-    incident (P2, acknowledged)."""
+    """acme: cluster 'train' (2 nodes, one running degraded: a row remap pending; a P1 on it; a window
+    announced for next week); bravo: cluster 'short' that lost one of its 2 nodes (phase Degraded); every
+    H100 quarantined; a provider incident (P2, acknowledged)."""
     app = create_app(f"sqlite:///{tmp_path / 'sp.db'}")
     now = clock.now()
     keys: dict[str, str] = {}
@@ -88,7 +88,7 @@ def served(tmp_path: Path) -> Iterator[dict[str, Any]]:
         _node(s, "gpu-3", H200, "production", short)
         _node(s, "gpu-4", H200, "production")
         _node(s, "gpu-5", H100, "quarantined")
-        s.add(models.NodeDegradation(node_id=slow.id, cluster_id=train.id, started_at=now, reason="gemm 71% of spec"))
+        s.add(models.NodeDegradation(node_id=slow.id, cluster_id=train.id, started_at=now, reason="remap pending"))
         s.add(
             models_noc.MaintenanceWindow(
                 tenant_id=acme.id,

@@ -1,8 +1,9 @@
 """Degraded capacity: the intervals in which a node delivered to a cluster (provisioning ``active``, stage
-``production``) carried a health verdict of level ``degraded`` or worse (``health.ladder.Level``), e.g.
-a GPU below its GEMM or HBM floor held until its job ends (``DRAIN_AFTER_JOB``), or row remaps pending a
-reset. Recorded in ``node_degradations`` on the fleet's clock at each verdict; the SLA reads them when a
-contract says degraded GPUs count as down (``velyrix.ops.sla.history``; docs/sla.md, 'Availability')."""
+``production``) carried a health verdict of level ``degraded`` or worse (``health.ladder.Level``) whose
+action kept it in service, e.g. a row remap pending on a GPU (``RESET_GPU``); a verdict that takes the node
+out quarantines it, which ends its healthy time anyway. Recorded in ``node_degradations`` on the fleet's
+clock at each verdict; the SLA reads them when a contract says degraded GPUs count as down
+(``velyrix.ops.sla.history``; docs/sla.md, 'Degraded capacity')"""
 
 from __future__ import annotations
 

@@ -34,8 +34,8 @@ class EventIntegration(Base):
 
 class NodeDegradation(Base):
     """One interval in which a node delivered to a cluster (provisioning ``active``, stage ``production``)
-    carried a health verdict of level ``degraded`` or worse: from the first such report to the first
-    report below it, or to the node leaving service (``ended_at`` NULL while it lasts). Written by
+    carried a health verdict of level ``degraded`` or worse that kept it in service: from the first such
+    report to the first report below it, or to the node leaving service (``ended_at`` NULL while it lasts). Written by
     ``velyrix.ops.remediation.degradation`` on the fleet's clock."""
 
     __tablename__ = "node_degradations"
