@@ -23,6 +23,7 @@ from velyrix.controlplane.api.routes import (
     audit_log,
     clusters,
     evidence,
+    physical_access,
     health,
     identity_providers,
     node_health,
@@ -50,6 +51,7 @@ ROUTERS = (
     sim.router,
     audit_log.router,
     evidence.router,
+    physical_access.router,
     node_health.router,
     identity_providers.router,
 )
