@@ -6,6 +6,7 @@ event of the class its action maps to."""
 
 from __future__ import annotations
 
+import datetime as dt
 import json
 import re
 import threading
@@ -71,10 +72,15 @@ def _receiver(kind: str, tmp_path: Path, pki: Pki) -> syslog_receivers.Receiver:
     return syslog_receivers.Receiver(kind, directory, pki.cert, pki.key, pki.ca)
 
 
-def _session(url: str, owner: str, phase: str) -> None:
-    """One phase of a tenant's session: a cluster, a key made and revoked, refused attempts."""
+def _session(url: str, owner: str, phase: str, badge: str) -> None:
+    """One phase of a tenant's session (a cluster, a key made and revoked, refused attempts) and a refused
+    badge at a cage door (the physical-access key ``badge``)."""
     auth = {"Authorization": f"Bearer {owner}"}
     with httpx.Client(base_url=url, headers=auth, timeout=30) as api:
+        door = {"kind": "access_denied", "site": "use1-dc2", "door": "cage-07", "reader_event_id": f"r-{phase}"}
+        door["occurred_at"] = dt.datetime.now(dt.UTC).isoformat()
+        posted = api.post("/v1/physical-access/events", json=door, headers={"Authorization": f"Bearer {badge}"})
+        assert posted.status_code == 201, posted.text
         assert api.post("/v1/clusters", json=cluster_body(f"c-{phase}")).status_code == 201
         key = api.post("/v1/api-keys", json={"name": f"viewer {phase}", "role": "viewer"}).json()
         viewer = {"Authorization": f"Bearer {key['secret']}"}
@@ -104,23 +110,24 @@ def test_every_event_reaches_the_receiver_once_across_its_restart(
 ) -> None:
     owner = velyrix("admin", "create-tenant", "acme").stdout.strip().splitlines()[-1]
     auditor = velyrix("admin", "create-provider-key", "siem", "--role", "auditor").stdout.strip().splitlines()[-1]
+    badge = velyrix("admin", "create-provider-key", "dc2", "--role", "physical-access").stdout.strip().splitlines()[-1]
     assert velyrix("login", "--endpoint", served, "--api-key", auditor).exit_code == 0
     receiver = _receiver(kind, tmp_path, pki)
     receiver.start()
     to = f"127.0.0.1:{receiver.port}"
     try:
-        _session(served, owner, "a")
+        _session(served, owner, "a", badge)
         first = velyrix("audit", "forward", "--to", to, "--ca-bundle", str(pki.ca), "--once", "--batch-size", "4")
         assert first.exit_code == 0, first.stderr
         size_a = len(_entries(served, auditor))
         _wait_for(receiver, size_a)
 
         receiver.stop()  # mid-stream: the session goes on while the receiver is down
-        _session(served, owner, "b")
+        _session(served, owner, "b", badge)
         down = velyrix("audit", "forward", "--to", to, "--ca-bundle", str(pki.ca), "--once", "--batch-size", "4")
         assert down.exit_code == 1 and "not confirmed" in down.stderr and "Traceback" not in down.stderr
         receiver.start()
-        _session(served, owner, "c")
+        _session(served, owner, "c", badge)
         again = velyrix("audit", "forward", "--to", to, "--ca-bundle", str(pki.ca), "--once", "--batch-size", "4")
         assert again.exit_code == 0, again.stderr
         entries = _entries(served, auditor)
@@ -143,7 +150,8 @@ def test_every_event_reaches_the_receiver_once_across_its_restart(
     assert (6003, "clusters.create", "Success") in classes
     assert (6003, "volumes.create", "Failure") in classes  # the viewer's refused attempt
     assert (3001, "api_keys.create", "Success") in classes and (3001, "api_keys.revoke", "Success") in classes
-    assert any(c[0] == 3002 and c[2] == "Failure" for c in classes)  # the unknown key's 401
+    assert (3002, "physical.access_denied", "Failure") in classes  # the refused badge
+    assert any(c[0] == 3002 and c[1] == "clusters.create" and c[2] == "Failure" for c in classes)  # the 401
 
 
 @pytest.mark.parametrize("kind", KINDS)
@@ -157,6 +165,7 @@ def test_a_following_exporter_survives_the_receiver_restart(
 
     owner = velyrix("admin", "create-tenant", "acme").stdout.strip().splitlines()[-1]
     auditor = velyrix("admin", "create-provider-key", "siem", "--role", "auditor").stdout.strip().splitlines()[-1]
+    badge = velyrix("admin", "create-provider-key", "dc2", "--role", "physical-access").stdout.strip().splitlines()[-1]
     api = client.Client(served, auditor)
     receiver = _receiver(kind, tmp_path, pki)
     receiver.start()
@@ -172,12 +181,12 @@ def test_a_following_exporter_survives_the_receiver_restart(
     thread = threading.Thread(target=exporter.follow, args=(stop,), kwargs={"interval_s": 0.1, "max_backoff_s": 0.5})
     thread.start()
     try:
-        _session(served, owner, "a")
+        _session(served, owner, "a", badge)
         _wait_for(receiver, len(_entries(served, auditor)))
         receiver.stop()
-        _session(served, owner, "b")
+        _session(served, owner, "b", badge)
         receiver.start()
-        _session(served, owner, "c")
+        _session(served, owner, "c", badge)
         entries = _entries(served, auditor)
         _wait_for(receiver, len(entries))
     finally:
