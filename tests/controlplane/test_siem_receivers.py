@@ -106,7 +106,7 @@ def _entries(url: str, key: str) -> list[dict[str, Any]]:
 
 @pytest.mark.parametrize("kind", KINDS)
 def test_every_event_reaches_the_receiver_once_across_its_restart(
-    kind: str, velyrix: Callable[..., Any], served: str, tmp_path: Path, pki: Pki
+    kind: str, velyrix: Callable[..., Any], served: str, tmp_path: Path, pki: Pki, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     owner = velyrix("admin", "create-tenant", "acme").stdout.strip().splitlines()[-1]
     auditor = velyrix("admin", "create-provider-key", "siem", "--role", "auditor").stdout.strip().splitlines()[-1]
@@ -128,7 +128,9 @@ def test_every_event_reaches_the_receiver_once_across_its_restart(
         assert down.exit_code == 1 and "not confirmed" in down.stderr and "Traceback" not in down.stderr
         receiver.start()
         _session(served, owner, "c", badge)
-        again = velyrix("audit", "forward", "--to", to, "--ca-bundle", str(pki.ca), "--once", "--batch-size", "4")
+        monkeypatch.setenv("VELYRIX_SIEM_TO", to)  # configured by settings this time
+        monkeypatch.setenv("VELYRIX_SIEM_CA_BUNDLE", str(pki.ca))
+        again = velyrix("audit", "forward", "--once", "--batch-size", "4")
         assert again.exit_code == 0, again.stderr
         entries = _entries(served, auditor)
         lines = _wait_for(receiver, len(entries))
@@ -198,3 +200,10 @@ def test_a_following_exporter_survives_the_receiver_restart(
     assert seqs == list(range(len(entries)))
     assert all(" CEF:0|Velyrix|Velyrix|" in line for line in lines)
     assert f"cn1Label=seq cn1={len(entries) - 1} " in lines[-1]
+
+
+def test_forward_without_a_receiver_or_with_a_bad_address_exits_2(velyrix: Callable[..., Any], home: Path) -> None:
+    missing = velyrix("audit", "forward", "--once")
+    assert missing.exit_code == 2 and "--to HOST:PORT" in missing.stderr
+    bad = velyrix("audit", "forward", "--to", "siem.example.com", "--ca-bundle", "/nonexistent", "--once")
+    assert bad.exit_code == 2 and "expected HOST:PORT" in bad.stderr and "Traceback" not in bad.stderr

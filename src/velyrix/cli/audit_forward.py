@@ -44,26 +44,39 @@ def _spool_dir(given: Path | None, host: str, port: int, fmt: str) -> Path:
 
 
 def forward(
-    to: str = typer.Option(..., "--to", metavar="HOST:PORT", help="The syslog receiver (TLS, RFC 5425)."),
-    ca_bundle: Path = typer.Option(..., "--ca-bundle", metavar="PEM", help="CAs that may sign its certificate."),
+    to: str | None = typer.Option(
+        None, "--to", metavar="HOST:PORT", help="The syslog receiver (TLS, RFC 5425); env VELYRIX_SIEM_TO."
+    ),
+    ca_bundle: Path | None = typer.Option(
+        None, "--ca-bundle", metavar="PEM", help="CAs that may sign its certificate; env VELYRIX_SIEM_CA_BUNDLE."
+    ),
     server_name: str | None = typer.Option(None, "--server-name", help="Name to check in its certificate."),
     client_cert: Path | None = typer.Option(None, "--client-cert", metavar="PEM", help="Mutual TLS: our cert."),
     client_key: Path | None = typer.Option(None, "--client-key", metavar="PEM", help="Mutual TLS: its key."),
-    fmt: str = typer.Option("ocsf", "--format", help="ocsf (OCSF 1.3.0 JSON) or cef (ArcSight CEF)."),
+    fmt: str | None = typer.Option(
+        None, "--format", help="ocsf (OCSF 1.3.0 JSON, the default) or cef (ArcSight CEF); env VELYRIX_SIEM_FORMAT."
+    ),
     spool: Path | None = typer.Option(None, "--spool", help="Spool directory (default under $VELYRIX_HOME)."),
     batch_size: int = typer.Option(200, "--batch-size", min=1, max=1000, help="Events per TLS session."),
     interval_s: float = typer.Option(1.0, "--interval", min=0.05, help="Seconds between polls of the log."),
     once: bool = typer.Option(False, "--once", help="Deliver what the log holds now, then exit."),
 ) -> None:
     """Forward the audit log to a SIEM over syslog/TLS; resumes from the last confirmed event."""
+    from velyrix import errors, settings
     from velyrix.cli import client as client_mod
     from velyrix.controlplane.audit import export
 
+    configured = settings.load().siem
+    to, fmt = to or configured.to, fmt or configured.format
+    ca_bundle = ca_bundle or (Path(configured.ca_bundle) if configured.ca_bundle else None)
+    if not to or ca_bundle is None:
+        raise errors.InvalidInputError(
+            "no SIEM receiver configured",
+            hint="pass --to HOST:PORT and --ca-bundle PEM (or VELYRIX_SIEM_TO/_CA_BUNDLE)",
+        )
     host, port = _address(to)
     for path in (ca_bundle, client_cert, client_key):
         if path is not None and not path.is_file():
-            from velyrix import errors
-
             raise errors.InvalidInputError(f"{path}: no such file", hint="pass a readable PEM file")
     api = client_mod.Client.from_login()
 
