@@ -18,7 +18,7 @@ import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
-SYSLOG_NG_ROOT = Path(os.environ.get("VELYRIX_SYSLOG_NG_ROOT", "/opt/syslog-ng"))
+SYSLOG_NG_ROOT = Path("/opt/syslog-ng")  # where scripts/syslog-ng.sh unpacks it
 
 
 def free_port() -> int:

@@ -113,7 +113,7 @@ class Ctx:
             self.scope.session,
             request_info(self.request),
             self.principal,
-            action=action or getattr(route, "name", "unknown"),
+            action=action or str(getattr(route, "name", "unknown")),
             target=target,
             outcome=outcome,
             status_code=status_code,
