@@ -22,6 +22,8 @@ if [ ${#missing[@]} -gt 0 ] && [ "${VELYRIX_SKIP_APT:-0}" != 1 ]; then
   fi
 fi
 
+[ "${VELYRIX_SKIP_APT:-0}" = 1 ] || bash scripts/syslog-ng.sh || echo "bootstrap: syslog-ng not unpacked; its SIEM tests will skip" >&2
+
 stamp=.venv/.velyrix-installed
 digest=$(sha256sum pyproject.toml | cut -c1-16)
 if [ ! -x .venv/bin/python ]; then

@@ -107,6 +107,18 @@ class NocSettings:
 
 
 @dataclass(frozen=True)
+class SiemSettings:
+    """``velyrix audit forward``'s defaults (docs/audit.md); its options override them."""
+
+    to: str = field(default_factory=lambda: _env("VELYRIX_SIEM_TO", ""))
+    """The syslog receiver, ``HOST:PORT`` (TLS, RFC 5425)."""
+    ca_bundle: str = field(default_factory=lambda: _env("VELYRIX_SIEM_CA_BUNDLE", ""))
+    """PEM file of the CAs that may sign the receiver's certificate."""
+    format: str = field(default_factory=lambda: _env("VELYRIX_SIEM_FORMAT", "ocsf"))
+    """``ocsf`` or ``cef``."""
+
+
+@dataclass(frozen=True)
 class Settings:
     paths: PathSettings = field(default_factory=PathSettings)
     database: DatabaseSettings = field(default_factory=DatabaseSettings)
@@ -116,6 +128,7 @@ class Settings:
     agent: AgentSettings = field(default_factory=AgentSettings)
     postgres_harness: PostgresHarnessSettings = field(default_factory=PostgresHarnessSettings)
     noc: NocSettings = field(default_factory=NocSettings)
+    siem: SiemSettings = field(default_factory=SiemSettings)
 
     def database_url(self) -> str:
         """The effective database URL (the SQLite default when none is configured)."""

@@ -252,7 +252,7 @@ def cluster_body(name: str, node_count: int = 1, region: str = "us-east-1") -> d
 
 
 TENANT_ROLES = ("owner", "admin", "member", "viewer", "billing")
-PROVIDER_ROLES = ("operator", "auditor")
+PROVIDER_ROLES = ("operator", "auditor", "physical-access")
 
 
 def _tenant(app: Recorder, name: str) -> TenantWorld:

@@ -8,6 +8,7 @@ scope -> 403; a role with it -> 2xx on its own objects; a tenant key on another 
 
 from __future__ import annotations
 
+import datetime as dt
 import itertools
 import re
 from typing import Any
@@ -60,6 +61,13 @@ def body_for(route: APIRoute, world: World, principal_role: str, cluster_name: s
         "nodes.report": {"hostname": "gpu-0", "collected_at_s": 1.0, "up": True, "problems": [], "sample": {}},
         "incidents.act": {"action": "note", "text": "investigating"},
         "event_integrations.create": {"service": unique("svc")},
+        "physical_access.ingest": {
+            "kind": "access_granted",
+            "site": "use1-dc2",
+            "door": "cage-07",
+            "occurred_at": dt.datetime.now(dt.UTC).isoformat(),
+            "reader_event_id": unique("r"),
+        },
         "contracts.set": {"hcl": 'contract "gold" {\n  availability_target_percent = 99.95\n}\n'},
         "alerts.alertmanager": {
             "version": "4",

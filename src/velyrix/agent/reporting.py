@@ -8,12 +8,15 @@ whole verdict (``Verdict.to_dict()``, every reason typed) or null. The control p
 evidence itself and acts on its own verdict (the agent's is a claim it records). Any 2xx means accepted.
 Temporary failures (connection errors, timeouts,
 429, 5xx) are retried with exponential backoff (``Retry-After`` honoured up to ``max_backoff_s``);
-other 4xx answers are permanent and raise at once. The token is never logged.
+other 4xx answers are permanent and raise at once, and so does a server certificate that does not verify
+(a wrong ``ca_bundle`` does not heal by retrying). The token is never logged, and never sent in clear text
+to another host: ``http://`` is for loopback only (``velyrix up``, tests) unless ``allow_plaintext``.
 """
 
 from __future__ import annotations
 
 import functools
+import ipaddress
 import logging
 import ssl
 import time
@@ -27,6 +30,17 @@ from velyrix.agent.collectors.base import NodeSample
 log = logging.getLogger("velyrix.agent.reporting")
 
 RETRY_STATUS = frozenset({408, 425, 429, 500, 502, 503, 504})
+
+
+def is_loopback(url: str) -> bool:
+    """Whether ``url``'s host is this machine (``localhost``, 127.0.0.0/8, ::1)."""
+    host = httpx.URL(url).host
+    if host == "localhost":
+        return True
+    try:
+        return ipaddress.ip_address(host).is_loopback
+    except ValueError:
+        return False
 
 
 @functools.lru_cache(maxsize=8)
@@ -55,6 +69,7 @@ class Reporter:
         timeout_s: float = 5.0,
         client: httpx.Client | None = None,
         ca_bundle: str | None = None,
+        allow_plaintext: bool = False,
     ):
         if not url.startswith(("http://", "https://")):
             raise errors.InvalidInputError(
@@ -64,6 +79,12 @@ class Reporter:
             raise errors.InvalidInputError(
                 "a node token is required to report to the control plane",
                 hint="pass --node-token (issued when the node was enrolled)",
+            )
+        if url.startswith("http://") and not allow_plaintext and not is_loopback(url):
+            raise errors.InvalidInputError(
+                f"control plane URL {url!r} is plain HTTP to another host: the node token and reports would "
+                "travel unencrypted",
+                hint="use https:// (with --ca-bundle for a private CA), or --allow-plaintext on a trusted network",
             )
         self.url = url.rstrip("/")
         self.attempts = max(1, attempts)
@@ -98,6 +119,12 @@ class Reporter:
             try:
                 resp = self.client.post(target, json=body, headers=self._headers)
             except httpx.TransportError as exc:
+                if "CERTIFICATE_VERIFY_FAILED" in str(exc):
+                    raise errors.AgentReportError(
+                        url=target,
+                        reason=f"the control plane's certificate is not trusted ({exc})",
+                        hint="pass --ca-bundle with the CA that signed the control plane's certificate",
+                    ) from None
                 reason = f"{type(exc).__name__}: {exc}"
             else:
                 if resp.is_success:

@@ -71,6 +71,9 @@ def agent(
     ca_bundle: str | None = typer.Option(
         None, "--ca-bundle", metavar="PEM", help="CA file that signed an https control plane's certificate."
     ),
+    allow_plaintext: bool = typer.Option(
+        False, "--allow-plaintext", help="Allow an http:// control plane on another host (token in clear text)."
+    ),
     report_interval_s: float = typer.Option(30.0, "--report-interval", help="Seconds between reports."),
     sim_region: str = typer.Option("us-east-1", "--sim-region", help="With --collector sim: catalog region."),
     sim_node_type: str = typer.Option("hgx-h200-8g", "--sim-node-type", help="With --collector sim: node type."),
@@ -124,6 +127,8 @@ def agent(
             port=port,
             interval_s=report_interval_s,
             once=once,
+            ca_bundle=ca_bundle or settings.load().agent.ca_bundle or None,
+            allow_plaintext=allow_plaintext,
         )
         return
     from velyrix.agent.collectors import dcgm
@@ -210,6 +215,7 @@ def agent(
             control_plane,
             node_token or agent_settings.node_token,
             ca_bundle=ca_bundle or agent_settings.ca_bundle or None,
+            allow_plaintext=allow_plaintext,
         )
     if monitor is not None:
         threading.Thread(target=monitor.run, name="health", daemon=True).start()

@@ -19,6 +19,8 @@ def run(
     port: int,
     interval_s: float,
     once: bool,
+    ca_bundle: str | None = None,
+    allow_plaintext: bool = False,
 ) -> None:
     """Run the twin node's agent until interrupted (``once``: print one scrape and exit)."""
     from velyrix import errors
@@ -37,10 +39,12 @@ def run(
         raise errors.InvalidInputError(
             "--collector twin reads its node from a running `velyrix up`", hint="pass --control-plane URL"
         )
-    read, client = http_reader(control_plane, node_token)
+    read, client = http_reader(control_plane, node_token, ca_bundle=ca_bundle)
     collector = TwinCollector(hostname, read, client.close)
     monitor = HealthMonitor(hostname, collector, InMemorySeam(), clock=None, poll_interval_s=interval_s)
-    reporter = None if once else Reporter(control_plane, node_token)
+    reporter = (
+        None if once else Reporter(control_plane, node_token, ca_bundle=ca_bundle, allow_plaintext=allow_plaintext)
+    )
     agent = NodeAgent(collector, monitor, reporter)
     first = agent.tick()
     if first is None:

@@ -13,7 +13,7 @@ from typing import Any
 
 import typer
 
-from velyrix.cli import common
+from velyrix.cli import audit_forward, common
 
 group = typer.Typer(
     name="audit", help="The tamper-evident audit log: checkpoints, copies, proofs.", no_args_is_help=True
@@ -27,6 +27,7 @@ def register(app: typer.Typer) -> None:
     group.command(name="verify")(verify)
     group.command(name="prove")(prove)
     group.command(name="verify-proof")(verify_proof)
+    group.command(name="forward")(audit_forward.forward)
     app.add_typer(group, name="audit")
 
 

@@ -120,7 +120,7 @@ def create_tenant(
 @admin_app.command("create-provider-key")
 def create_provider_key(
     name: str = typer.Argument(..., help="who holds it, e.g. noc-alice"),
-    role: str = typer.Option("operator", help="operator or auditor"),
+    role: str = typer.Option("operator", help="operator, auditor or physical-access (badge and door systems)"),
 ) -> None:
     """Create a provider key (NOC operator or auditor) and print it once."""
     from velyrix.controlplane import db

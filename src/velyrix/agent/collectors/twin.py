@@ -15,6 +15,7 @@ from typing import Any
 import httpx
 
 from velyrix import errors
+from velyrix.agent import reporting
 from velyrix.agent.collectors.base import Collector, NodeSample
 
 Reader = Callable[[str], dict[str, Any]]
@@ -30,9 +31,12 @@ class TwinUnavailableError(errors.VelyrixError):
     template = "cannot read twin node {hostname} at {url}: {reason}"
 
 
-def http_reader(control_plane: str, node_token: str, *, timeout_s: float = 5.0) -> tuple[Reader, httpx.Client]:
-    """A reader over ``control_plane``'s twin telemetry endpoint, authenticated with ``node_token``;
-    returns it with its HTTP client (close it when done)."""
+def http_reader(
+    control_plane: str, node_token: str, *, timeout_s: float = 5.0, ca_bundle: str | None = None
+) -> tuple[Reader, httpx.Client]:
+    """A reader over ``control_plane``'s twin telemetry endpoint, authenticated with ``node_token`` (an
+    https endpoint verified against the system's CAs or the PEM ``ca_bundle``); returns it with its HTTP
+    client (close it when done)."""
     if not control_plane.startswith(("http://", "https://")):
         raise errors.InvalidInputError(
             f"control plane URL {control_plane!r} is not http(s)", hint="e.g. --control-plane http://127.0.0.1:8600"
@@ -43,7 +47,9 @@ def http_reader(control_plane: str, node_token: str, *, timeout_s: float = 5.0) 
             hint="pass --node-token (velyrix node token NODE)",
         )
     base = control_plane.rstrip("/")
-    client = httpx.Client(timeout=timeout_s, headers={"Authorization": f"Bearer {node_token}"})
+    client = httpx.Client(
+        timeout=timeout_s, headers={"Authorization": f"Bearer {node_token}"}, verify=reporting.tls_context(ca_bundle)
+    )
 
     def read(hostname: str) -> dict[str, Any]:
         url = f"{base}/v1/sim/nodes/{hostname}/telemetry"

@@ -27,6 +27,7 @@ from velyrix.controlplane.api.routes import (
     identity_providers,
     node_health,
     nodes,
+    physical_access,
     regions,
     sim,
     tenants,
@@ -50,6 +51,7 @@ ROUTERS = (
     sim.router,
     audit_log.router,
     evidence.router,
+    physical_access.router,
     node_health.router,
     identity_providers.router,
 )

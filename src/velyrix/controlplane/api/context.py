@@ -21,6 +21,7 @@ from starlette.concurrency import run_in_threadpool
 from velyrix import errors
 from velyrix.controlplane import audit, scoping
 from velyrix.controlplane.auth import principals
+from velyrix.controlplane.db import models
 from velyrix.controlplane.identity import keyuse, resolve, sessions
 
 log = logging.getLogger("velyrix.api")
@@ -104,14 +105,15 @@ class Ctx:
         outcome: str = "success",
         detail: dict[str, Any] | None = None,
         tenant_id: str | None = None,
-    ) -> None:
-        """Record this mutation in the current transaction (action = the route's name)."""
+        action: str | None = None,
+    ) -> models.AuditEvent:
+        """Record this mutation in the current transaction (action: the route's name unless given)."""
         route = self.request.scope.get("route")
-        audit.record(
+        return audit.record(
             self.scope.session,
             request_info(self.request),
             self.principal,
-            action=getattr(route, "name", "unknown"),
+            action=action or str(getattr(route, "name", "unknown")),
             target=target,
             outcome=outcome,
             status_code=status_code,

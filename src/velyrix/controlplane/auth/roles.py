@@ -23,6 +23,7 @@ SCOPES: dict[str, str] = {
     "fleet:operate": "register nodes and change their state (provider)",
     "nodes:report": "report a node's samples and health verdict (node agents' tokens only, never a role's)",
     "scim:provision": "create, change and deactivate the tenant's users and groups over SCIM 2.0 (/scim/v2)",
+    "physical:report": "post physical-access events (badge readers, cage doors); the physical-access role only",
 }
 
 _READ = {"tenants:read", "clusters:read", "volumes:read", "nodes:read", "regions:read", "incidents:read"}
@@ -69,6 +70,7 @@ PROVIDER_ROLES: dict[str, frozenset[str]] = {
     "auditor": frozenset(
         {"tenants:read", "clusters:read", "nodes:read", "regions:read", "audit:read", "incidents:read", "billing:read"}
     ),
+    "physical-access": frozenset({"physical:report"}),  # badge and cage-door systems: routes/physical_access.py
 }
 """Roles of the cloud provider's staff (keys without a tenant)."""
 

@@ -25,7 +25,7 @@ class ApiKeyCreate(BaseModel):
     name: str = Field(min_length=1, max_length=200)
     role: str = Field(
         max_length=32,
-        description="owner, admin, member, viewer, billing; provider: operator, auditor",
+        description="owner, admin, member, viewer, billing; provider: operator, auditor, physical-access",
         json_schema_extra=schemas.one_of(roles.ALL_ROLES),
     )
     scopes: list[Annotated[str, Field(json_schema_extra=schemas.one_of(roles.SCOPES))]] | None = Field(
