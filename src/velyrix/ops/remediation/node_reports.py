@@ -35,6 +35,7 @@ from velyrix.controlplane.reconcile import tables
 from velyrix.controlplane.reconcile.store import DbTransitionStore, move
 from velyrix.fleet import clock, states
 from velyrix.fleet.drivers import base
+from velyrix.fleet.hardware import StoredHardware
 from velyrix.health.drains import SchedulerSeam
 from velyrix.health.engine import Verdict
 from velyrix.health.ladder import Action, Level
@@ -259,7 +260,7 @@ def handle(
                 tenant_id=None,
                 node_id=node.id,
                 node_name=node.name,
-                serial=(node.hardware or {}).get("serial"),
+                serial=StoredHardware.from_dict(node.hardware).serial,
                 reasons=list(rma.reasons),
                 summary=rma.summary,
             )
