@@ -18,7 +18,7 @@ from sqlalchemy import orm
 from velyrix.controlplane import scoping
 from velyrix.controlplane.audit import log
 from velyrix.controlplane.db import models
-from velyrix.controlplane.db import models_evidence as ev
+from velyrix.controlplane.db.models import evidence as ev
 from velyrix.controlplane.reconcile import signing
 from velyrix.fleet.hardware import StoredHardware
 

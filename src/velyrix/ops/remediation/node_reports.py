@@ -29,7 +29,8 @@ from fastapi import FastAPI
 from sqlalchemy import orm
 
 from velyrix.controlplane import node_evidence, status
-from velyrix.controlplane.db import health_tables, models, models_cloud
+from velyrix.controlplane.db import health_tables, models
+from velyrix.controlplane.db.models import cloud as models_cloud
 from velyrix.controlplane.reconcile import cluster as cluster_mod
 from velyrix.controlplane.reconcile import tables
 from velyrix.controlplane.reconcile.store import DbTransitionStore, move
