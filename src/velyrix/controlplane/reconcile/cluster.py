@@ -252,6 +252,25 @@ def heal(
     return list(work.replacements[before:])
 
 
+def _run_phases(st: Step, max_phases: int) -> None:
+    """Run the handlers of at most ``max_phases`` successive phases, stopping at a phase that stays or waits."""
+    cluster = st.cluster
+    for _ in range(max_phases):
+        before = cluster.phase
+        handler = HANDLERS.get(cluster.phase)
+        if handler is None:
+            break
+        handler(st)
+        if st.rewind and cluster.phase not in (phases.PROVISIONING, phases.FAILED, phases.DEGRADED):
+            set_phase(st, phases.PROVISIONING, "replacement nodes must catch up")
+        st.rewind = False
+        if cluster.phase == before or st.requeue_s is not None:
+            break
+    else:
+        if cluster.phase in phases.ACTIVE_PHASES:
+            st.wait(0.0)  # the next phase may start in the next transaction, right away
+
+
 def reconcile(
     session: orm.Session,
     cluster: models.Cluster,
@@ -290,20 +309,7 @@ def reconcile(
             work.spec_digest = digest
         if cluster.phase in (phases.READY, phases.DEGRADED):
             _heal(st)
-        for _ in range(max_phases):
-            before = cluster.phase
-            handler = HANDLERS.get(cluster.phase)
-            if handler is None:
-                break
-            handler(st)
-            if st.rewind and cluster.phase not in (phases.PROVISIONING, phases.FAILED, phases.DEGRADED):
-                set_phase(st, phases.PROVISIONING, "replacement nodes must catch up")
-            st.rewind = False
-            if cluster.phase == before or st.requeue_s is not None:
-                break
-        else:
-            if cluster.phase in phases.ACTIVE_PHASES:
-                st.wait(0.0)  # the next phase may start in the next transaction, right away
+        _run_phases(st, max_phases)
         if any(e.release for e in st.entries.values()) and st.requeue_s is None:
             st.wait()
         if cluster.phase in phases.ACTIVE_PHASES and st.requeue_s is None:
