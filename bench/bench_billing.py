@@ -22,7 +22,8 @@ MONTH = "2026-11"
 
 
 def build(url: str) -> None:
-    from velyrix.controlplane.db import migrate, models, models_noc
+    from velyrix.controlplane.db import migrate, models
+    from velyrix.controlplane.db.models import noc as models_noc
 
     migrate.upgrade(url)
     eng = sa.create_engine(url)

@@ -30,7 +30,7 @@ def _setup(home: Path) -> dict[str, str]:
 import json
 from velyrix.controlplane import db, specs, status
 from velyrix.controlplane.auth import principals
-from velyrix.controlplane.db.models_identity import User
+from velyrix.controlplane.db.models.identity import User
 from velyrix.controlplane.identity import sessions
 from velyrix.planners import plan
 db.upgrade()

@@ -24,6 +24,13 @@ SLOW = (
     "tests/health/test_evaluation.py",  # the health-policy study over simulated weeks
     "tests/controlplane/test_schemathesis.py",  # generated requests against every operation
     "tests/planners/test_fabric_verify.py::test_every_planned_fabric_verifies_on_its_graph",
+    "tests/controlplane/test_fuzz.py",  # Hypothesis fuzzing of every request body and listing
+    "tests/identity/test_tls.py::test_tls_1_3_only_by_default_with_hsts",  # each starts `velyrix server` (TLS)
+    "tests/identity/test_tls.py::test_tls_1_2_only_when_asked_for",
+    "tests/identity/test_tls.py::test_login_verifies_the_certificate_and_the_agent_reports_over_tls",
+    "tests/identity/test_scim.py::test_scim2_tester_passes_every_check",  # the third-party SCIM conformance suite
+    "tests/identity/test_oidc_browser.py",  # Chromium through a real OpenID provider
+    "tests/reconcile/test_running_cloud_e2e.py",  # the running cloud: server, twin and agents in processes
 )
 """Tests marked ``slow`` (``make unit`` skips them; ``make test`` runs everything). Listed here, in one place."""
 

@@ -125,7 +125,7 @@ def path_for(route: APIRoute, world: World, owner: Any, principal_role: str) -> 
     elif param in ("incident_id", "invoice_id", "credit_note_id"):
         obj = billing_object(world, owner, param)
     elif param == "provider_id":
-        from velyrix.controlplane.db.models_identity import IdentityProvider
+        from velyrix.controlplane.db.models.identity import IdentityProvider
 
         with world.session() as s:
             idp = IdentityProvider(
@@ -142,7 +142,8 @@ def path_for(route: APIRoute, world: World, owner: Any, principal_role: str) -> 
 
 def billing_object(world: World, owner: Any, param: str) -> str:
     """A fresh incident, invoice or credit note of ``owner`` straight in the database."""
-    from velyrix.controlplane.db import health_tables, models_noc
+    from velyrix.controlplane.db import health_tables
+    from velyrix.controlplane.db.models import noc as models_noc
 
     with world.session() as s:
         if param == "incident_id":

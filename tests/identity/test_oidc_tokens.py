@@ -13,7 +13,7 @@ from joserfc import jwt
 from joserfc.jwk import KeySet, RSAKey
 
 from velyrix import errors
-from velyrix.controlplane.db.models_identity import IdentityProvider
+from velyrix.controlplane.db.models.identity import IdentityProvider
 from velyrix.controlplane.identity import oidc
 
 ISSUER = "https://idp.acme.example"

@@ -52,7 +52,7 @@ def _h(key: str) -> dict[str, str]:
 
 def _session_of(served: Served, user_id: str) -> str:
     """A browser session of the user (what an SSO login makes: identity.sessions.start)."""
-    from velyrix.controlplane.db.models_identity import User
+    from velyrix.controlplane.db.models.identity import User
     from velyrix.controlplane.identity import sessions
 
     with served.app.state.sessionmaker() as s:

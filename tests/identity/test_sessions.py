@@ -14,7 +14,7 @@ from tests.identity.conftest import Served
 
 def _user_session(served: Served) -> tuple[str, str]:
     from velyrix.controlplane.db import models
-    from velyrix.controlplane.db.models_identity import User
+    from velyrix.controlplane.db.models.identity import User
     from velyrix.controlplane.identity import sessions
 
     with served.app.state.sessionmaker() as s:
@@ -30,7 +30,7 @@ def _user_session(served: Served) -> tuple[str, str]:
 
 
 def _shift(served: Served, session_id: str, **columns: dt.datetime) -> None:
-    from velyrix.controlplane.db.models_identity import UserSession
+    from velyrix.controlplane.db.models.identity import UserSession
 
     with served.app.state.sessionmaker() as s:
         s.execute(sa.update(UserSession).where(UserSession.id == session_id).values(**columns))

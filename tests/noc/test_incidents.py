@@ -123,7 +123,7 @@ def test_admin_contract_set_reports_every_problem_then_stores_a_valid_one(
     assert ok.exit_code == 0, ok.stderr
     assert "target 99.95%" in ok.stdout
     from velyrix.controlplane import db
-    from velyrix.controlplane.db import models_noc
+    from velyrix.controlplane.db.models import noc as models_noc
 
     with db.session() as s:
         tenant = s.query(db.models.Tenant).filter_by(name="acme").one()
@@ -169,7 +169,7 @@ def test_unacknowledged_p1_pages_each_level_at_its_delay_then_reescalates_withou
 
 
 def test_sweep_sends_due_pages_once_and_records_them_on_the_timeline(tmp_path: Path) -> None:
-    from velyrix.controlplane.db import models_noc
+    from velyrix.controlplane.db.models import noc as models_noc
     from velyrix.ops.noc import incidents
     from velyrix.ops.service import create_app
 

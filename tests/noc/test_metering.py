@@ -20,7 +20,7 @@ def test_volume_create_resize_delete_leaves_its_segments(client: Any, world: Wor
     vol = client.post("/v1/volumes", json=body, headers=auth(key)).json()
     assert client.patch(f"/v1/volumes/{vol['id']}", json={"size_tb": 25}, headers=auth(key)).status_code == 200
     assert client.delete(f"/v1/volumes/{vol['id']}", headers=auth(key)).status_code == 204
-    from velyrix.controlplane.db import models_noc
+    from velyrix.controlplane.db.models import noc as models_noc
 
     with world.session() as s:
         segs = (
@@ -36,7 +36,7 @@ def test_volume_create_resize_delete_leaves_its_segments(client: Any, world: Wor
 
 
 def test_usage_events_are_cloudevents_ingested_once(client: Any, world: World) -> None:
-    from velyrix.controlplane.db import models_noc
+    from velyrix.controlplane.db.models import noc as models_noc
     from velyrix.ops.billing import ledger
 
     with world.session() as s:

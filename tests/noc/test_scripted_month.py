@@ -15,7 +15,8 @@ import pytest
 
 from tests.controlplane.conftest import Recorder, auth
 from velyrix.controlplane.auth import principals
-from velyrix.controlplane.db import models, models_noc
+from velyrix.controlplane.db import models
+from velyrix.controlplane.db.models import noc as models_noc
 from velyrix.controlplane.reconcile.store import DbTransitionStore
 from velyrix.fleet import states, transitions
 

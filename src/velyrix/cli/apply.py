@@ -11,6 +11,7 @@ import typer
 
 from velyrix.cli import common
 from velyrix.controlplane.reconcile import phases
+from velyrix.fleet.hardware import StoredHardware
 
 PHASE_ORDER = phases.ORDER
 SETTLED = (*phases.SETTLED_PHASES, phases.DELETED)
@@ -375,7 +376,7 @@ def render_cluster(con: Any, cluster: dict[str, Any], nodes: list[dict[str, Any]
         cond.add_row(*(common.safe(c[k]) for k in ("type", "status", "reason", "message")))
     con.print(cond)
     if nodes:
-        per_su = Counter(((n.get("hardware") or {}).get("position") or {}).get("su") for n in nodes)
+        per_su = Counter(StoredHardware.from_dict(n.get("hardware")).su for n in nodes)
         states = Counter(n["provisioning_state"] for n in nodes)
         con.print(
             "Nodes: "

@@ -186,7 +186,7 @@ def contract_set(
     from velyrix import errors
     from velyrix.cli import admin_audit
     from velyrix.controlplane import db
-    from velyrix.controlplane.db import models_noc
+    from velyrix.controlplane.db.models import noc as models_noc
     from velyrix.ops.sla import contract_hcl
 
     terms = contract_hcl.loads(file.read_text(), str(file))

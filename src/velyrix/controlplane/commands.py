@@ -2,8 +2,9 @@
 
 Routes never hold a session (tests/controlplane/test_layering.py); ``Commands(ctx.scope)`` hands the scope's
 session to the domain functions that need one: issuing API keys and node credentials, recording node
-reports, and the reconcile bookkeeping of a cluster. Every command acts for ``scope.principal`` and within
-its rights; rows passed in are rows that principal read through the scope.
+reports, reserving fleet capacity for a declaration, and the reconcile bookkeeping of a cluster. Every
+command acts for ``scope.principal`` and within its rights; rows passed in are rows that principal read
+through the scope.
 """
 
 from __future__ import annotations
@@ -15,7 +16,7 @@ from velyrix import errors
 from velyrix.controlplane import node_health
 from velyrix.controlplane.auth import principals
 from velyrix.controlplane.db import models
-from velyrix.controlplane.reconcile import steps
+from velyrix.controlplane.reconcile import allocation, steps
 from velyrix.controlplane.scoping import Scope
 
 
@@ -28,6 +29,12 @@ class Commands:
     def cluster_work(self, cluster: models.Cluster) -> models.ClusterWork:
         """The reconcile bookkeeping of ``cluster`` (created on first use)."""
         return steps.work_of(self.scope.session, cluster)
+
+    def reserve_capacity(self, region: str, node_type: str, count: int, *, already: int = 0) -> None:
+        """The fleet can serve ``count`` nodes of ``node_type`` in ``region`` (``already``: declared before),
+        checked and held under the allocation lock until the request commits (``reconcile.allocation.reserve``;
+        raises ``CapacityError``)."""
+        allocation.reserve(self.scope.session, region, node_type, count, already=already)
 
     def issue_node_token(self, node: models.Node) -> tuple[models.NodeCredential, str]:
         """A new credential for ``node``'s agent (previous ones revoked): ``(row, token)``; provider only."""

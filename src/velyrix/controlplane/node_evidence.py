@@ -20,7 +20,8 @@ from sqlalchemy import orm
 
 from velyrix import errors
 from velyrix.catalog import health as catalog_health
-from velyrix.controlplane.db import models, models_cloud
+from velyrix.controlplane.db import models
+from velyrix.controlplane.db.models import cloud as models_cloud
 from velyrix.health import evidence as ev
 from velyrix.health.engine import Engine, Verdict
 from velyrix.health.ladder import Action

@@ -209,10 +209,6 @@ class Scope:
         """Capacity per node type from the fleet's nodes (``reconcile.allocation.fleet_capacity``)."""
         return allocation.fleet_capacity(self.session, region)
 
-    def reserve_capacity(self, region: str, node_type: str, count: int, *, already: int = 0) -> None:
-        """``reconcile.allocation.reserve``: the fleet can serve ``count`` nodes, checked under the lock."""
-        allocation.reserve(self.session, region, node_type, count, already=already)
-
     def own_nodes_in_use(self, region: str) -> dict[str, int]:
         """Nodes per node type in this principal's own clusters in ``region`` (a tenant's usage)."""
         stmt = (

@@ -128,3 +128,62 @@ def firmware_drift(running: Mapping[str, str], baseline: Mapping[str, str]) -> d
     """Components of ``baseline`` (name -> wanted version) that ``running`` (name -> version) does not match:
     name -> (running version or ``missing``, wanted version)."""
     return {k: (running.get(k, "missing"), v) for k, v in baseline.items() if running.get(k) != v}
+
+
+def _inventory(raw: Mapping[str, Any]) -> NodeHardware | None:
+    """``raw`` as a ``NodeHardware`` when it is a whole inventory, else None."""
+    try:
+        return NodeHardware.from_dict(dict(raw))
+    except (KeyError, TypeError, ValueError, AttributeError):
+        return None
+
+
+def _int(value: Any) -> int | None:
+    return None if value is None else int(value)
+
+
+@dataclass(frozen=True)
+class StoredHardware:
+    """A node's ``hardware`` column as the control plane reads it back. It holds a whole ``NodeHardware``
+    once inspection ran (parsed with ``NodeHardware.from_dict``: ``inventory``), possibly only part of one for
+    a node registered through the API (``inventory`` None, the fields below read from what is there), plus
+    what provisioning recorded: ``firmware_evidence`` (``controlplane.evidence.firmware.check``).
+
+    ``su``/``slot``/``su_nodes``: the node's position (None where unknown); ``gpu_uuids`` in NVML order.
+    """
+
+    serial: str | None = None
+    su: int | None = None
+    slot: int | None = None
+    su_nodes: int | None = None
+    gpu_uuids: tuple[str, ...] = ()
+    firmware_evidence: Mapping[str, Any] | None = None
+    inventory: NodeHardware | None = None
+
+    @classmethod
+    def from_dict(cls, raw: Mapping[str, Any] | None) -> StoredHardware:
+        """Parse the column (None or ``{}``: nothing known yet)."""
+        raw = raw or {}
+        evidence = raw.get("firmware_evidence")
+        inventory = _inventory(raw)
+        if inventory is not None:
+            pos = inventory.position
+            return cls(
+                serial=inventory.serial,
+                su=pos.su if pos else None,
+                slot=pos.slot if pos else None,
+                su_nodes=pos.su_nodes if pos else None,
+                gpu_uuids=tuple(g.uuid for g in inventory.gpus),
+                firmware_evidence=evidence,
+                inventory=inventory,
+            )
+        pos_raw = raw.get("position") or {}
+        serial = raw.get("serial")
+        return cls(
+            serial=None if serial is None else str(serial),
+            su=_int(pos_raw.get("su")),
+            slot=_int(pos_raw.get("slot")),
+            su_nodes=_int(pos_raw.get("su_nodes")),
+            gpu_uuids=tuple(str(g["uuid"]) for g in raw.get("gpus") or () if isinstance(g, Mapping) and "uuid" in g),
+            firmware_evidence=evidence,
+        )

@@ -271,7 +271,8 @@ class Engine:
                 return max(int(self.thresholds.gpu["nvlinks_per_gpu"]) - obj.nvlink_links_up, 0)
             if metric == "responsive":
                 return int(obj.responsive)
-            return getattr(obj, metric, None)
+            value = getattr(obj, metric, None)
+            return int(value) if isinstance(value, bool) else value  # flags read 0/1 in reasons
         if scope == "ib_port":
             return obj.state if metric == "state" else obj.counters.get(metric)
         return getattr(obj, metric, None)

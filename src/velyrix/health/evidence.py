@@ -11,7 +11,9 @@ from __future__ import annotations
 import dataclasses
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Never
+
+from velyrix.catalog.gpu_counters import GpuCounters
 
 CHECK_STATUSES = ("pass", "fail", "error", "timeout", "skipped")
 """``error`` and ``timeout`` mean the check could not run: they count as failures, never as passes. ``skipped``:
@@ -35,33 +37,30 @@ class XidEvent:
     recovery_action: str | None = None
 
 
-@dataclass(frozen=True)
-class GpuReading:
-    """One GPU's counters at one instant (NVML names; cumulative counters only grow until a reset)."""
+@dataclass(unsafe_hash=True)
+class GpuReading(GpuCounters[Never]):
+    """One GPU's counters at one instant (NVML names; cumulative counters only grow until a reset). The health
+    counters come from ``catalog.gpu_counters.GpuCounters``. Immutable once built, like the other records
+    here (a dataclass cannot be ``frozen`` on the twin's mutable base, so ``__setattr__`` refuses instead).
+    """
 
     index: int
     temperature_c: float = 0.0
     memory_temperature_c: float = 0.0
-    ecc_sbe_volatile: int = 0
-    ecc_dbe_volatile: int = 0
-    ecc_sbe_aggregate: int = 0
-    ecc_dbe_aggregate: int = 0
-    remapped_rows_correctable: int = 0
-    remapped_rows_uncorrectable: int = 0
-    remap_pending: int = 0
-    remap_failure: int = 0
-    remap_bank_max: int = 0
-    sram_uncorrectable: int = 0
-    retired_pages: int = 0
-    nvlink_crc_errors: int = 0
-    nvlink_replay_errors: int = 0
-    nvlink_recovery_errors: int = 0
-    nvlink_links_up: int = 18
-    pcie_replay: int = 0
-    throttle_reasons: int = 0
     bf16_tflops_measured: float | None = None
     hbm_gb_s_measured: float | None = None
     responsive: bool = True
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "_sealed", True)
+
+    def __setattr__(self, name: str, value: Any) -> None:
+        if getattr(self, "_sealed", False):
+            raise dataclasses.FrozenInstanceError(f"cannot assign to field {name!r}")
+        object.__setattr__(self, name, value)
+
+    def __delattr__(self, name: str) -> None:
+        raise dataclasses.FrozenInstanceError(f"cannot delete field {name!r}")
 
     @property
     def remapped_rows_total(self) -> int:
@@ -81,7 +80,7 @@ class GpuReading:
             kwargs["index"] = index
         for flag in ("remap_pending", "remap_failure"):
             if flag in kwargs:
-                kwargs[flag] = int(kwargs[flag])
+                kwargs[flag] = bool(kwargs[flag])
         return cls(**kwargs)
 
 

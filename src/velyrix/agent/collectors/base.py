@@ -21,11 +21,14 @@ from pathlib import Path
 from typing import Any
 
 from velyrix import errors
+from velyrix.catalog.gpu_counters import COUNTER_NAMES, GpuCounters
 
 
 @dataclass
-class GPUReading:
-    """One GPU at one instant. ``None`` means the device did not report the field (not supported).
+class GPUReading(GpuCounters[None]):
+    """One GPU at one instant. ``None`` means the device did not report the field (not supported). The
+    health counters come from ``catalog.gpu_counters.GpuCounters``: built directly, a reading holds its
+    healthy defaults; collectors start from ``unread`` (every counter None) and fill in what they read.
 
     Counters (``ecc_*``, ``remapped_rows_*``, ``nvlink_*_errors``, ``pcie_replay``, ``energy_mj``) are
     cumulative; ``*_volatile`` counts reset at driver reload, ``*_aggregate`` persist on the board.
@@ -50,25 +53,8 @@ class GPUReading:
     fb_used_mib: float | None = None
     fb_free_mib: float | None = None
     fb_reserved_mib: float | None = None
-    ecc_sbe_volatile: int | None = None
-    ecc_dbe_volatile: int | None = None
-    ecc_sbe_aggregate: int | None = None
-    ecc_dbe_aggregate: int | None = None
-    remapped_rows_correctable: int | None = None
-    remapped_rows_uncorrectable: int | None = None
-    remap_pending: bool | None = None
-    remap_failure: bool | None = None
-    remap_bank_max: int | None = None
-    sram_uncorrectable: int | None = None
-    retired_pages: int | None = None
     xid_events: list[tuple[float, int]] = field(default_factory=list)
     xid_counts: dict[int, int] = field(default_factory=dict)
-    nvlink_crc_errors: int | None = None
-    nvlink_replay_errors: int | None = None
-    nvlink_recovery_errors: int | None = None
-    nvlink_links_up: int | None = None
-    pcie_replay: int | None = None
-    throttle_reasons: int | None = None
     bf16_tflops_measured: float | None = None
     hbm_gb_s_measured: float | None = None
     responsive: bool = True
@@ -86,6 +72,14 @@ class GPUReading:
     nvlink_bandwidth_kib_total: int | None = None
     """Cumulative NVLink data moved, TX + RX over all links, KiB (DCGM_FI_DEV_NVLINK_BANDWIDTH_TOTAL)."""
     vgpu_license_status: int | None = None
+
+    @classmethod
+    def unread(cls, index: int, uuid: str) -> GPUReading:
+        """A reading of GPU ``index`` before any counter was read: every health counter None."""
+        reading = cls(index=index, uuid=uuid)
+        for name in COUNTER_NAMES:
+            setattr(reading, name, None)
+        return reading
 
     @property
     def last_xid(self) -> int:
@@ -164,7 +158,7 @@ class NodeSample:
         out = cls(**{k: v for k, v in raw.items() if k in known})
         gpu_fields = set(GPUReading.__dataclass_fields__)
         for g in raw.get("gpus") or []:
-            kw = {k: v for k, v in g.items() if k in gpu_fields}
+            kw = {**dict.fromkeys(COUNTER_NAMES), **{k: v for k, v in g.items() if k in gpu_fields}}
             kw["xid_events"] = [(float(t), int(x)) for t, x in kw.get("xid_events") or []]
             kw["xid_counts"] = {int(k): int(v) for k, v in (kw.get("xid_counts") or {}).items()}
             out.gpus.append(GPUReading(**kw))

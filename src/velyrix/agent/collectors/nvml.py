@@ -112,9 +112,11 @@ class NvmlCollector(Collector):
         except nv.NVMLError as exc:
             lost = " (fallen off the bus)" if isinstance(exc, nv.NVMLError_GpuIsLost) else ""
             self.problems.add(f"gpu {i}: {exc}{lost}")
-            return GPUReading(index=i, uuid=f"GPU-unreadable-{i}", responsive=False)
+            lost_gpu = GPUReading.unread(i, f"GPU-unreadable-{i}")
+            lost_gpu.responsive = False
+            return lost_gpu
         t = lambda what, fn: self._try(f"gpu {i} {what}", fn)
-        g = GPUReading(index=i, uuid=uuid)
+        g = GPUReading.unread(i, uuid)
         try:
             g.name = t("name", lambda: nv.nvmlDeviceGetName(h)) or "unknown"
             g.serial = t("serial", lambda: nv.nvmlDeviceGetSerial(h))

@@ -50,17 +50,10 @@ def read_gpu(g: SimGPU, driver: str | None = None) -> GPUReading:
     ``driver``: the node's driver version (its firmware baseline's ``driver``)."""
     events = list(g.xid_events)
     if not g.responsive:
-        return GPUReading(
-            index=g.index,
-            uuid=g.uuid,
-            name=g.name,
-            serial=g.serial,
-            xid_events=events,
-            xid_counts=xid_counts(events),
-            responsive=False,
-            pci_bus_id=pci_bus_id(g.index),
-            driver_version=driver,
-        )
+        lost = GPUReading.unread(g.index, g.uuid)
+        lost.name, lost.serial, lost.xid_events, lost.xid_counts = g.name, g.serial, events, xid_counts(events)
+        lost.responsive, lost.pci_bus_id, lost.driver_version = False, pci_bus_id(g.index), driver
+        return lost
     return GPUReading(
         index=g.index,
         uuid=g.uuid,

@@ -18,7 +18,7 @@ from sqlalchemy import orm
 from velyrix import errors, settings
 from velyrix.controlplane.audit import log
 from velyrix.controlplane.db import models
-from velyrix.controlplane.db import models_evidence as ev
+from velyrix.controlplane.db.models import evidence as ev
 from velyrix.controlplane.reconcile import signing
 
 KIND = "velyrix.audit.checkpoint/v1"

@@ -1,6 +1,6 @@
 """The audit log as a Merkle tree in the database: every audit event becomes leaf ``idx`` at commit.
 
-Layout (tables in ``db.models_evidence``): ``audit_log_head`` holds the tree size; ``audit_leaves`` one
+Layout (tables in ``db.models.evidence``): ``audit_log_head`` holds the tree size; ``audit_leaves`` one
 row per event: its leaf hash (``SHA-256(0x00 || canonical event)``) and, packed in ``parents``, the inner
 nodes that this leaf completes (``holder``), so an append is one row. A session commit that carries new
 audit events bumps the head (its row lock orders concurrent writers) and writes the leaves, in the
@@ -24,7 +24,7 @@ from sqlalchemy import orm
 from velyrix import errors
 from velyrix.controlplane.audit import merkle
 from velyrix.controlplane.db import models
-from velyrix.controlplane.db import models_evidence as ev
+from velyrix.controlplane.db.models import evidence as ev
 
 FIELDS = (
     "id",

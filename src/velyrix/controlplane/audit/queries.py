@@ -11,7 +11,7 @@ from velyrix.controlplane import scoping
 from velyrix.controlplane.audit import checkpoints, log, merkle
 from velyrix.controlplane.auth.principals import Principal
 from velyrix.controlplane.db import models
-from velyrix.controlplane.db import models_evidence as ev
+from velyrix.controlplane.db.models import evidence as ev
 
 MAX_INDEX = 2**62
 """Largest leaf index or tree size a request may name (fits BIGINT on every backend)."""

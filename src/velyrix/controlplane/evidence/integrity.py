@@ -5,13 +5,15 @@ InfiniBand partition key; every node held by this cluster of this tenant alone).
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from typing import Any
 
 from velyrix.controlplane.db import models
 from velyrix.fleet.drivers import base
+from velyrix.fleet.hardware import StoredHardware
 
 
-def _holds(evidence: dict[str, Any] | None) -> bool:
+def _holds(evidence: Mapping[str, Any] | None) -> bool:
     if evidence is None:
         return False
     components = evidence["components"].values()
@@ -20,7 +22,7 @@ def _holds(evidence: dict[str, Any] | None) -> bool:
 
 def section(cluster: models.Cluster, nodes: list[models.Node], network: base.NetworkAttachment) -> dict[str, Any]:
     """``{"firmware": {node: evidence}, "isolation": {...}}`` for the report of ``cluster``."""
-    fw = {n.name: (n.hardware or {}).get("firmware_evidence") for n in sorted(nodes, key=lambda n: n.name)}
+    fw = {n.name: StoredHardware.from_dict(n.hardware).firmware_evidence for n in sorted(nodes, key=lambda n: n.name)}
     foreign = sorted(n.name for n in nodes if n.tenant_id != cluster.tenant_id or n.cluster_id != cluster.id)
     verified = all(_holds(e) for e in fw.values())
     return {

@@ -18,8 +18,9 @@ from sqlalchemy import orm
 from velyrix.controlplane import scoping
 from velyrix.controlplane.audit import log
 from velyrix.controlplane.db import models
-from velyrix.controlplane.db import models_evidence as ev
+from velyrix.controlplane.db.models import evidence as ev
 from velyrix.controlplane.reconcile import signing
+from velyrix.fleet.hardware import StoredHardware
 
 KIND = "velyrix.sanitization-certificate/v1"
 STANDARD = "NIST SP 800-88 Rev. 2"
@@ -72,7 +73,7 @@ def issue_node(
     session: orm.Session, cluster: models.Cluster, node: models.Node, result: dict[str, Any], actor: str
 ) -> str:
     """Sign and store the certificate of ``node``'s sanitization (``result``: the driver's); its id."""
-    subject = {"name": node.name, "serial": (node.hardware or {}).get("serial"), "node_type": node.node_type}
+    subject = {"name": node.name, "serial": StoredHardware.from_dict(node.hardware).serial, "node_type": node.node_type}
     return _store(session, cluster, "node", node.name, _body(cluster, "node", subject, result, actor))
 
 

@@ -17,7 +17,7 @@ import sqlalchemy as sa
 from sqlalchemy import orm
 
 from velyrix.controlplane.db import models
-from velyrix.controlplane.db.models_identity import ApiKeyDetail
+from velyrix.controlplane.db.models.identity import ApiKeyDetail
 
 log = logging.getLogger("velyrix.identity")
 TOUCH_INTERVAL_S = 60.0

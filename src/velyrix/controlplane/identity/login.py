@@ -16,7 +16,7 @@ from sqlalchemy import orm
 from velyrix import errors
 from velyrix.controlplane import audit
 from velyrix.controlplane.db import models
-from velyrix.controlplane.db.models_identity import IdentityProvider, LoginFlow, User
+from velyrix.controlplane.db.models.identity import IdentityProvider, LoginFlow, User
 from velyrix.controlplane.identity import oidc, sessions
 
 FLOW_TTL_S = 600

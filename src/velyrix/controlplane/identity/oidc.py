@@ -24,7 +24,7 @@ from joserfc.jwk import KeySet
 
 from velyrix import errors
 from velyrix.controlplane.auth import roles
-from velyrix.controlplane.db.models_identity import IdentityProvider
+from velyrix.controlplane.db.models.identity import IdentityProvider
 
 LEEWAY_S = 60
 """Clock skew tolerated on ``exp``/``iat``/``nbf`` (seconds)."""

@@ -33,8 +33,8 @@ from scim2_models import (
 
 from velyrix import errors
 from velyrix.controlplane.api.context import Ctx, require
-from velyrix.controlplane.db.models_identity import ScimGroup
-from velyrix.controlplane.db.models_identity import User as UserRow
+from velyrix.controlplane.db.models.identity import ScimGroup
+from velyrix.controlplane.db.models.identity import User as UserRow
 from velyrix.controlplane.identity import scim_store as store
 
 MEDIA = "application/scim+json"

@@ -14,8 +14,8 @@ from sqlalchemy import orm
 
 from velyrix import errors
 from velyrix.controlplane.db import models
-from velyrix.controlplane.db.models_identity import IdentityProvider, MfaCredential, ScimGroup, UserSession
-from velyrix.controlplane.db.models_identity import User as UserRow
+from velyrix.controlplane.db.models.identity import IdentityProvider, MfaCredential, ScimGroup, UserSession
+from velyrix.controlplane.db.models.identity import User as UserRow
 from velyrix.controlplane.identity import keyuse, oidc, sessions
 
 MAX_RESULTS = 200

@@ -20,7 +20,7 @@ from velyrix import errors
 from velyrix.controlplane.auth import roles
 from velyrix.controlplane.auth.principals import Principal
 from velyrix.controlplane.db import models
-from velyrix.controlplane.db.models_identity import TenantIdentityPolicy, User, UserSession
+from velyrix.controlplane.db.models.identity import TenantIdentityPolicy, User, UserSession
 
 COOKIE = "velyrix_session"
 CSRF_HEADER = "x-csrf-token"

@@ -19,7 +19,7 @@ from velyrix.controlplane.api import context
 from velyrix.controlplane.api.context import Ctx, require
 from velyrix.controlplane.auth import principals
 from velyrix.controlplane.db import models
-from velyrix.controlplane.db.models_identity import IdentityProvider
+from velyrix.controlplane.db.models.identity import IdentityProvider
 from velyrix.controlplane.identity import keyuse, login, oidc, sessions
 
 router = APIRouter(tags=["identity"])

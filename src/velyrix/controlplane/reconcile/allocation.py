@@ -19,6 +19,7 @@ from velyrix.controlplane.db import models
 from velyrix.controlplane.reconcile import locks
 from velyrix.controlplane.reconcile.store import move
 from velyrix.fleet import states
+from velyrix.fleet.hardware import StoredHardware
 
 
 @dataclass(frozen=True)
@@ -68,12 +69,12 @@ def choose(free: list[Candidate], count: int, *, near_su: int | None = None) -> 
 
 
 def _candidate(node: models.Node) -> Candidate:
-    pos = (node.hardware or {}).get("position") or {}
+    hw = StoredHardware.from_dict(node.hardware)
     return Candidate(
         name=node.name,
-        su=int(pos.get("su", 0)),
-        slot=int(pos.get("slot", 0)),
-        su_nodes=int(pos.get("su_nodes", catalog.region(node.region).scalable_unit_nodes)),
+        su=hw.su or 0,
+        slot=hw.slot or 0,
+        su_nodes=catalog.region(node.region).scalable_unit_nodes if hw.su_nodes is None else hw.su_nodes,
     )
 
 

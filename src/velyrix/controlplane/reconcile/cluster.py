@@ -7,7 +7,7 @@ allocation and attempt, so resubmitting one is safe.
 
 from __future__ import annotations
 
-import copy
+import dataclasses
 from collections.abc import Callable
 from typing import Any, cast
 
@@ -18,7 +18,17 @@ from velyrix import errors
 from velyrix.controlplane import status
 from velyrix.controlplane.db import models
 from velyrix.controlplane.evidence import firmware
-from velyrix.controlplane.reconcile import allocation, locks, networks, phases, teardown, validation, volumes
+from velyrix.controlplane.reconcile import (
+    allocation,
+    locks,
+    networks,
+    node_entry,
+    phases,
+    teardown,
+    validation,
+    volumes,
+)
+from velyrix.controlplane.reconcile.node_entry import NodeEntry
 from velyrix.controlplane.reconcile.steps import (
     ACTOR,
     STEP_ORDER,
@@ -33,6 +43,7 @@ from velyrix.controlplane.reconcile.steps import (
 from velyrix.controlplane.reconcile.store import move
 from velyrix.fleet import states
 from velyrix.fleet.drivers import base
+from velyrix.fleet.hardware import StoredHardware
 
 __all__ = ["Step", "fail", "heal", "needs_work", "reconcile", "replace", "set_phase", "spec_digest", "work_of"]
 
@@ -46,7 +57,7 @@ def _allocating(st: Step) -> None:
     live = st.live()
     for name in st.members:  # adopt nodes whose entry was lost (should not happen; keeps the step total)
         if name not in st.entries:
-            st.entries[name] = {"step": "allocated", "attempt": 0, "seq": st.work.generation}
+            st.entries[name] = NodeEntry(step="allocated", attempt=0, seq=st.work.generation)
             live[name] = st.entries[name]
     want, have = st.cluster.node_count, len(live)
     if have < want:
@@ -59,16 +70,16 @@ def _allocating(st: Step) -> None:
         st.work.generation = seq + 1
         for node in new:
             st.members[node.name] = node
-            st.entries[node.name] = {"step": "allocated", "attempt": 0, "seq": seq}
+            st.entries[node.name] = NodeEntry(step="allocated", attempt=0, seq=seq)
         status.add_event(st.cluster, "NodesAllocated", f"{len(new)} nodes allocated")
     elif have > want:
 
         def keep_score(name: str) -> tuple[int, int, int]:
-            pos = (st.members[name].hardware or {}).get("position") or {}
-            return (STEP_ORDER[live[name]["step"]], -int(pos.get("su", 0)), -int(pos.get("slot", 0)))
+            hw = StoredHardware.from_dict(st.members[name].hardware)
+            return (STEP_ORDER[live[name].step], -(hw.su or 0), -(hw.slot or 0))
 
         for name in sorted(live, key=keep_score)[: have - want]:
-            st.entries[name]["release"] = "scale down"
+            st.entries[name] = dataclasses.replace(st.entries[name], release="scale down")
         status.add_event(st.cluster, "ScaleDown", f"releasing {have - want} nodes")
         teardown.process_releases(st)
     status.set_condition(st.cluster, "NodesAllocated", True, "Allocated", f"{want} nodes")
@@ -84,7 +95,7 @@ def _provisioning(st: Step) -> None:
     baseline = manifest.versions
     for name, entry in st.live().items():
         node = st.members[name]
-        if entry["step"] == "allocated" and node.provisioning_state == states.ALLOCATED:
+        if entry.step == "allocated" and node.provisioning_state == states.ALLOCATED:
             move(st.session, node, states.PROVISIONING, actor=ACTOR, reason=f"provisioning for {st.cluster.name}")
 
     def check(node: models.Node, op: base.Operation) -> str | None:
@@ -175,7 +186,7 @@ def needs_work(cluster: models.Cluster, work: models.ClusterWork | None, session
         return False
     if cluster.desired_state == "absent" or cluster.phase not in phases.SETTLED_PHASES or work is None:
         return True
-    if work.spec_digest != spec_digest(cluster.spec) or any(e.get("release") for e in work.nodes.values()):
+    if work.spec_digest != spec_digest(cluster.spec) or any(e.release for e in node_entry.load(work.nodes).values()):
         return True
     if session is None or cluster.phase == phases.FAILED:
         return False
@@ -195,7 +206,7 @@ def _heal(st: Step) -> None:
     """Replace delivered nodes that health took out of service; the replacements go through every phase."""
     for name, node in list(st.members.items()):
         entry = st.entries.get(name)
-        if entry is None or entry.get("release") or not _out_of_service(node):
+        if entry is None or entry.release or not _out_of_service(node):
             continue
         replace(
             st,
@@ -232,13 +243,32 @@ def heal(
         driver=cast(base.Driver, None),
         settings=settings or phases.ReconcileSettings(),
         members=members,
-        entries=copy.deepcopy(work.nodes or {}),
+        entries=node_entry.load(work.nodes),
     )
     before = len(work.replacements or [])
     _heal(st)
-    work.nodes = st.entries
+    work.nodes = node_entry.dump(st.entries)
     session.flush()
     return list(work.replacements[before:])
+
+
+def _run_phases(st: Step, max_phases: int) -> None:
+    """Run the handlers of at most ``max_phases`` successive phases, stopping at a phase that stays or waits."""
+    cluster = st.cluster
+    for _ in range(max_phases):
+        before = cluster.phase
+        handler = HANDLERS.get(cluster.phase)
+        if handler is None:
+            break
+        handler(st)
+        if st.rewind and cluster.phase not in (phases.PROVISIONING, phases.FAILED, phases.DEGRADED):
+            set_phase(st, phases.PROVISIONING, "replacement nodes must catch up")
+        st.rewind = False
+        if cluster.phase == before or st.requeue_s is not None:
+            break
+    else:
+        if cluster.phase in phases.ACTIVE_PHASES:
+            st.wait(0.0)  # the next phase may start in the next transaction, right away
 
 
 def reconcile(
@@ -264,7 +294,7 @@ def reconcile(
         driver=driver,
         settings=settings,
         members=members,
-        entries=copy.deepcopy(work.nodes or {}),
+        entries=node_entry.load(work.nodes),
     )
     try:
         if cluster.desired_state == "absent":
@@ -279,24 +309,11 @@ def reconcile(
             work.spec_digest = digest
         if cluster.phase in (phases.READY, phases.DEGRADED):
             _heal(st)
-        for _ in range(max_phases):
-            before = cluster.phase
-            handler = HANDLERS.get(cluster.phase)
-            if handler is None:
-                break
-            handler(st)
-            if st.rewind and cluster.phase not in (phases.PROVISIONING, phases.FAILED, phases.DEGRADED):
-                set_phase(st, phases.PROVISIONING, "replacement nodes must catch up")
-            st.rewind = False
-            if cluster.phase == before or st.requeue_s is not None:
-                break
-        else:
-            if cluster.phase in phases.ACTIVE_PHASES:
-                st.wait(0.0)  # the next phase may start in the next transaction, right away
-        if any(e.get("release") for e in st.entries.values()) and st.requeue_s is None:
+        _run_phases(st, max_phases)
+        if any(e.release for e in st.entries.values()) and st.requeue_s is None:
             st.wait()
         if cluster.phase in phases.ACTIVE_PHASES and st.requeue_s is None:
             st.wait()
         return st.requeue_s
     finally:
-        work.nodes = st.entries
+        work.nodes = node_entry.dump(st.entries)

@@ -88,4 +88,4 @@ REPLICA = f"{socket.gethostname()}:{os.getpid()}"
 """This process, as actors name it in node transitions (``reconciler/cluster@host:pid``)."""
 
 STEPS = ("allocated", "provisioned", "networked", "storage", "accepted")
-"""Per-node progress inside a cluster, in order (``cluster_work.nodes[name]["step"]``)."""
+"""Per-node progress inside a cluster, in order (``reconcile.node_entry.NodeEntry.step``)."""

@@ -7,6 +7,7 @@ from typing import Any
 
 from velyrix.controlplane.db import models
 from velyrix.fleet import acceptance
+from velyrix.fleet.hardware import StoredHardware
 
 KIND = "velyrix.acceptance/v1"
 
@@ -45,14 +46,14 @@ def build(
     """The report document (unsigned). ``node_results``: node name -> ``summarize_node`` lines."""
     node_rows = []
     for node in sorted(nodes, key=lambda n: n.name):
-        hw = node.hardware or {}
+        hw = StoredHardware.from_dict(node.hardware)
         tests = node_results.get(node.name, [])
         node_rows.append(
             {
                 "name": node.name,
-                "serial": hw.get("serial"),
-                "su": (hw.get("position") or {}).get("su"),
-                "gpu_uuids": [g["uuid"] for g in hw.get("gpus", [])],
+                "serial": hw.serial,
+                "su": hw.su,
+                "gpu_uuids": list(hw.gpu_uuids),
                 "passed": all(t["passed"] for t in tests),
                 "tests": tests,
             }

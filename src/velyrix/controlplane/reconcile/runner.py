@@ -21,7 +21,7 @@ from sqlalchemy import orm
 from velyrix import errors
 from velyrix.controlplane.db import models
 from velyrix.controlplane.reconcile import cluster as cluster_mod
-from velyrix.controlplane.reconcile import enrollment, locks, phases
+from velyrix.controlplane.reconcile import enrollment, locks, node_entry, phases
 from velyrix.fleet.drivers import base
 
 log = logging.getLogger("velyrix.reconcile")
@@ -125,7 +125,7 @@ class Reconciler:
                 work=work,
                 driver=self.driver,
                 settings=self.settings,
-                entries=dict(work.nodes or {}),
+                entries=node_entry.load(work.nodes),
             )
             cluster_mod.fail(
                 st,

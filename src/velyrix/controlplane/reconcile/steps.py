@@ -7,6 +7,7 @@ import hashlib
 import json
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from dataclasses import replace as changed
 from typing import Any
 
 import sqlalchemy as sa
@@ -16,9 +17,11 @@ from velyrix import errors
 from velyrix.controlplane import status
 from velyrix.controlplane.db import models
 from velyrix.controlplane.reconcile import allocation, phases
+from velyrix.controlplane.reconcile.node_entry import NodeEntry
 from velyrix.controlplane.reconcile.store import move
 from velyrix.fleet import states
 from velyrix.fleet.drivers import base
+from velyrix.fleet.hardware import StoredHardware
 
 ACTOR = f"reconciler/cluster@{phases.REPLICA}"
 STEP_ORDER = {s: i for i, s in enumerate(phases.STEPS)}
@@ -26,7 +29,8 @@ STEP_ORDER = {s: i for i, s in enumerate(phases.STEPS)}
 
 @dataclass
 class Step:
-    """Everything one reconcile step works on. ``entries`` is a working copy of ``work.nodes``."""
+    """Everything one reconcile step works on. ``entries`` is ``work.nodes`` parsed (``node_entry.load``);
+    the caller stores it back with ``node_entry.dump``."""
 
     session: orm.Session
     cluster: models.Cluster
@@ -34,7 +38,7 @@ class Step:
     driver: base.Driver
     settings: phases.ReconcileSettings
     members: dict[str, models.Node] = field(default_factory=dict)
-    entries: dict[str, dict[str, Any]] = field(default_factory=dict)
+    entries: dict[str, NodeEntry] = field(default_factory=dict)
     requeue_s: float | None = None
     rewind: bool = False
 
@@ -45,11 +49,11 @@ class Step:
 
     def rid(self, kind: str, name: str) -> str:
         e = self.entries[name]
-        return f"{self.cluster.id}/{e.get('seq', 0)}/{kind}/{name}/{e.get('attempt', 0)}"
+        return f"{self.cluster.id}/{e.seq}/{kind}/{name}/{e.attempt}"
 
-    def live(self) -> dict[str, dict[str, Any]]:
+    def live(self) -> dict[str, NodeEntry]:
         """Entries of nodes that belong to the cluster (not being released)."""
-        return {n: e for n, e in self.entries.items() if not e.get("release")}
+        return {n: e for n, e in self.entries.items() if not e.release}
 
 
 def spec_digest(spec: dict[str, Any]) -> str:
@@ -84,7 +88,7 @@ def set_phase(st: Step, phase: str, reason: str) -> None:
 
 def fail(st: Step, reason: str, message: str) -> None:
     """Settle the cluster in FAILED (or DEGRADED when it already holds delivered nodes) with ``reason``."""
-    delivered = any(e["step"] == "accepted" for e in st.live().values())
+    delivered = any(e.step == "accepted" for e in st.live().values())
     status.set_condition(st.cluster, "Ready", False, reason, message)
     status.add_event(st.cluster, reason, message, "Warning")
     st.work.last_error = message
@@ -96,10 +100,10 @@ def fail(st: Step, reason: str, message: str) -> None:
 
 def on_failed_op(st: Step, name: str, kind: str, op: base.Operation) -> None:
     entry = st.entries[name]
-    if op.retryable and entry.get("attempt", 0) + 1 < st.settings.max_attempts:
-        entry["attempt"] = entry.get("attempt", 0) + 1
+    if op.retryable and entry.attempt + 1 < st.settings.max_attempts:
+        entry = st.entries[name] = changed(entry, attempt=entry.attempt + 1)
         status.add_event(st.cluster, "Retry", f"{kind} on {name} failed ({op.error}); retrying", "Warning")
-        st.wait(st.settings.retry_backoff_s * 2 ** entry["attempt"])
+        st.wait(st.settings.retry_backoff_s * 2**entry.attempt)
         return
     replace(st, name, f"{kind} failed: {op.error}")
 
@@ -108,29 +112,28 @@ def replace(st: Step, name: str, reason: str) -> None:
     """Take ``name`` out of the cluster (quarantined, then deprovisioned and sanitized) and allocate a
     replacement near it; the replacement goes through every phase again."""
     node = st.members[name]
-    entry = st.entries[name]
-    entry["release"], entry["failed"] = "replaced", reason
+    st.entries[name] = changed(st.entries[name], release="replaced", failed=reason)
     node.last_error = reason[:2000]
     if node.fleet_stage == states.PRODUCTION:
         move(st.session, node, states.QUARANTINED, actor=ACTOR, reason=reason[:500])
-    pos = (node.hardware or {}).get("position") or {}
+    hw = StoredHardware.from_dict(node.hardware)
     record: dict[str, Any] = {
         "failed": name,
-        "failed_serial": (node.hardware or {}).get("serial"),
+        "failed_serial": hw.serial,
         "reason": reason,
         "phase": st.cluster.phase,
         "at": models.utcnow().isoformat(),
         "replacement": None,
     }
     try:
-        (new,) = allocation.allocate(st.session, st.cluster, 1, actor=ACTOR, replacement=True, near_su=pos.get("su"))
+        (new,) = allocation.allocate(st.session, st.cluster, 1, actor=ACTOR, replacement=True, near_su=hw.su)
     except errors.CapacityError:
         status.add_event(st.cluster, "NoSpare", f"{name} failed ({reason}); no spare left to replace it", "Warning")
     else:
         seq = st.work.generation
         st.work.generation = seq + 1
         st.members[new.name] = new
-        st.entries[new.name] = {"step": "allocated", "attempt": 0, "seq": seq}
+        st.entries[new.name] = NodeEntry(step="allocated", attempt=0, seq=seq)
         record["replacement"] = new.name
         st.rewind = True
         status.add_event(st.cluster, "NodeReplaced", f"{name} replaced by {new.name}: {reason}", "Warning")
@@ -148,7 +151,7 @@ def per_node(
     """Run ``submit`` for every live node at ``from_step``; on success (and ``check`` passing) move it to
     ``to_step``. Returns True when every live node is at ``to_step`` or beyond."""
     for name, entry in list(st.live().items()):
-        if entry["step"] != from_step:
+        if entry.step != from_step:
             continue
         op = submit(name)
         if not op.done:
@@ -161,5 +164,5 @@ def per_node(
         if problem:
             replace(st, name, problem)
             continue
-        entry["step"] = to_step
-    return all(STEP_ORDER[e["step"]] >= STEP_ORDER[to_step] for e in st.live().values())
+        st.entries[name] = changed(st.entries[name], step=to_step)  # re-read: ``check`` may add results
+    return all(STEP_ORDER[e.step] >= STEP_ORDER[to_step] for e in st.live().values())

@@ -8,7 +8,8 @@ from typing import Any
 
 from sqlalchemy import orm
 
-from velyrix.controlplane.db import models, models_noc
+from velyrix.controlplane.db import models
+from velyrix.controlplane.db.models import noc as models_noc
 from velyrix.fleet import states, transitions
 
 _HELD = frozenset({states.ALLOCATED, states.PROVISIONING, states.ACTIVE})

@@ -4,11 +4,13 @@ deprovisioned (networks and storage detached), sanitized (a signed certificate s
 
 from __future__ import annotations
 
+import dataclasses
 from typing import TYPE_CHECKING
 
 from velyrix.controlplane.db import models
 from velyrix.controlplane.evidence import sanitization
 from velyrix.controlplane.reconcile import networks, phases, volumes
+from velyrix.controlplane.reconcile.node_entry import NodeEntry
 from velyrix.controlplane.reconcile.store import move
 from velyrix.fleet import states
 from velyrix.fleet.drivers import base
@@ -35,7 +37,7 @@ def _note_certificate(st: Step, name: str, certificate: str) -> None:
 def process_releases(st: Step) -> None:
     """Advance every node marked ``release`` one step towards the free pool."""
     for name, entry in list(st.entries.items()):
-        why = entry.get("release")
+        why = entry.release
         if not why:
             continue
         node = st.members.get(name)
@@ -81,13 +83,13 @@ def process_releases(st: Step) -> None:
             del st.entries[name]
 
 
-def _ok(st: Step, name: str, entry: dict[str, object], ops: list[base.Operation]) -> bool:
+def _ok(st: Step, name: str, entry: NodeEntry, ops: list[base.Operation]) -> bool:
     bad = [op for op in ops if op.status == base.FAILED]
     if not bad:
         return True
-    attempt = int(entry.get("attempt", 0) or 0)  # type: ignore[call-overload]
+    attempt = entry.attempt
     if attempt + 1 < st.settings.max_attempts:
-        entry["attempt"] = attempt + 1
+        st.entries[name] = dataclasses.replace(entry, attempt=attempt + 1)
         st.wait(st.settings.retry_backoff_s * 2 ** (attempt + 1))
         return False
     # cannot clean it: out of the cluster but failed and quarantined, never back in the pool with tenant data
@@ -110,8 +112,8 @@ def destroy(st: Step) -> None:
         return
     set_phase(st, phases.DELETING, "deletion requested")
     for name in st.members:
-        entry = st.entries.setdefault(name, {"step": "allocated", "attempt": 0, "seq": st.work.generation})
-        entry.setdefault("release", "destroy")
+        entry = st.entries.get(name) or NodeEntry(step="allocated", attempt=0, seq=st.work.generation)
+        st.entries[name] = entry if entry.release else dataclasses.replace(entry, release="destroy")
     process_releases(st)
     if st.entries:
         st.wait()

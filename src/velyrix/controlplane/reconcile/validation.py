@@ -3,6 +3,7 @@ storage plans, then delivery: the signed report, nodes active, phase Ready or De
 
 from __future__ import annotations
 
+import dataclasses
 from typing import Any
 
 from velyrix.controlplane import status
@@ -23,7 +24,8 @@ def validating(st: Step) -> None:
 
     def check(node: models.Node, op: base.Operation) -> str | None:
         results = acceptance.judge_node(node.node_type, op.result, node_tests)
-        st.entries[node.name]["results"] = report_mod.summarize_node(results)
+        summary = tuple(report_mod.summarize_node(results))
+        st.entries[node.name] = dataclasses.replace(st.entries[node.name], results=summary)
         if acceptance.passed(results):
             return None
         return "acceptance failed: " + "; ".join(acceptance.failures(results))[:1500]
@@ -99,7 +101,7 @@ def deliver(st: Step, names: list[str], cluster_results: list[dict[str, Any]]) -
     doc = report_mod.build(
         st.cluster,
         nodes,
-        {n: st.entries[n].get("results", []) for n in names},
+        {n: list(st.entries[n].results or ()) for n in names},
         cluster_results,
         list(st.work.replacements),
         delivered_at=models.utcnow().isoformat(),

@@ -16,7 +16,8 @@ from sqlalchemy import orm
 from velyrix import catalog, errors
 from velyrix.controlplane import audit
 from velyrix.controlplane.auth.principals import Principal
-from velyrix.controlplane.db import models, models_noc
+from velyrix.controlplane.db import models
+from velyrix.controlplane.db.models import noc as models_noc
 from velyrix.ops.billing import events, invoices, meters, money
 from velyrix.ops.sla import contract_store, contracts, history
 

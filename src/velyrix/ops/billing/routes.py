@@ -13,7 +13,7 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from velyrix.controlplane.api import schemas
 from velyrix.controlplane.api.context import Ctx, request_info, require
-from velyrix.controlplane.db import models_noc
+from velyrix.controlplane.db.models import noc as models_noc
 from velyrix.ops.billing import rendering, views
 
 router = APIRouter(tags=["billing"], responses=schemas.PROBLEM_RESPONSES)

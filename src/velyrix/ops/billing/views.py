@@ -9,7 +9,8 @@ from typing import Any
 
 from velyrix import errors
 from velyrix.controlplane import audit, scoping
-from velyrix.controlplane.db import models, models_noc
+from velyrix.controlplane.db import models
+from velyrix.controlplane.db.models import noc as models_noc
 from velyrix.fleet import clock
 from velyrix.ops.billing import ledger
 from velyrix.ops.sla import contract_hcl, contract_store, reports

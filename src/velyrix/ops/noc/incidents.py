@@ -1,5 +1,5 @@
 """Incidents on the control plane's database: each ``incidents`` row gets its lifecycle
-(``models_noc.IncidentState``) and timeline (``models_noc.IncidentEvent``); actions go through
+(``db.models.noc.IncidentState``) and timeline (``db.models.noc.IncidentEvent``); actions go through
 ``lifecycle.transition`` / ``lifecycle.note``; ``sweep`` sends the pages escalation makes due. The caller
 commits (with its audit event)."""
 
@@ -14,7 +14,8 @@ from sqlalchemy import orm
 
 from velyrix import errors
 from velyrix.controlplane import scoping
-from velyrix.controlplane.db import health_tables, models_noc
+from velyrix.controlplane.db import health_tables
+from velyrix.controlplane.db.models import noc as models_noc
 from velyrix.ops.noc import escalation, lifecycle
 from velyrix.ops.noc import states as s
 

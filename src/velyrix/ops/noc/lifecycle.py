@@ -1,4 +1,4 @@
-"""The incident lifecycle's transition table and the one function that moves an incident (STYLE.md #5-6).
+"""The incident lifecycle's transition table and the one function that moves an incident (CONTRIBUTING.md, "State").
 
 ``transition(incident, to_state, actor=, reason=, at=)`` validates the move against ``TABLE``, stamps the
 times the SLA report reads (``acknowledged_at`` is also the first response unless a note came first,

@@ -1,4 +1,4 @@
-"""Incident states and priorities: documented constants, no logic (STYLE.md #5). The allowed moves are
+"""Incident states and priorities: documented constants, no logic (CONTRIBUTING.md, "State"). The allowed moves are
 the table of ``velyrix.ops.noc.lifecycle``."""
 
 from __future__ import annotations

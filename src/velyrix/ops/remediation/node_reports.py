@@ -29,12 +29,14 @@ from fastapi import FastAPI
 from sqlalchemy import orm
 
 from velyrix.controlplane import node_evidence, status
-from velyrix.controlplane.db import health_tables, models, models_cloud
+from velyrix.controlplane.db import health_tables, models
+from velyrix.controlplane.db.models import cloud as models_cloud
 from velyrix.controlplane.reconcile import cluster as cluster_mod
 from velyrix.controlplane.reconcile import tables
 from velyrix.controlplane.reconcile.store import DbTransitionStore, move
 from velyrix.fleet import clock, states
 from velyrix.fleet.drivers import base
+from velyrix.fleet.hardware import StoredHardware
 from velyrix.health.drains import SchedulerSeam
 from velyrix.health.engine import Verdict
 from velyrix.health.ladder import Action, Level
@@ -260,7 +262,7 @@ def handle(
                 tenant_id=None,
                 node_id=node.id,
                 node_name=node.name,
-                serial=(node.hardware or {}).get("serial"),
+                serial=StoredHardware.from_dict(node.hardware).serial,
                 reasons=list(rma.reasons),
                 summary=rma.summary,
             )

@@ -6,7 +6,7 @@ from __future__ import annotations
 import sqlalchemy as sa
 from sqlalchemy import orm
 
-from velyrix.controlplane.db import models_noc
+from velyrix.controlplane.db.models import noc as models_noc
 from velyrix.ops.sla import contracts
 
 

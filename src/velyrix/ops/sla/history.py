@@ -12,7 +12,8 @@ from typing import Any
 import sqlalchemy as sa
 from sqlalchemy import orm
 
-from velyrix.controlplane.db import models, models_noc
+from velyrix.controlplane.db import models
+from velyrix.controlplane.db.models import noc as models_noc
 from velyrix.fleet import states
 from velyrix.ops.sla import availability, contracts
 

@@ -42,7 +42,7 @@ def out(c: Any) -> dict[str, Any]:  # an ORM entity or a row of Scope.read
 def _check_capacity(ctx: Ctx, spec_region: str, node_type: str, node_count: int, already: int = 0) -> None:
     """The fleet can serve ``node_count`` (``already`` declared before), checked under the allocation lock
     until the request commits (``allocation.reserve``)."""
-    ctx.scope.reserve_capacity(spec_region, node_type, node_count, already=already)
+    Commands(ctx.scope).reserve_capacity(spec_region, node_type, node_count, already=already)
 
 
 @router.get("", name="clusters.list", response_model=schemas.Page[schemas.ClusterOut])

@@ -12,7 +12,7 @@ from velyrix import errors
 from velyrix.controlplane.api import schemas
 from velyrix.controlplane.api.context import Ctx, require
 from velyrix.controlplane.auth import roles
-from velyrix.controlplane.db.models_identity import IdentityProvider
+from velyrix.controlplane.db.models.identity import IdentityProvider
 from velyrix.controlplane.identity import login
 
 router = APIRouter(prefix="/v1/identity-providers", tags=["identity"], responses=schemas.PROBLEM_RESPONSES)

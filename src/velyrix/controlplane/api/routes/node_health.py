@@ -15,7 +15,8 @@ from velyrix.controlplane import node_health
 from velyrix.controlplane.api import schemas
 from velyrix.controlplane.api.context import Ctx, require
 from velyrix.controlplane.commands import Commands
-from velyrix.controlplane.db import health_tables, models, models_cloud
+from velyrix.controlplane.db import health_tables, models
+from velyrix.controlplane.db.models import cloud as models_cloud
 
 router = APIRouter(tags=["node health"], responses=schemas.PROBLEM_RESPONSES)
 

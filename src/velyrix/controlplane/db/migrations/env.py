@@ -5,11 +5,7 @@ from __future__ import annotations
 from alembic import context
 from sqlalchemy import Connection, engine_from_config, pool
 
-from velyrix.controlplane.db import (  # noqa: F401  (each models_* module: its tables join the metadata)
-    models,
-    models_identity,
-    models_noc,
-)
+from velyrix.controlplane.db import models  # the package registers every area's tables on the metadata
 
 target_metadata = models.Base.metadata
 config = context.config

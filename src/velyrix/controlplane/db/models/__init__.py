@@ -5,14 +5,21 @@
   idempotency records (migration ``0001``);
 - ``reconcile``: network allocations, acceptance reports, per-cluster reconcile work (migration ``0002``);
 - ``health``: node credentials, node reports, RMA records, incidents (migration ``0003``).
+- ``cloud``: each node's evidence history and health events (migration ``0004``);
+- ``evidence``: the audit log's Merkle tree and checkpoints, sanitization certificates (migration ``0006``);
+- ``noc``: incidents' states and timelines, SLA contracts, maintenance windows, the allocation history
+  metering reads, usage events, invoices, credit notes, billing months (migration ``0007``);
+- ``identity``: API-key details, users, sessions, identity providers, logins, MFA, SCIM groups (``0008``).
 
 Import names from here (``from velyrix.controlplane.db.models import Cluster``); importing the package
 registers every table on ``Base.metadata`` (Alembic and ``create_all`` see them all). A new area adds
-``models/<area>.py`` and one import line below.
+``models/<area>.py`` and one import line below; area modules import ``Base`` from ``models.base``, never
+this package. Tables of the later areas are reached by module (``from ...db.models import noc``).
 """
 
 import sqlalchemy as sa
 
+from velyrix.controlplane.db.models import cloud, evidence, identity, noc  # noqa: F401  (their tables join Base.metadata)
 from velyrix.controlplane.db.models.base import Base, UTCDateTime, assign_id, new_id, utcnow
 from velyrix.controlplane.db.models.health import Incident, NodeCredential, NodeReport, RmaRecord
 from velyrix.controlplane.db.models.noc_intake import EventIntegration, NodeDegradation

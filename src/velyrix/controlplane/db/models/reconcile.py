@@ -54,8 +54,9 @@ class AcceptanceReport(Base):
 class ClusterWork(Base):
     """Reconcile bookkeeping of one cluster: per-node progress, replacements, retries, the next wake-up.
 
-    ``nodes`` maps node name -> ``{"step": ..., "attempt": int, "results": [...]}``; steps go
-    ``allocated`` -> ``provisioned`` -> ``networked`` -> ``storage`` -> ``accepted``.
+    ``nodes`` maps node name -> a ``reconcile.node_entry.NodeEntry`` as JSON (``{"step": ..., "attempt": int,
+    "seq": int, "results": [...]}``); steps go ``allocated`` -> ``provisioned`` -> ``networked`` -> ``storage``
+    -> ``accepted``.
     """
 
     __tablename__ = "cluster_work"

@@ -5,9 +5,10 @@ health checks read them directly (names shared with the agent and health: docs/a
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Never
 
 from velyrix.catalog import records
+from velyrix.catalog.gpu_counters import GpuCounters
 from velyrix.fleet import acceptance, hardware
 from velyrix.fleet.drivers.sim import models
 
@@ -34,8 +35,9 @@ FB_RESERVED_SHARE = 0.004  # driver-reserved framebuffer (NVML nvmlMemory_v2 ``r
 
 
 @dataclass(eq=False)
-class SimGPU:
-    """One GPU. Field meanings and units follow NVML (``nvmlDeviceGet*``); counters only grow."""
+class SimGPU(GpuCounters[Never]):
+    """One GPU. Field meanings and units follow NVML (``nvmlDeviceGet*``); counters only grow. The health
+    counters (ECC, row remaps, NVLink, PCIe, clock events) come from ``catalog.gpu_counters.GpuCounters``."""
 
     index: int
     uuid: str
@@ -55,24 +57,7 @@ class SimGPU:
     mem_copy_util_pct: float = 0.0
     fb_used_mib: int = 0
     fb_free_mib: int = 0
-    ecc_sbe_volatile: int = 0
-    ecc_dbe_volatile: int = 0
-    ecc_sbe_aggregate: int = 0
-    ecc_dbe_aggregate: int = 0
-    remapped_rows_correctable: int = 0
-    remapped_rows_uncorrectable: int = 0
-    remap_pending: bool = False
-    remap_failure: bool = False
-    remap_bank_max: int = 0
-    sram_uncorrectable: int = 0
-    retired_pages: int = 0
     xid_events: list[tuple[float, int]] = field(default_factory=list)
-    nvlink_crc_errors: int = 0
-    nvlink_replay_errors: int = 0
-    nvlink_recovery_errors: int = 0
-    nvlink_links_up: int = 18
-    pcie_replay: int = 0
-    throttle_reasons: int = 0
     bf16_tflops_measured: float = 0.0
     hbm_gb_s_measured: float = 0.0
     responsive: bool = True

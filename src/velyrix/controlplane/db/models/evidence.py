@@ -10,10 +10,10 @@ from typing import Any
 import sqlalchemy as sa
 from sqlalchemy.orm import Mapped, mapped_column
 
-from velyrix.controlplane.db import models
+from velyrix.controlplane.db.models.base import Base, utcnow
 
 
-class AuditLogHead(models.Base):
+class AuditLogHead(Base):
     """One row (``id`` 1): the number of leaves in the audit log. Appending takes its row lock, so leaf
     indexes are dense and in commit order on every backend."""
 
@@ -24,7 +24,7 @@ class AuditLogHead(models.Base):
     tree_size: Mapped[int] = mapped_column(sa.BigInteger)
 
 
-class AuditLeaf(models.Base):
+class AuditLeaf(Base):
     """Leaf ``idx`` of the audit log: the event it commits to, ``SHA-256(0x00 || canonical event)``, and the
     inner nodes this leaf completes (levels 1..k, 32 bytes each; ``audit.log.holder``)."""
 
@@ -37,7 +37,7 @@ class AuditLeaf(models.Base):
     parents: Mapped[bytes] = mapped_column(sa.LargeBinary(2048), default=b"")
 
 
-class AuditCheckpoint(models.Base):
+class AuditCheckpoint(Base):
     """A signed statement of the log's size and root hash at a time (``document`` as published)."""
 
     __tablename__ = "audit_checkpoints"
@@ -47,11 +47,11 @@ class AuditCheckpoint(models.Base):
     id: Mapped[str] = mapped_column(sa.String(32), primary_key=True)
     tree_size: Mapped[int] = mapped_column(sa.BigInteger, index=True)
     root_hash: Mapped[str] = mapped_column(sa.String(64))
-    at: Mapped[dt.datetime] = mapped_column(default=models.utcnow)
+    at: Mapped[dt.datetime] = mapped_column(default=utcnow)
     document: Mapped[dict[str, Any]] = mapped_column()
 
 
-class SanitizationCertificate(models.Base):
+class SanitizationCertificate(Base):
     """A signed NIST SP 800-88 certificate of one node's or volume's sanitization on release
     (``velyrix.controlplane.evidence.sanitization``); the tenant whose data it held can read it."""
 
@@ -64,5 +64,5 @@ class SanitizationCertificate(models.Base):
     subject_kind: Mapped[str] = mapped_column(sa.String(16))
     """``node`` or ``volume``."""
     subject: Mapped[str] = mapped_column(sa.String(200))
-    created_at: Mapped[dt.datetime] = mapped_column(default=models.utcnow)
+    created_at: Mapped[dt.datetime] = mapped_column(default=utcnow)
     document: Mapped[dict[str, Any]] = mapped_column()

@@ -10,10 +10,10 @@ from typing import Any
 import sqlalchemy as sa
 from sqlalchemy.orm import Mapped, mapped_column
 
-from velyrix.controlplane.db import models
+from velyrix.controlplane.db.models.base import Base, utcnow
 
 
-class NodeEvidence(models.Base):
+class NodeEvidence(Base):
     """The server's history of one node, built from its agent's reports (provider-only, one row per node).
 
     Times are the reports' ``collected_at_s`` (the node's clock; the twin's clock on the twin). ``samples``:
@@ -47,10 +47,10 @@ class NodeEvidence(models.Base):
     pending_ops: Mapped[list[Any]] = mapped_column(default=list)
     """Driver requests of fixes (GPU reset, reboot) not finished yet: ``[request_id, kind]``."""
     disagreements: Mapped[int] = mapped_column(default=0)
-    updated_at: Mapped[dt.datetime] = mapped_column(default=models.utcnow, onupdate=models.utcnow)
+    updated_at: Mapped[dt.datetime] = mapped_column(default=utcnow, onupdate=utcnow)
 
 
-class NodeEvent(models.Base):
+class NodeEvent(Base):
     """Something the control plane decided about a node: a verdict acted on, or an agent's claim that the
     evidence did not support (``reason`` ``AgentDisagrees``). ``tenant_id``: the node's tenant then (a
     tenant reads the events of its nodes; provider keys read all)."""
@@ -61,7 +61,7 @@ class NodeEvent(models.Base):
     id: Mapped[str] = mapped_column(sa.String(32), primary_key=True)
     node_id: Mapped[str] = mapped_column(sa.ForeignKey("nodes.id"), index=True)
     tenant_id: Mapped[str | None] = mapped_column(sa.ForeignKey("tenants.id"), index=True)
-    at: Mapped[dt.datetime] = mapped_column(default=models.utcnow)
+    at: Mapped[dt.datetime] = mapped_column(default=utcnow)
     t_s: Mapped[float] = mapped_column(default=0.0)
     """The node's clock when it happened (the report's ``collected_at_s``)."""
     type: Mapped[str] = mapped_column(sa.String(16), default="Normal")

@@ -14,10 +14,10 @@ from typing import Any
 import sqlalchemy as sa
 from sqlalchemy.orm import Mapped, mapped_column
 
-from velyrix.controlplane.db import models
+from velyrix.controlplane.db.models.base import Base, utcnow
 
 
-class ApiKeyDetail(models.Base):
+class ApiKeyDetail(Base):
     """What a key carries beside its rights: a description, and when and from where it was last used
     (written at most once a minute per key: ``velyrix.controlplane.identity.keyuse``)."""
 
@@ -33,7 +33,7 @@ class ApiKeyDetail(models.Base):
     last_used_address: Mapped[str | None] = mapped_column(sa.String(64))
 
 
-class User(models.Base):
+class User(Base):
     """A person of a tenant, known through SSO (OIDC subject, SAML NameID) or SCIM provisioning."""
 
     __tablename__ = "users"
@@ -53,14 +53,14 @@ class User(models.Base):
     active: Mapped[bool] = mapped_column(default=True)
     scim: Mapped[dict[str, Any]] = mapped_column(default=dict)
     """The SCIM attributes last written (name, emails, ...), returned as given."""
-    created_at: Mapped[dt.datetime] = mapped_column(default=models.utcnow)
-    updated_at: Mapped[dt.datetime] = mapped_column(default=models.utcnow, onupdate=models.utcnow)
+    created_at: Mapped[dt.datetime] = mapped_column(default=utcnow)
+    updated_at: Mapped[dt.datetime] = mapped_column(default=utcnow, onupdate=utcnow)
     version: Mapped[int] = mapped_column(default=1)
 
     __mapper_args__ = {"version_id_col": version}
 
 
-class UserSession(models.Base):
+class UserSession(Base):
     """A browser session: the cookie holds the secret, the table its SHA-256. Ends at ``expires_at``
     (absolute), after ``idle_timeout_s`` without a request, at logout, or when the user is deactivated."""
 
@@ -74,8 +74,8 @@ class UserSession(models.Base):
     tenant_id: Mapped[str] = mapped_column(sa.String(32), index=True)
     method: Mapped[str] = mapped_column(sa.String(16))
     """``oidc`` or ``saml``."""
-    created_at: Mapped[dt.datetime] = mapped_column(default=models.utcnow)
-    last_seen_at: Mapped[dt.datetime] = mapped_column(default=models.utcnow)
+    created_at: Mapped[dt.datetime] = mapped_column(default=utcnow)
+    last_seen_at: Mapped[dt.datetime] = mapped_column(default=utcnow)
     expires_at: Mapped[dt.datetime] = mapped_column()
     mfa_at: Mapped[dt.datetime | None] = mapped_column()
     """When the user last proved a second factor in this session (step-up reads it)."""
@@ -83,7 +83,7 @@ class UserSession(models.Base):
     end_reason: Mapped[str | None] = mapped_column(sa.String(32))
 
 
-class IdentityProvider(models.Base):
+class IdentityProvider(Base):
     """One tenant's SSO configuration: an OIDC issuer and client, or a SAML IdP; the domains whose users
     may log in, and how claims and groups become a tenant role."""
 
@@ -108,10 +108,10 @@ class IdentityProvider(models.Base):
     groups_claim: Mapped[str] = mapped_column(sa.String(100), default="groups")
     group_map: Mapped[dict[str, Any]] = mapped_column(default=dict)
     default_role: Mapped[str] = mapped_column(sa.String(32), default="viewer")
-    created_at: Mapped[dt.datetime] = mapped_column(default=models.utcnow)
+    created_at: Mapped[dt.datetime] = mapped_column(default=utcnow)
 
 
-class LoginFlow(models.Base):
+class LoginFlow(Base):
     """A login started and not yet finished: the ``state`` (its SHA-256), OIDC nonce and PKCE verifier, or
     the SAML request id; single use, ten minutes."""
 
@@ -129,12 +129,12 @@ class LoginFlow(models.Base):
     """``http://127.0.0.1:PORT/...`` of ``velyrix login --sso`` (loopback only), or empty for a browser."""
     cli_challenge: Mapped[str] = mapped_column(sa.String(200), default="")
     result: Mapped[dict[str, Any]] = mapped_column(default=dict)
-    created_at: Mapped[dt.datetime] = mapped_column(default=models.utcnow)
+    created_at: Mapped[dt.datetime] = mapped_column(default=utcnow)
     expires_at: Mapped[dt.datetime] = mapped_column()
     used_at: Mapped[dt.datetime | None] = mapped_column()
 
 
-class SeenAssertion(models.Base):
+class SeenAssertion(Base):
     """A SAML assertion id already accepted (replay refused until it would have expired anyway)."""
 
     __tablename__ = "saml_seen_assertions"
@@ -144,7 +144,7 @@ class SeenAssertion(models.Base):
     expires_at: Mapped[dt.datetime] = mapped_column()
 
 
-class MfaCredential(models.Base):
+class MfaCredential(Base):
     """A second factor of a user: a WebAuthn credential (public key, sign count) or a TOTP seed."""
 
     __tablename__ = "mfa_credentials"
@@ -161,11 +161,11 @@ class MfaCredential(models.Base):
     secret: Mapped[str] = mapped_column(sa.String(200), default="")
     """TOTP seed (base32), or a recovery code's SHA-256."""
     name: Mapped[str] = mapped_column(sa.String(200), default="")
-    created_at: Mapped[dt.datetime] = mapped_column(default=models.utcnow)
+    created_at: Mapped[dt.datetime] = mapped_column(default=utcnow)
     used_at: Mapped[dt.datetime | None] = mapped_column()
 
 
-class TenantIdentityPolicy(models.Base):
+class TenantIdentityPolicy(Base):
     """A tenant's login policy: which second factors count, and the session timeouts (seconds)."""
 
     __tablename__ = "tenant_identity_policies"
@@ -178,7 +178,7 @@ class TenantIdentityPolicy(models.Base):
     absolute_timeout_s: Mapped[int] = mapped_column(default=12 * 3600)
 
 
-class ScimGroup(models.Base):
+class ScimGroup(Base):
     """A SCIM group of a tenant; its members' roles follow the identity provider's ``group_map``."""
 
     __tablename__ = "scim_groups"
@@ -191,8 +191,8 @@ class ScimGroup(models.Base):
     external_id: Mapped[str | None] = mapped_column(sa.String(200))
     members: Mapped[list[Any]] = mapped_column(default=list)
     """User ids."""
-    created_at: Mapped[dt.datetime] = mapped_column(default=models.utcnow)
-    updated_at: Mapped[dt.datetime] = mapped_column(default=models.utcnow, onupdate=models.utcnow)
+    created_at: Mapped[dt.datetime] = mapped_column(default=utcnow)
+    updated_at: Mapped[dt.datetime] = mapped_column(default=utcnow, onupdate=utcnow)
     version: Mapped[int] = mapped_column(default=1)
 
     __mapper_args__ = {"version_id_col": version}

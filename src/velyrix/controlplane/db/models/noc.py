@@ -11,11 +11,12 @@ import sqlalchemy as sa
 from sqlalchemy import orm
 from sqlalchemy.orm import Mapped, mapped_column
 
-from velyrix.controlplane.db import models
+from velyrix.controlplane.db.models.base import Base, utcnow
+from velyrix.controlplane.db.models.resources import Volume
 from velyrix.fleet import clock
 
 
-class IncidentState(models.Base):
+class IncidentState(Base):
     """The lifecycle of one ``incidents`` row (``velyrix.ops.noc.lifecycle``): state, timers, escalation."""
 
     __tablename__ = "incident_states"
@@ -45,7 +46,7 @@ class IncidentState(models.Base):
     __mapper_args__ = {"version_id_col": version}
 
 
-class IncidentEvent(models.Base):
+class IncidentEvent(Base):
     """One line of an incident's timeline: opened, page, state, note."""
 
     __tablename__ = "incident_events"
@@ -61,7 +62,7 @@ class IncidentEvent(models.Base):
     detail: Mapped[dict[str, Any]] = mapped_column(default=dict)
 
 
-class SlaContract(models.Base):
+class SlaContract(Base):
     """A tenant's own SLA contract (tenants without one have the catalog's default)."""
 
     __tablename__ = "sla_contracts"
@@ -74,13 +75,13 @@ class SlaContract(models.Base):
     """``velyrix.ops.sla.contracts.Contract.to_dict()``."""
     source: Mapped[str] = mapped_column(sa.Text, default="")
     set_by: Mapped[str] = mapped_column(sa.String(200))
-    updated_at: Mapped[dt.datetime] = mapped_column(default=models.utcnow, onupdate=models.utcnow)
+    updated_at: Mapped[dt.datetime] = mapped_column(default=utcnow, onupdate=utcnow)
     version: Mapped[int] = mapped_column(default=1)
 
     __mapper_args__ = {"version_id_col": version}
 
 
-class MaintenanceWindow(models.Base):
+class MaintenanceWindow(Base):
     """A maintenance window of a cluster, announced (or not) ahead of its start."""
 
     __tablename__ = "maintenance_windows"
@@ -95,7 +96,7 @@ class MaintenanceWindow(models.Base):
     label: Mapped[str] = mapped_column(sa.String(200), default="")
 
 
-class NodeAllocation(models.Base):
+class NodeAllocation(Base):
     """State history for metering: a node held by a tenant's cluster from ``allocated_at`` to
     ``released_at`` (written by ``reconcile.store.DbTransitionStore`` with the transitions)."""
 
@@ -112,7 +113,7 @@ class NodeAllocation(models.Base):
     released_at: Mapped[dt.datetime | None] = mapped_column()
 
 
-class VolumeSegment(models.Base):
+class VolumeSegment(Base):
     """State history for metering: a volume at one size from ``starts_at`` to ``ends_at``."""
 
     __tablename__ = "volume_segments"
@@ -128,7 +129,7 @@ class VolumeSegment(models.Base):
     ends_at: Mapped[dt.datetime | None] = mapped_column()
 
 
-class UsageEvent(models.Base):
+class UsageEvent(Base):
     """A usage event (CloudEvents 1.0 attributes + data); one per (source, event_id): ingestion is
     idempotent."""
 
@@ -147,7 +148,7 @@ class UsageEvent(models.Base):
     data: Mapped[dict[str, Any]] = mapped_column()
 
 
-class Invoice(models.Base):
+class Invoice(Base):
     """A tenant's monthly invoice: lines (JSON), subtotal, credits applied, total (decimal strings)."""
 
     __tablename__ = "invoices"
@@ -166,10 +167,10 @@ class Invoice(models.Base):
     subtotal: Mapped[str] = mapped_column(sa.String(32))
     credits_applied: Mapped[str] = mapped_column(sa.String(32))
     total: Mapped[str] = mapped_column(sa.String(32))
-    issued_at: Mapped[dt.datetime] = mapped_column(default=models.utcnow)
+    issued_at: Mapped[dt.datetime] = mapped_column(default=utcnow)
 
 
-class CreditNote(models.Base):
+class CreditNote(Base):
     """An SLA credit for a missed target, with its evidence; applied to the next invoices until spent."""
 
     __tablename__ = "credit_notes"
@@ -186,10 +187,10 @@ class CreditNote(models.Base):
     remaining: Mapped[str] = mapped_column(sa.String(32))
     applications: Mapped[list[Any]] = mapped_column(default=list)
     evidence: Mapped[dict[str, Any]] = mapped_column(default=dict)
-    issued_at: Mapped[dt.datetime] = mapped_column(default=models.utcnow)
+    issued_at: Mapped[dt.datetime] = mapped_column(default=utcnow)
 
 
-class BillingMonth(models.Base):
+class BillingMonth(Base):
     """A closed month: invoices and credit notes issued (closing twice is refused)."""
 
     __tablename__ = "billing_months"
@@ -198,7 +199,7 @@ class BillingMonth(models.Base):
 
     id: Mapped[str] = mapped_column(sa.String(32), primary_key=True)
     month: Mapped[str] = mapped_column(sa.String(7), unique=True)
-    closed_at: Mapped[dt.datetime] = mapped_column(default=models.utcnow)
+    closed_at: Mapped[dt.datetime] = mapped_column(default=utcnow)
     closed_by: Mapped[str] = mapped_column(sa.String(200))
     summary: Mapped[dict[str, Any]] = mapped_column(default=dict)
 
@@ -212,7 +213,7 @@ def _open_segments(session: orm.Session, volume_id: str) -> list[VolumeSegment]:
         return [*found, *(p for p in pending if p.ends_at is None)]
 
 
-def _segment(volume: models.Volume, at: dt.datetime) -> VolumeSegment:
+def _segment(volume: Volume, at: dt.datetime) -> VolumeSegment:
     return VolumeSegment(
         volume_id=volume.id,
         tenant_id=volume.tenant_id,
@@ -227,16 +228,16 @@ def _segment(volume: models.Volume, at: dt.datetime) -> VolumeSegment:
 def _volume_history(session: orm.Session, _context: Any, _instances: Any) -> None:
     """Metering's state history of volumes, whoever changes them (routes, reconcilers): a segment opens
     when a volume is created, closes and reopens when its size changes, closes when it is deleted."""
-    now = models.utcnow()
+    now = utcnow()
     for obj in list(session.new):
-        if isinstance(obj, models.Volume):
+        if isinstance(obj, Volume):
             session.add(_segment(obj, now))
     for obj in list(session.dirty):
-        if isinstance(obj, models.Volume) and sa.inspect(obj).attrs.size_tb.history.has_changes():
+        if isinstance(obj, Volume) and sa.inspect(obj).attrs.size_tb.history.has_changes():
             for seg in _open_segments(session, obj.id):
                 seg.ends_at = now
             session.add(_segment(obj, now))
     for obj in list(session.deleted):
-        if isinstance(obj, models.Volume):
+        if isinstance(obj, Volume):
             for seg in _open_segments(session, obj.id):
                 seg.ends_at = now
