@@ -21,7 +21,8 @@ import uvicorn
 from prometheus_client.parser import text_string_to_metric_families
 
 from velyrix.controlplane.auth import principals
-from velyrix.controlplane.db import models, models_noc
+from velyrix.controlplane.db import models
+from velyrix.controlplane.db.models import noc as models_noc
 from velyrix.fleet import clock
 from velyrix.ops.noc import incidents
 from velyrix.ops.service import create_app

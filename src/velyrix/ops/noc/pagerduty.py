@@ -29,7 +29,8 @@ from sqlalchemy import orm
 
 from velyrix import errors
 from velyrix.controlplane.auth import principals
-from velyrix.controlplane.db import health_tables, models, models_noc
+from velyrix.controlplane.db import health_tables, models
+from velyrix.controlplane.db.models import noc as models_noc
 from velyrix.ops.noc import incidents, lifecycle
 from velyrix.ops.noc import states as s
 

@@ -25,7 +25,8 @@ import sqlalchemy as sa
 from sqlalchemy import orm
 
 from velyrix import catalog, errors
-from velyrix.controlplane.db import health_tables, models, models_noc
+from velyrix.controlplane.db import health_tables, models
+from velyrix.controlplane.db.models import noc as models_noc
 from velyrix.controlplane.reconcile import phases
 from velyrix.fleet import states
 from velyrix.ops.noc import incidents as noc_incidents
