@@ -24,6 +24,7 @@ from velyrix.controlplane.api.routes import (
     clusters,
     evidence,
     health,
+    identity_policy,
     identity_providers,
     node_health,
     nodes,
@@ -35,7 +36,7 @@ from velyrix.controlplane.api.routes import (
 from velyrix.controlplane.audit import checkpoints
 from velyrix.controlplane.db import engine as engine_mod
 from velyrix.controlplane.db import migrate as migrate_mod
-from velyrix.controlplane.identity import scim, tls, web
+from velyrix.controlplane.identity import mfa_web, scim, tls, web
 
 ROUTERS = (
     health.router,
@@ -52,8 +53,9 @@ ROUTERS = (
     evidence.router,
     node_health.router,
     identity_providers.router,
+    identity_policy.router,
 )
-BROWSER_ROUTERS = (web.router, scim.router)
+BROWSER_ROUTERS = (web.router, mfa_web.router, scim.router)
 """Sign-in pages and SCIM (``velyrix.controlplane.identity``): outside the /v1 OpenAPI document."""
 
 
