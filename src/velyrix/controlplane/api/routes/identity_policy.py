@@ -5,12 +5,13 @@ from __future__ import annotations
 
 from typing import Any
 
-from fastapi import APIRouter, Depends
+from fastapi import APIRouter, Depends, Query
 from pydantic import BaseModel, ConfigDict, Field
 
 from velyrix import errors
 from velyrix.controlplane.api import schemas
 from velyrix.controlplane.api.context import Ctx, require
+from velyrix.controlplane.db import models
 from velyrix.controlplane.identity import mfa, sessions
 
 router = APIRouter(prefix="/v1/identity-policy", tags=["identity"], responses=schemas.PROBLEM_RESPONSES)
@@ -26,7 +27,7 @@ class PolicyBody(BaseModel):
 
 
 class PolicyOut(BaseModel):
-    tenant_id: str
+    tenant_id: str | None = Field(description="null: the defaults of a tenant that set none (provider keys)")
     mfa_required: bool
     totp_allowed: bool
     step_up_s: int
@@ -45,9 +46,21 @@ def _own_tenant(ctx: Ctx) -> str:
 
 
 @router.get("", name="identity_policy.get", response_model=PolicyOut)
-def get_policy(ctx: Ctx = Depends(require("tenants:read"))) -> dict[str, Any]:
-    """The tenant's policy (the defaults when none was set)."""
-    return _out(sessions.policy(ctx.scope.session, _own_tenant(ctx)))
+def get_policy(
+    ctx: Ctx = Depends(require("tenants:read")),
+    tenant_id: str | None = Query(None, max_length=32, description="provider keys: the tenant to read"),
+) -> dict[str, Any]:
+    """The tenant's policy (the defaults when none was set). Provider keys name the tenant, or read the
+    defaults."""
+    if ctx.principal.tenant_id is not None:
+        if tenant_id not in (None, ctx.principal.tenant_id):
+            raise errors.NotFoundError(kind="tenant", name=tenant_id)
+        tenant_id = ctx.principal.tenant_id
+    elif tenant_id is None:
+        return {**_out(sessions.policy(ctx.scope.session, "")), "tenant_id": None}
+    elif ctx.scope.session.get(models.Tenant, tenant_id) is None:
+        raise errors.NotFoundError(kind="tenant", name=tenant_id)
+    return _out(sessions.policy(ctx.scope.session, tenant_id))
 
 
 @router.put("", name="identity_policy.set", response_model=PolicyOut)
