@@ -119,6 +119,17 @@ class SiemSettings:
 
 
 @dataclass(frozen=True)
+class IdentitySettings:
+    """The control plane as a WebAuthn relying party (``controlplane/identity/webauthn_rp.py``)."""
+
+    webauthn_rp_id: str = field(default_factory=lambda: _env("VELYRIX_WEBAUTHN_RP_ID", "localhost"))
+    """The RP ID: the domain users' browsers see the control plane on (credentials are bound to it)."""
+    webauthn_origins: str = field(default_factory=lambda: _env("VELYRIX_WEBAUTHN_ORIGINS", ""))
+    """Comma-separated origins (``https://cloud.example``) assertions may come from; empty:
+    ``https://<rp id>``, or, for the RP ID ``localhost``, any http(s)://localhost port."""
+
+
+@dataclass(frozen=True)
 class Settings:
     paths: PathSettings = field(default_factory=PathSettings)
     database: DatabaseSettings = field(default_factory=DatabaseSettings)
@@ -129,6 +140,7 @@ class Settings:
     postgres_harness: PostgresHarnessSettings = field(default_factory=PostgresHarnessSettings)
     noc: NocSettings = field(default_factory=NocSettings)
     siem: SiemSettings = field(default_factory=SiemSettings)
+    identity: IdentitySettings = field(default_factory=IdentitySettings)
 
     def database_url(self) -> str:
         """The effective database URL (the SQLite default when none is configured)."""

@@ -51,6 +51,7 @@ def body_for(route: APIRoute, world: World, principal_role: str, cluster_name: s
         "volumes.update": {"size_tb": 50},
         "clusters.destroy": {"delete_volumes": False},
         "api_keys.rotate": {"grace_s": 0},
+        "identity_policy.set": {"step_up_s": 300},
         "identity_providers.create": {
             "name": unique("idp"),
             "kind": "oidc",

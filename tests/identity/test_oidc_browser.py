@@ -1,7 +1,8 @@
 """OIDC single sign-on end to end in headless Chromium against the npm ``oidc-provider`` (its login and
 consent pages): a user of tenant A signs in, sees only tenant A's clusters, signs out, and the old cookie
 answers 401; a user of a domain the tenant does not allow gets no session; a replayed callback is
-refused; each step leaves its audit event."""
+refused; a user registers a security key (Chromium's virtual authenticator, user verification on), is
+asked for it at the next login and again (step-up) for an owner key; each step leaves its audit event."""
 
 from __future__ import annotations
 
@@ -22,6 +23,7 @@ from tests.identity.oidc_provider import CLIENT_ID, CLIENT_SECRET, oidc_provider
 ACCOUNTS = {
     "alice@acme.example": {"name": "Alice", "groups": ["gpu-admins"]},
     "bob@acme.example": {"name": "Bob", "groups": []},
+    "carol@acme.example": {"name": "Carol", "groups": ["gpu-admins"]},
     "eve@evil.example": {"name": "Eve", "groups": ["gpu-admins"]},
 }
 
@@ -191,4 +193,65 @@ def test_velyrix_login_sso_through_the_loopback(browser: Any, sso: Sso, tmp_path
     assert listed.status_code == 200
     mine = [k for k in listed.json()["items"] if k["description"] == "velyrix login --sso"]
     assert mine and mine[0]["role"] == "owner" and mine[0]["expires_at"]
+    context.close()
+
+
+def _security_key(context: Any, page: Any) -> tuple[Any, str]:
+    """A virtual CTAP2 security key with user verification (DevTools WebAuthn domain) on ``page``."""
+    cdp = context.new_cdp_session(page)
+    cdp.send("WebAuthn.enable")
+    options = {
+        "protocol": "ctap2",
+        "transport": "usb",
+        "hasResidentKey": False,
+        "hasUserVerification": True,
+        "isUserVerified": True,
+        "automaticPresenceSimulation": True,
+    }
+    made = cdp.send("WebAuthn.addVirtualAuthenticator", {"options": options})
+    return cdp, made["authenticatorId"]
+
+
+def test_a_security_key_is_asked_at_the_next_login_and_for_an_owner_key(browser: Any, sso: Sso) -> None:  # noqa: F811
+    context = browser.new_context()
+    page = context.new_page()
+    cdp, authenticator = _security_key(context, page)
+    sign_in(page, sso, "carol@acme.example")
+    page.wait_for_url(f"{sso.url}/ui")  # no key yet: signed in, changes wait for a second factor
+    page.click("#security")
+    page.click("#register-key")
+    page.wait_for_selector("#status:has-text('registered')")
+    assert len(cdp.send("WebAuthn.getCredentials", {"authenticatorId": authenticator})["credentials"]) == 1
+    page.goto(f"{sso.url}/ui")
+    page.click("#logout")
+    page.wait_for_selector("text=signed out")
+
+    context.clear_cookies()  # the provider's session too: a full login again
+    sign_in(page, sso, "carol@acme.example")
+    page.wait_for_url(f"{sso.url}/auth/mfa")  # the identity provider is not enough any more
+    assert not [c for c in context.cookies() if c["name"] == "velyrix_session"]
+    page.click("#use-key")
+    page.wait_for_url(f"{sso.url}/ui")
+    text = page.inner_text("body")
+    assert "carol@acme.example" in text and "(owner)" in text
+    assert sso.cluster_a in text and sso.cluster_b not in text
+    login = [e for e in sso.events("auth.login") if e.actor.endswith("(carol@acme.example)")][-1]
+    assert login.detail["second_factor"] == "webauthn"
+
+    page.click("#security")
+    page.click("#create-owner-key")
+    page.wait_for_selector("#status:has-text('created')")
+    assert page.inner_text("#secret").startswith("vlx_")
+    steps = [e for e in sso.events("mfa.step_up") if e.actor.endswith("(carol@acme.example)")]
+    assert [e.outcome for e in steps] == ["success"]  # asked again for the owner key
+    refusals = [e for e in sso.events("api_keys.create") if e.error_code == "identity_step_up_required"]
+    assert refusals and refusals[-1].actor.endswith("(carol@acme.example)")
+    count = cdp.send("WebAuthn.getCredentials", {"authenticatorId": authenticator})["credentials"][0]["signCount"]
+    assert count >= 2  # the login's assertion and the step-up's
+
+    cookie = next(c for c in context.cookies() if c["name"] == "velyrix_session")
+    page.goto(f"{sso.url}/ui")
+    page.click("#logout")
+    page.wait_for_selector("text=signed out")
+    assert httpx.get(f"{sso.url}/ui", cookies={"velyrix_session": cookie["value"]}).status_code == 401
     context.close()

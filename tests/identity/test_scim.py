@@ -51,13 +51,14 @@ def _h(key: str) -> dict[str, str]:
 
 
 def _session_of(served: Served, user_id: str) -> str:
-    """A browser session of the user (what an SSO login makes: identity.sessions.start)."""
+    """A browser session of the user who proved a second factor (what an SSO login with a security key
+    makes: identity.sessions.start)."""
     from velyrix.controlplane.db.models.identity import User
     from velyrix.controlplane.identity import sessions
 
     with served.app.state.sessionmaker() as s:
         user = s.get(User, user_id)
-        _, secret = sessions.start(s, user, "oidc")
+        _, secret = sessions.start(s, user, "oidc", mfa=True)
         s.commit()
         return secret
 

@@ -132,6 +132,13 @@ class Scope:
             raise errors.NotFoundError(kind=kind, name=obj_id)
         return row
 
+    def rows(self, stmt: sa.Select[Any]) -> list[sa.Row[Any]]:
+        """The rows of a column ``stmt`` (built on ``select``) on the request's connection when no
+        session is open: for pages that render a few columns of many rows."""
+        if self._session is None and self._connection is not None:
+            return list(self._connection.execute(stmt))
+        return list(self.session.execute(stmt))
+
     def page(
         self,
         model: type[M],

@@ -176,7 +176,8 @@ def exchange_cli_code(session: orm.Session, code: str, verifier: str) -> tuple[L
     return flow, user
 
 
-def start_session(session: orm.Session, user: User, method: str) -> tuple[Any, str, int]:
-    """``(session row, cookie secret, cookie max-age in seconds)`` of a new browser session."""
-    row, secret = sessions.start(session, user, method)
+def start_session(session: orm.Session, user: User, method: str, *, mfa: bool = False) -> tuple[Any, str, int]:
+    """``(session row, cookie secret, cookie max-age in seconds)`` of a new browser session (``mfa``: its
+    user proved a second factor at login)."""
+    row, secret = sessions.start(session, user, method, mfa=mfa)
     return row, secret, int((row.expires_at - models.utcnow()).total_seconds())

@@ -22,7 +22,4 @@ def authenticate(
     """The principal of a bearer ``token``, else of the session ``cookie``; 401 / 403 (CSRF) otherwise."""
     if token is not None or not cookie:
         return principals.authenticate(conn, token)
-    principal = sessions.authenticate(conn, cookie)
-    if method in MUTATING:
-        sessions.check_csrf(cookie, csrf)
-    return principal
+    return sessions.authenticate(conn, cookie, mutating=method in MUTATING, csrf=csrf)

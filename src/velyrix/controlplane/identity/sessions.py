@@ -28,6 +28,7 @@ TOUCH_INTERVAL_S = 60
 """``last_seen_at`` is written at most once a minute: the idle timeout is exact to that minute."""
 DEFAULT_IDLE_S = 30 * 60
 DEFAULT_ABSOLUTE_S = 12 * 3600
+DEFAULT_STEP_UP_S = 300
 
 _S, _U, _P = UserSession, User, TenantIdentityPolicy
 _BY_SECRET = (
@@ -43,6 +44,7 @@ _BY_SECRET = (
         _U.role,
         _U.active,
         _P.idle_timeout_s,
+        _P.mfa_required,
     )
     .join(_U, _U.id == _S.user_id)
     .outerjoin(_P, _P.tenant_id == _S.tenant_id)
@@ -78,6 +80,7 @@ def policy(session: orm.Session, tenant_id: str) -> TenantIdentityPolicy:
         totp_allowed=False,
         idle_timeout_s=DEFAULT_IDLE_S,
         absolute_timeout_s=DEFAULT_ABSOLUTE_S,
+        step_up_s=DEFAULT_STEP_UP_S,
     )
 
 
@@ -113,10 +116,15 @@ def _refusal(row: Any, now: dt.datetime) -> str | None:
     return None
 
 
-def authenticate(conn: sa.Connection | orm.Session, secret: str) -> Principal:
+def authenticate(
+    conn: sa.Connection | orm.Session, secret: str, *, mutating: bool = False, csrf: str | None = None
+) -> Principal:
     """The principal of a session cookie: the user with the scopes of their role. ``AuthenticationError``
     (401) when the session is unknown, ended, expired, idle or its user deactivated; a session found idle
-    or expired is ended here (once), and ``last_seen_at`` is moved on at most once a minute."""
+    or expired is ended here (once), and ``last_seen_at`` is moved on at most once a minute. A
+    ``mutating`` request must carry the CSRF token (403 ``identity_csrf_failed``) and, where the
+    tenant's policy requires MFA, come from a session whose user proved a second factor (403
+    ``identity_mfa_enrollment_required``: register a security key at ``/ui/security`` first)."""
     row = conn.execute(_BY_SECRET, {"digest": digest(secret)}).first()
     if row is None:
         raise errors.AuthenticationError("unknown or ended session", hint="log in again")
@@ -126,6 +134,15 @@ def authenticate(conn: sa.Connection | orm.Session, secret: str) -> Principal:
         if why in ("expired", "idle", "user_deactivated"):
             _end(conn, row.id, why, now)
         raise errors.AuthenticationError(f"session {why.replace('_', ' ')}", hint="log in again")
+    if mutating:
+        check_csrf(secret, csrf)
+        if row.mfa_at is None and row.mfa_required is not False:
+            raise errors.IdentityError(
+                "the tenant's policy requires a second factor before changes",
+                reason="mfa_enrollment_required",
+                status=403,
+                hint="register a security key at /ui/security, then sign in again",
+            )
     if (now - row.last_seen_at).total_seconds() >= TOUCH_INTERVAL_S:
         conn.execute(sa.update(_S).where(_S.id == row.id).values(last_seen_at=now))
         conn.commit()

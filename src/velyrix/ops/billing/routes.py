@@ -14,6 +14,7 @@ from pydantic import BaseModel, ConfigDict, Field
 from velyrix.controlplane.api import schemas
 from velyrix.controlplane.api.context import Ctx, request_info, require
 from velyrix.controlplane.db.models import noc as models_noc
+from velyrix.controlplane.identity import mfa
 from velyrix.ops.billing import rendering, views
 
 router = APIRouter(tags=["billing"], responses=schemas.PROBLEM_RESPONSES)
@@ -161,6 +162,7 @@ def get_contract(tenant_id: str, ctx: Ctx = Depends(require("billing:read"))) ->
 @router.put("/v1/contracts/{tenant_id}", name="contracts.set", response_model=ContractOut)
 def set_contract(tenant_id: str, body: ContractBody, ctx: Ctx = Depends(require("billing:admin"))) -> dict[str, Any]:
     """Set the tenant's contract from HCL; 422 ``spec_invalid`` lists every problem with file:line:column."""
+    mfa.require_step_up(ctx.scope, "setting a contract")
     data = views.set_contract(ctx.scope, tenant_id, body.hcl, body.filename)
     ctx.audit(f"contracts/{tenant_id}", detail={"name": data["contract"]["name"]}, tenant_id=tenant_id)
     ctx.commit()

@@ -15,7 +15,7 @@ from velyrix.controlplane.api.context import Ctx, require
 from velyrix.controlplane.auth import roles
 from velyrix.controlplane.commands import Commands
 from velyrix.controlplane.db import models
-from velyrix.controlplane.identity import keyuse
+from velyrix.controlplane.identity import keyuse, mfa
 
 router = APIRouter(prefix="/v1/api-keys", tags=["api-keys"], responses=schemas.PROBLEM_RESPONSES)
 
@@ -75,6 +75,9 @@ def list_keys(
 def create_key(
     body: ApiKeyCreate, ctx: Ctx = Depends(require("keys:admin")), idempotency_key: str | None = schemas.IDEMPOTENCY_KEY
 ) -> Any:
+    if body.role == "owner":
+        mfa.require_step_up(ctx.scope, "creating an owner key")
+
     def make() -> tuple[dict[str, Any], int]:
         expires = (models.utcnow() + dt.timedelta(seconds=body.expires_in_s)) if body.expires_in_s else None
         row, secret = Commands(ctx.scope).issue_key(

@@ -12,6 +12,7 @@ from velyrix import catalog, errors
 from velyrix.controlplane.api import idempotency, schemas
 from velyrix.controlplane.api.context import Ctx, check_if_match, require, respond, with_etag
 from velyrix.controlplane.db import models
+from velyrix.controlplane.identity import mfa
 
 router = APIRouter(prefix="/v1/volumes", tags=["volumes"], responses=schemas.PROBLEM_RESPONSES)
 MAX_TB = 1_000_000.0
@@ -156,6 +157,7 @@ def delete_volume(
     if_match: str | None = schemas.IF_MATCH,
 ) -> Response:
     """Delete a volume and its data; refused (409 ``deletion_forbidden``) while forbid_deletion is set."""
+    mfa.require_step_up(ctx.scope, "deleting a volume")
     volume = ctx.scope.get(models.Volume, volume_id, "volume")
     check_if_match(request, volume)
     if volume.forbid_deletion:

@@ -78,7 +78,9 @@ class UserSession(Base):
     last_seen_at: Mapped[dt.datetime] = mapped_column(default=utcnow)
     expires_at: Mapped[dt.datetime] = mapped_column()
     mfa_at: Mapped[dt.datetime | None] = mapped_column()
-    """When the user last proved a second factor in this session (step-up reads it)."""
+    """When the user last proved a second factor in this session (at login, or a step-up)."""
+    step_up_at: Mapped[dt.datetime | None] = mapped_column()
+    """When the user last made a WebAuthn assertion for a sensitive action (migration ``0014``)."""
     ended_at: Mapped[dt.datetime | None] = mapped_column()
     end_reason: Mapped[str | None] = mapped_column(sa.String(32))
 
@@ -176,6 +178,8 @@ class TenantIdentityPolicy(Base):
     totp_allowed: Mapped[bool] = mapped_column(default=False)
     idle_timeout_s: Mapped[int] = mapped_column(default=30 * 60)
     absolute_timeout_s: Mapped[int] = mapped_column(default=12 * 3600)
+    step_up_s: Mapped[int] = mapped_column(default=300)
+    """How long a step-up assertion covers sensitive actions (migration ``0014``)."""
 
 
 class ScimGroup(Base):
