@@ -7,6 +7,7 @@ event."""
 
 from __future__ import annotations
 
+import secrets
 import time
 from dataclasses import dataclass
 from typing import Any
@@ -65,7 +66,7 @@ class Person:
                 idp = IdentityProvider(tenant_id=self.tenant_id, name="corp", kind="oidc", issuer="https://idp.example")
                 s.add(idp)
                 s.flush()
-            flow = login.begin(s, idp, "state-" + self.user_id + str(id(s)))
+            flow = login.begin(s, idp, "state-" + secrets.token_urlsafe(16))  # a fresh state per login
             s.flush()
             _, secret = mfa_login.hold(s, flow, s.get(User, self.user_id), "oidc")
             s.commit()
