@@ -22,7 +22,9 @@ class NodeCreate(BaseModel):
     name: str = Field(pattern=r"^[a-z0-9][a-z0-9.-]{0,127}$", description="hostname")
     region: str = Field(max_length=63, json_schema_extra=schemas.one_of(catalog.region_names()))
     node_type: str = Field(max_length=63, json_schema_extra=schemas.one_of(catalog.node_type_names()))
-    hardware: dict[str, Any] = Field(default_factory=dict, description="inventory: serials, GPUs, NICs")
+    hardware: dict[str, Any] = Field(
+        default_factory=dict, description="inventory: serials, GPUs, NICs", json_schema_extra=schemas.JSON_OBJECT
+    )
     labels: dict[str, str] = Field(default_factory=dict)
 
 
@@ -35,7 +37,7 @@ class NodeCreated(schemas.NodeOut):
 
 class NodeUpdate(BaseModel):
     model_config = ConfigDict(extra="forbid")
-    hardware: dict[str, Any] | None = None
+    hardware: dict[str, Any] | None = Field(None, json_schema_extra=schemas.JSON_OBJECT_OR_NULL)
     labels: dict[str, str] | None = None
 
 
