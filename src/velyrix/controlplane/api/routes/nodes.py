@@ -10,7 +10,7 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from velyrix import catalog, errors
 from velyrix.controlplane.api import idempotency, schemas
-from velyrix.controlplane.api.context import Ctx, check_if_match, require, respond, with_etag
+from velyrix.controlplane.api.context import Ctx, check_if_match, require, with_etag
 from velyrix.controlplane.commands import Commands
 from velyrix.controlplane.db import models
 
@@ -116,8 +116,7 @@ def register_node(
 
 @router.get("/{node_id}", name="nodes.get", response_model=schemas.NodeOut)
 async def get_node(node_id: str, ctx: Ctx = Depends(require("nodes:read"))) -> Response:
-    node = await ctx.run(ctx.scope.read, models.Node, node_id, "node")
-    return respond(schemas.NodeOut, out(node), node)
+    return await ctx.answer_row(schemas.NodeOut, models.Node, node_id, "node", out)
 
 
 @router.patch("/{node_id}", name="nodes.update", response_model=schemas.NodeOut)
