@@ -25,6 +25,12 @@ class PathSettings:
 class DatabaseSettings:
     url: str = field(default_factory=lambda: _env("VELYRIX_DATABASE_URL", ""))
     """SQLAlchemy URL; empty means a SQLite file ``velyrix.db`` under ``VELYRIX_HOME`` (WAL mode)."""
+    pool_size: int = field(default_factory=lambda: int(_env("VELYRIX_DB_POOL_SIZE", "0")))
+    """Connections kept open per process; 0: the backend's default (``controlplane/api/pool.py``)."""
+    max_overflow: int = field(default_factory=lambda: int(_env("VELYRIX_DB_MAX_OVERFLOW", "-1")))
+    """Connections opened beyond ``pool_size`` under load; -1: the backend's default."""
+    pool_wait_s: float = field(default_factory=lambda: float(_env("VELYRIX_DB_POOL_WAIT_S", "2")))
+    """Seconds a request waits for a connection before it answers 503 with Retry-After."""
 
 
 def _float(name: str, default: float) -> float:
@@ -130,6 +136,12 @@ class IdentitySettings:
 
 
 @dataclass(frozen=True)
+class ApiSettings:
+    access_log: bool = field(default_factory=lambda: _env("VELYRIX_ACCESS_LOG", "1") != "0")
+    """One log line per API request (logger ``velyrix.access``, written off the event loop); 0: none."""
+
+
+@dataclass(frozen=True)
 class Settings:
     paths: PathSettings = field(default_factory=PathSettings)
     database: DatabaseSettings = field(default_factory=DatabaseSettings)
@@ -141,6 +153,7 @@ class Settings:
     noc: NocSettings = field(default_factory=NocSettings)
     siem: SiemSettings = field(default_factory=SiemSettings)
     identity: IdentitySettings = field(default_factory=IdentitySettings)
+    api: ApiSettings = field(default_factory=ApiSettings)
 
     def database_url(self) -> str:
         """The effective database URL (the SQLite default when none is configured)."""

@@ -124,7 +124,7 @@ def up(
         + (f", one agent per node every {agent_interval_s:g} s" if agents else ", no node agents")
     )
     try:
-        uvicorn.run(app, host=host, port=port, log_level="warning", **tls_options)
+        uvicorn.run(app, host=host, port=port, log_level="warning", loop="uvloop", http="httptools", **tls_options)
     finally:
         if agents is not None:
             agents.stop()

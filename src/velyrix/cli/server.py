@@ -58,6 +58,8 @@ def server(
             port=port,
             workers=workers,
             log_level="warning",
+            loop="uvloop",  # uvloop and httptools: pinned in pyproject.toml
+            http="httptools",
             **tls_options,
         )
     else:
@@ -68,6 +70,8 @@ def server(
             host=host,
             port=port,
             log_level="warning",
+            loop="uvloop",  # uvloop and httptools: pinned in pyproject.toml
+            http="httptools",
             **tls_options,
         )
 

@@ -15,27 +15,96 @@ from typing import Any
 import pydantic
 
 from velyrix import catalog, errors
-from velyrix.declarations import loader, models, rules
+from velyrix.declarations import loader, models, rules, schema
 
 NAME_PATTERN = rules.NAME_PATTERN
 WORD_PATTERN = rules.WORD_PATTERN
-_FORBID = pydantic.ConfigDict(extra="forbid")
 
 
-def _body_model(cls: type, name: str) -> type[pydantic.BaseModel]:
-    """A pydantic model (unknown fields refused) with the fields, types and defaults of dataclass ``cls``."""
+def _attr_schema(name: str, spec: schema.AttrSchema) -> dict[str, Any]:
+    """JSON Schema keywords of the loader's checks of one attribute (``loader._typed``): its range (numbers
+    within +-2**53, ``rules.number_problem``) and its allowed words. Numeric keywords leave ``null`` and the
+    words (``"auto"``) alone, as JSON Schema applies them to numbers only."""
+    if spec.type in ("number", "integer"):
+        low = spec.minimum if spec.minimum is not None else -rules.MAX_NUMBER
+        bound = "exclusiveMinimum" if spec.exclusive_minimum else "minimum"
+        return {bound: low, "maximum": spec.maximum if spec.maximum is not None else rules.MAX_NUMBER}
+    if name in schema.ALLOWED_WORDS:
+        return {"enum": list(schema.ALLOWED_WORDS[name])}
+    return {}
+
+
+def _body_model(cls: type, name: str, block: str, extra: dict[str, Any] | None = None) -> type[pydantic.BaseModel]:
+    """A pydantic model (unknown fields refused) with the fields, types and defaults of dataclass ``cls``; its
+    JSON Schema carries the ranges and words of the loader's ``block`` schema (the loader still checks them,
+    answering with the field's line) and ``extra`` (model-level keywords)."""
     hints = typing.get_type_hints(cls)
+    attrs = schema.block_schema(block)
     fields: dict[str, Any] = {}
     for f in dataclasses.fields(cls):
         default = f.default if f.default is not dataclasses.MISSING else None
-        fields[f.name] = (hints[f.name], default)
-    model: type[pydantic.BaseModel] = pydantic.create_model(name, __config__=_FORBID, **fields)
+        keywords = _attr_schema(f.name, attrs[f.name]) if f.name in attrs else {}
+        fields[f.name] = (hints[f.name], pydantic.Field(default, json_schema_extra=keywords or None))
+    config = pydantic.ConfigDict(extra="forbid", json_schema_extra=extra)
+    model: type[pydantic.BaseModel] = pydantic.create_model(name, __config__=config, **fields)
     return model
 
 
-StorageBody = _body_model(models.StorageSpec, "StorageBody")
-WorkloadBody = _body_model(models.WorkloadSpec, "WorkloadBody")
-AcceptanceBody = _body_model(models.AcceptanceSpec, "AcceptanceBody")
+_ARCHITECTURE = ("vocab", "hidden", "ffn", "layers", "heads")
+WORKLOAD_CROSS_FIELD_RULES = (
+    "tp x pp x dp divides the cluster's GPUs (node_count x the node type's GPUs)",
+    "pp <= layers",
+    "heads <= hidden",
+    "kv_heads divides heads",
+)
+"""What the planner checks (planners/checkpoints.py) that JSON Schema cannot say (it compares or divides one
+field by another): in the schema's description; a body breaking one is refused with 422 ``invalid_input``."""
+_WORKLOAD_RULES = {
+    "description": "The training job the storage and goodput planners size for. Also required, beyond what "
+    "this schema can state: " + "; ".join(WORKLOAD_CROSS_FIELD_RULES) + ".",
+    "allOf": [
+        {  # loader._workload, planners.checkpoints.architecture_from: the model's size as a count (and no
+            # architecture field), or its whole architecture (kv_heads defaults to heads)
+            "anyOf": [
+                {
+                    "required": ["model_params"],
+                    "properties": {
+                        "model_params": {"type": "number"},
+                        **{k: {"type": "null"} for k in (*_ARCHITECTURE, "kv_heads")},
+                    },
+                },
+                {"required": list(_ARCHITECTURE), "properties": {k: {"type": "integer"} for k in _ARCHITECTURE}},
+            ]
+        },
+        {  # planners/checkpoints.py: ZeRO stage 3 is not combined with pipeline parallelism
+            "anyOf": [
+                {"properties": {"zero_stage": {"maximum": 2}}},
+                {"properties": {"pp": {"const": 1}}},
+            ]
+        },
+    ],
+}
+StorageBody = _body_model(models.StorageSpec, "StorageBody", "storage")
+WorkloadBody = _body_model(models.WorkloadSpec, "WorkloadBody", "workload", _WORKLOAD_RULES)
+AcceptanceBody = _body_model(models.AcceptanceSpec, "AcceptanceBody", "acceptance")
+
+
+def _offers() -> dict[str, Any]:
+    """One ``oneOf`` variant per (region, node type) the catalog offers (``checks``: the node type's fabrics,
+    at most the region's capacity of it)."""
+    out = []
+    for region in catalog.region_names():
+        for node_type, capacity in sorted(catalog.region(region).capacity.items()):
+            if capacity <= 0 or node_type not in catalog.node_type_names():
+                continue
+            props = {
+                "region": {"const": region},
+                "node_type": {"const": node_type},
+                "fabric": {"enum": list(catalog.node_type(node_type).fabrics)},
+                "node_count": {"maximum": capacity},
+            }
+            out.append({"properties": props})
+    return {"oneOf": out}
 
 
 def _enum(names: typing.Iterable[str]) -> dict[str, Any]:
@@ -46,7 +115,7 @@ def _enum(names: typing.Iterable[str]) -> dict[str, Any]:
 class ClusterSpecBody(pydantic.BaseModel):
     """A ``velyrix_cluster`` resource as JSON (what ``velyrix apply`` sends)."""
 
-    model_config = _FORBID
+    model_config = pydantic.ConfigDict(extra="forbid", json_schema_extra=_offers())
 
     name: str = pydantic.Field(pattern=NAME_PATTERN, description="cluster name, unique in the tenant")
     region: str = pydantic.Field(pattern=WORD_PATTERN, json_schema_extra=_enum(catalog.region_names()))

@@ -7,6 +7,7 @@ Expressions are evaluated later (``velyrix.declarations.expressions``) once vari
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -66,13 +67,33 @@ def _identifier(node: Any) -> str:
     return ""
 
 
+_ESCAPE = re.compile(r"\\(u[0-9a-fA-F]{4}|U[0-9a-fA-F]{8}|.)")
+_ESCAPES = {"n": "\n", "r": "\r", "t": "\t", '"': '"', "\\": "\\"}
+
+
+def unescape(text: str) -> str:
+    r"""Decode the escapes of a quoted HCL string in one pass: ``\n \r \t \" \\ \uNNNN \UNNNNNNNN``."""
+    if "\\" not in text:
+        return text
+
+    def one(m: Any) -> str:
+        body = m.group(1)
+        if len(body) > 1:
+            code = int(body[1:], 16)
+            # a lone surrogate (\uD800) is kept, so the text rules refuse it by name (as the API does)
+            return chr(code) if code <= 0x10FFFF else "\ufffd"
+        return str(_ESCAPES.get(body, "\\" + body))
+
+    return _ESCAPE.sub(one, text)
+
+
 def _string_label(node: Any) -> str:
     """The text of a block label such as ``"velyrix_cluster"`` (string tree) or a bare identifier."""
     from lark import Token, Tree
 
     if isinstance(node, Tree) and node.data == "string":
         return "".join(
-            str(c.children[0])
+            unescape(str(c.children[0]))  # a label is a quoted string: its escapes are decoded
             for c in node.children
             if isinstance(c, Tree) and c.data == "string_part" and c.children and isinstance(c.children[0], Token)
         )

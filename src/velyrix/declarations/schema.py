@@ -40,7 +40,9 @@ def _from_annotation(annotation: str, name: str) -> AttrSchema:
     minimum: float | None = 0.0 if kind in ("number", "integer") else None
     maximum: float | None = None
     exclusive = False
-    if name in FRACTIONS:
+    if name in RANGES:
+        minimum, maximum = RANGES[name]
+    elif name in FRACTIONS:
         minimum, maximum, exclusive = 0.0, 1.0, True
     elif name in POSITIVE:
         exclusive = True
@@ -51,8 +53,6 @@ def _from_annotation(annotation: str, name: str) -> AttrSchema:
 
 FRACTIONS = {"au_target", "max_checkpoint_overhead", "goodput_target"}
 POSITIVE = {
-    "model_params",
-    "bytes_per_param",
     "checkpoint_interval_s",
     "step_time_s",
     "sample_mb",
@@ -71,6 +71,12 @@ AT_LEAST_ONE = {
     "dp",
     "keep_checkpoints",
     "promote_every",
+}
+
+RANGES: dict[str, tuple[float, float | None]] = {
+    "zero_stage": (0.0, 3.0),  # ZeRO stages 0-3 (planners/checkpoints.py parallelism)
+    "model_params": (1.0, None),  # a count of parameters
+    "bytes_per_param": (0.125, None),  # no number format stores a parameter in less than one bit
 }
 
 ALLOWED_WORDS: dict[str, tuple[str, ...]] = {

@@ -7,7 +7,6 @@ quoted HCL string). Output: a ``Template`` that ``evaluation.render`` turns into
 
 from __future__ import annotations
 
-import re
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -128,27 +127,7 @@ def _literal(tok: Any) -> str:
         return text[1:]  # $${ -> ${
     if kind == "ESCAPED_DIRECTIVE":
         return text[1:]  # %%{ -> %{
-    return unescape(text)
-
-
-_ESCAPE = re.compile(r"\\(u[0-9a-fA-F]{4}|U[0-9a-fA-F]{8}|.)")
-_ESCAPES = {"n": "\n", "r": "\r", "t": "\t", '"': '"', "\\": "\\"}
-
-
-def unescape(text: str) -> str:
-    r"""Decode the escapes of a quoted HCL string in one pass: ``\n \r \t \" \\ \uNNNN \UNNNNNNNN``."""
-    if "\\" not in text:
-        return text
-
-    def one(m: Any) -> str:
-        body = m.group(1)
-        if len(body) > 1:
-            code = int(body[1:], 16)
-            # a lone surrogate (\uD800) is kept, so the text rules refuse it by name (as the API does)
-            return chr(code) if code <= 0x10FFFF else "\ufffd"
-        return str(_ESCAPES.get(body, "\\" + body))
-
-    return _ESCAPE.sub(one, text)
+    return hcl.unescape(text)
 
 
 def from_heredoc(raw: str, trim: bool, line: int, column: int) -> Template:

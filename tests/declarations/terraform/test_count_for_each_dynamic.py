@@ -49,3 +49,13 @@ def test_dynamic_block_expands_with_its_iterator() -> None:
     assert spec.clusters[0].storage.parallel_fs_tb == 0.0
     out = problems(cluster(body='  dynamic "storage" {\n    content {}\n  }'))
     assert "needs one label, for_each and one content block" in out[0]
+
+
+def test_a_for_each_instance_keeps_its_address_through_the_api_body() -> None:
+    """``velyrix apply`` sends a for_each instance as JSON with its address (``velyrix_cluster.x["a.b"]``);
+    the API renders it to an HCL label with escaped quotes, which the loader decodes as Terraform does."""
+    from velyrix.controlplane import specs
+
+    spec = load(cluster(name='"acme-${each.value}"', body='  for_each = { "eu.a" = "one" }')).clusters[0]
+    again = specs.validate(specs.ClusterSpecBody(**specs.to_body(spec)))
+    assert (again.address, again.name) == ('velyrix_cluster.training["eu.a"]', "acme-one")

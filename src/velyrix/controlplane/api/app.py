@@ -14,8 +14,9 @@ from fastapi import APIRouter, FastAPI
 from sqlalchemy import orm
 
 import velyrix
+from velyrix import settings
 from velyrix.controlplane import audit
-from velyrix.controlplane.api import context, edge, problems, response_cap
+from velyrix.controlplane.api import access_log, context, edge, pool, problems, response_cap
 from velyrix.controlplane.api.routes import (
     acceptance,
     api_keys,
@@ -37,6 +38,7 @@ from velyrix.controlplane.api.routes import (
 from velyrix.controlplane.audit import checkpoints
 from velyrix.controlplane.db import engine as engine_mod
 from velyrix.controlplane.db import migrate as migrate_mod
+from velyrix.controlplane.db import pooling
 from velyrix.controlplane.identity import mfa_web, scim, tls, web
 
 ROUTERS = (
@@ -88,7 +90,11 @@ def create_app(database_url: str | None = None, *, engine: sa.Engine | None = No
     app.state.engine = engine
     app.state.sessionmaker = orm.sessionmaker(engine, expire_on_commit=False)
     app.state.schema_head = migrate_mod.head()
-    app.state.db_inline = engine.dialect.name == "sqlite"  # see context.run_db
+    app.state.db_shared = engine.dialect.name == "sqlite"  # one connection per request: see context.require
+    configured = settings.load()
+    sizes = pooling.config(engine.dialect.name, configured.database)
+    app.state.db_gate = pool.Gate(pooling.slots_of(engine, sizes), sizes.wait_s)
+    app.state.access_log = access_log.AccessLog(configured.api.access_log)
     app.state.fleet = None  # a FleetRuntime (twin, reconcilers) once attached: ``velyrix up``
     app.state.report_handler = None  # acts on node reports' verdicts; composed in by velyrix.ops.service
     app.state.refusal_shapes = {}  # path prefix -> (status, message) -> Response: another protocol's error shape

@@ -1,10 +1,11 @@
 """Per-request plumbing: request ids and access logs (ASGI middleware), the database session, and
-``require(scope)``, the dependency every ``/v1`` route declares: it authenticates the bearer key,
-checks the scope and hands the route a ``Ctx`` (the tenant-scoped query layer plus audit)."""
+``require(scope)``, the dependency every ``/v1`` route declares: it takes a database slot
+(``api/pool.py``: 503 after a bounded wait), authenticates the bearer key, checks the scope and hands the
+route a ``Ctx`` (the tenant-scoped query layer plus audit). No connection is ever waited for on the event
+loop: queries and checkouts run in worker threads."""
 
 from __future__ import annotations
 
-import logging
 import secrets
 import time
 from collections.abc import Awaitable, Callable
@@ -20,18 +21,19 @@ from starlette.concurrency import run_in_threadpool
 
 from velyrix import errors
 from velyrix.controlplane import audit, scoping
+from velyrix.controlplane.api import pool
 from velyrix.controlplane.auth import principals
 from velyrix.controlplane.db import models
 from velyrix.controlplane.identity import keyuse, resolve, sessions
 
-log = logging.getLogger("velyrix.api")
 T = TypeVar("T")
 _bearer = HTTPBearer(auto_error=False, description="API key: `Authorization: Bearer vlx_...`")
 
 
 class RequestIdMiddleware:
-    """Gives every request an id (``X-Request-ID`` response header, ``request.state.request_id``) and
-    logs one line per request with it. Pure ASGI: cheaper than ``BaseHTTPMiddleware``."""
+    """Gives every request an id (``X-Request-ID`` response header, ``request.state.request_id``), closes
+    its database resources and gives back its database slot once answered, and queues its access-log line
+    (``access_log.AccessLog``). Pure ASGI: cheaper than ``BaseHTTPMiddleware``."""
 
     def __init__(self, app: Any) -> None:
         self.app = app
@@ -56,17 +58,16 @@ class RequestIdMiddleware:
         try:
             await self.app(scope, receive, send_with_id)
         finally:
-            for key in ("db", "conn"):
-                resource = scope["state"].pop(key, None)
-                if resource is not None:  # closing rolls back: a round trip on PostgreSQL, off the loop
-                    if scope["app"].state.db_inline:
-                        resource.close()
-                    else:
-                        await run_in_threadpool(resource.close)
-            if log.isEnabledFor(logging.INFO):
-                principal = scope["state"].get("principal")
-                log.info(
-                    "%s %s %s %.1fms request_id=%s key=%s",
+            state = scope["state"]
+            try:
+                await _close_resources(scope["app"].state, state)
+            finally:
+                slot = state.pop("db_slot", None)
+                if slot is not None:
+                    pool.Gate.release(slot)
+            principal = state.get("principal")
+            scope["app"].state.access_log.record(
+                (
                     scope["method"],
                     scope["path"],
                     status,
@@ -74,6 +75,19 @@ class RequestIdMiddleware:
                     request_id,
                     principal.key_id if principal else "-",
                 )
+            )
+
+
+async def _close_resources(app_state: Any, state: dict[str, Any]) -> None:
+    """Close the request's session and connection (back to the pool). Closing rolls back: in-process on
+    SQLite (releasing a lock never waits), a round trip on PostgreSQL (so off the loop)."""
+    for key in ("db", "conn"):
+        resource = state.pop(key, None)
+        if resource is not None:
+            if app_state.db_shared:
+                resource.close()
+            else:
+                await run_in_threadpool(resource.close)
 
 
 def request_info(request: Request) -> audit.RequestInfo:
@@ -124,6 +138,18 @@ class Ctx:
     async def run(self, fn: Callable[..., T], *args: Any) -> T:
         """``fn(*args)`` (a database call) from an async route; see ``run_db``."""
         return await run_db(self.request, fn, *args)
+
+    async def answer_row(
+        self, model: type[BaseModel], table: Any, row_id: str, kind: str, out: Callable[[Any], dict[str, Any]]
+    ) -> Response:
+        """The row ``row_id`` of ``table`` answered as ``model`` with its ETag (``respond``): read and
+        serialized in a worker thread, as a large row (a cluster's plan) takes a while to dump."""
+
+        def answer() -> Response:
+            row = self.scope.read(table, row_id, kind)
+            return respond(model, out(row), row)
+
+        return await self.run(answer)
 
     def commit(self) -> None:
         """Commit the change and its audit event together."""
@@ -177,22 +203,18 @@ def _session_of(request: Request) -> tuple[str | None, str, str | None]:
 
 
 async def run_db(request: Request, fn: Callable[..., T], *args: Any) -> T:
-    """Run the blocking database call ``fn(*args)`` from async code.
-
-    SQLite runs in-process: a query takes tens of microseconds, less than a hop to a worker thread
-    (which also contends for the GIL), and WAL-mode readers never wait on locks, so it runs inline.
-    PostgreSQL goes over a socket, so its calls go to the thread pool and never block the event loop.
-    """
-    if request.app.state.db_inline:
-        return fn(*args)
+    """Run the blocking database call ``fn(*args)`` from async code, in a worker thread: the event loop
+    only parses and answers, so ``/healthz`` and the requests queued behind a busy one never wait for a
+    query (at 256 connections, queries run on the loop would delay each answer by all the queued ones)."""
     return await run_in_threadpool(fn, *args)
 
 
 async def _touch(request: Request, conn: sa.Connection | None, key_id: str) -> None:
-    """Record the key's last use (``identity.keyuse``) on the request's connection, or on a new one."""
+    """Record the key's last use (``identity.keyuse``) on the request's connection, or on a new one. In a
+    worker thread: a write may wait for SQLite's write lock."""
     address = request.client.host if request.client else None
     if conn is not None:
-        keyuse.touch(conn, key_id, address)
+        await run_in_threadpool(keyuse.touch, conn, key_id, address)
         return
 
     def on_own_connection() -> None:
@@ -200,6 +222,25 @@ async def _touch(request: Request, conn: sa.Connection | None, key_id: str) -> N
             keyuse.touch(own, key_id, address)
 
     await run_in_threadpool(on_own_connection)
+
+
+async def _take_slot(request: Request) -> None:
+    """A database slot for this request (``pool.Gate``), given back by ``RequestIdMiddleware``."""
+    if "db_slot" not in request.scope["state"]:
+        gate: pool.Gate = request.app.state.db_gate
+        request.scope["state"]["db_slot"] = await gate.acquire(getattr(request.state, "request_id", "-"))
+
+
+def _connect_and_authenticate(
+    engine: sa.Engine, token: str | None, session: tuple[str | None, str, str | None]
+) -> tuple[sa.Connection, principals.Principal]:
+    """A connection (kept for the request's reads) and the principal it authenticates."""
+    conn = engine.connect()
+    try:
+        return conn, resolve.authenticate(conn, token, *session)
+    except BaseException:
+        conn.close()
+        raise
 
 
 def require(scope_name: str) -> Callable[..., Awaitable[Ctx]]:
@@ -210,11 +251,14 @@ def require(scope_name: str) -> Callable[..., Awaitable[Ctx]]:
         state = request.app.state
         token = credentials.credentials if credentials else None
         _refuse_unknown_query_parameters(request)
-        if state.db_inline:
+        await _take_slot(request)
+        if state.db_shared:
             # SQLite: one pooled connection serves the key lookup and the reads of the request (closed
             # by RequestIdMiddleware); cheaper than a connection per query.
-            conn = request.state.conn = state.engine.connect()
-            principal = resolve.authenticate(conn, token, *_session_of(request))
+            conn, principal = await run_in_threadpool(
+                _connect_and_authenticate, state.engine, token, _session_of(request)
+            )
+            request.state.conn = conn
         else:
             conn = None
             principal = await run_in_threadpool(_authenticate, state.engine, token, _session_of(request))

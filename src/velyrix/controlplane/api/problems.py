@@ -22,7 +22,7 @@ from starlette.exceptions import HTTPException as StarletteHTTPException
 
 from velyrix import errors
 from velyrix.controlplane import audit
-from velyrix.controlplane.api import context
+from velyrix.controlplane.api import context, pool
 
 log = logging.getLogger("velyrix.api")
 MEDIA_TYPE = "application/problem+json"
@@ -202,6 +202,13 @@ class UnavailableError(errors.VelyrixError):
     template = "storage unavailable: {reason}; nothing was changed, retry later"
 
 
+def _pool_timeout(request: Request, exc: Exception) -> JSONResponse:
+    """No connection came free within the pool's timeout (``db/pooling.py``): 503, retry later."""
+    gate = request.app.state.db_gate
+    log.warning("request %s: 503, no database connection: %s", getattr(request.state, "request_id", "-"), exc)
+    return _velyrix_error(request, pool.PoolExhaustedError(slots=gate.slots, wait_s=gate.wait_s))
+
+
 def _unexpected(request: Request, exc: Exception) -> JSONResponse:
     if isinstance(exc, OSError) and exc.errno in (errno.ENOSPC, errno.EDQUOT, errno.EIO):
         return _unavailable(request, exc)
@@ -218,4 +225,5 @@ def install(app: FastAPI) -> None:
     app.add_exception_handler(sa_exc.IntegrityError, _integrity)
     app.add_exception_handler(sa_exc.OperationalError, _unavailable)
     app.add_exception_handler(sa_exc.InterfaceError, _unavailable)
+    app.add_exception_handler(sa_exc.TimeoutError, _pool_timeout)
     app.add_exception_handler(Exception, _unexpected)

@@ -57,6 +57,59 @@ def one_of(names: Any) -> dict[str, Any]:
     return {"enum": list(names)}
 
 
+def variants(prop: str, cases: dict[str, dict[str, Any]], *, required: bool = False) -> dict[str, Any]:
+    """``json_schema_extra`` of a model whose other fields depend on ``prop``: one ``oneOf`` variant per
+    value of ``prop`` (``const``), each narrowing the properties named in its case (e.g. per role, the scopes
+    it may hold), which ``required`` makes mandatory in that variant. The route's own checks stay the
+    authority; this makes the schema say the same."""
+    return {
+        "oneOf": [
+            {"properties": {prop: {"const": value}, **props}, "required": [prop, *(props if required else ())]}
+            for value, props in cases.items()
+        ]
+    }
+
+
+_JSON_NUMBER = {"type": "number", "minimum": -(2**63 - 1), "maximum": 2**63 - 1}
+
+
+def json_value(depth: int = 3) -> dict[str, Any]:
+    """JSON Schema of a free-form JSON value as the validation edge accepts it (controlplane/api/edge.py):
+    numbers within +-(2**63-1), strings and keys within their lengths. ``depth`` levels of arrays and
+    objects are described (the edge allows deeper; a schema need not list every value it accepts)."""
+    scalars: list[dict[str, Any]] = [
+        {"type": "null"},
+        {"type": "boolean"},
+        {"type": "string", "maxLength": 16_384},
+        _JSON_NUMBER,
+    ]
+    if depth == 0:
+        return {"anyOf": scalars}
+    inner = json_value(depth - 1)
+    return {
+        "anyOf": [
+            *scalars,
+            {"type": "array", "items": inner, "maxItems": 64},
+            json_object(depth - 1, inner),
+        ]
+    }
+
+
+def json_object(depth: int = 3, values: dict[str, Any] | None = None) -> dict[str, Any]:
+    """JSON Schema of a free-form JSON object (see ``json_value``)."""
+    return {
+        "type": "object",
+        "propertyNames": {"maxLength": 256},
+        "additionalProperties": values if values is not None else json_value(depth - 1),
+        "maxProperties": 64,
+    }
+
+
+JSON_OBJECT = json_object()
+"""``Field(json_schema_extra=JSON_OBJECT)``: a free-form object field, described as ``json_object`` says."""
+JSON_OBJECT_OR_NULL: dict[str, Any] = {"anyOf": [json_object(), {"type": "null"}]}
+
+
 CURSOR_PATTERN = r"^[a-z]{1,12}_[0-9a-f]{1,48}$"
 
 
@@ -79,6 +132,7 @@ def limit_param(limit: int = Query(50, ge=1, le=200, description="page size")) -
 IDEMPOTENCY_KEY = Header(
     None,
     alias="Idempotency-Key",
+    min_length=1,
     max_length=255,
     description="a retry with the same key returns the first answer and creates nothing",
 )

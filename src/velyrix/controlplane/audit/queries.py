@@ -57,9 +57,13 @@ def consistency(scope: scoping.Scope, first: int, second: int | None) -> dict[st
         second = int(covering(scope, first)["report"]["tree_size"])
     size = log.tree_size(scope.session)
     if not first <= second <= size:
-        raise errors.InvalidInputError(
+        # Not expressible in the query's schema (one bound per parameter): the proof asked for does
+        # not exist (yet), as an unknown id does not.
+        raise errors.NotFoundError(
             f"no consistency proof from {first} to {second} leaves: the log has {size}",
             hint=f"pass 1 <= first <= second <= {size}",
+            kind="consistency proof",
+            name=f"{first}..{second}",
         )
     proof = log.hashes(scope.session, merkle.consistency_ranges(first, second))
     return {"first": first, "second": second, "proof": [h.hex() for h in proof]}

@@ -14,6 +14,7 @@ import sqlalchemy as sa
 from sqlalchemy import orm
 
 from velyrix import errors, private_files, settings
+from velyrix.controlplane.db import pooling
 
 
 def database_url(url: str | None = None) -> str:
@@ -25,7 +26,8 @@ def make_engine(url: str | None = None, **kwargs: Any) -> sa.Engine:
     """A new engine for ``url`` (the configured database when None).
 
     SQLite: creates the parent directory, turns on WAL mode, foreign keys and a 5 s busy timeout on
-    every connection, and allows use from the API's worker threads.
+    every connection, and allows use from the API's worker threads. The pool is sized by
+    ``pooling.config`` unless ``kwargs`` choose a pool.
     """
     url = database_url(url)
     parsed = sa.engine.make_url(url)
@@ -36,6 +38,8 @@ def make_engine(url: str | None = None, **kwargs: Any) -> sa.Engine:
             private_files.private_dir(database.parent, tighten=database.parent.resolve() == home.resolve())
             private_files.private_sqlite(database)
         kwargs.setdefault("connect_args", {"check_same_thread": False, "timeout": 5})
+        if parsed.database and parsed.database != ":memory:" and "poolclass" not in kwargs:
+            kwargs = {**pooling.config("sqlite").engine_options(), **kwargs}
         engine = sa.create_engine(url, **kwargs)
 
         @sa.event.listens_for(engine, "connect")
@@ -54,7 +58,8 @@ def make_engine(url: str | None = None, **kwargs: Any) -> sa.Engine:
             hint="use sqlite:///PATH or postgresql+psycopg://USER@HOST:PORT/DB",
         )
     kwargs.setdefault("pool_pre_ping", True)
-    kwargs.setdefault("pool_size", 10)
+    if "poolclass" not in kwargs:
+        kwargs = {**pooling.config("postgresql").engine_options(), **kwargs}
     return sa.create_engine(url, **kwargs)
 
 

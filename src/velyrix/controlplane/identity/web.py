@@ -202,7 +202,7 @@ def _page(title: str, body: str) -> str:
 async def home(request: Request, ctx: Ctx = Depends(require("clusters:read"))) -> HTMLResponse:
     """The signed-in page: who, which tenant, its clusters; logout and owner-key forms (CSRF-protected).
 
-    Async, its reads through ``ctx.run`` (inline on SQLite), like ``clusters.get``: a sync route would
+    Async, its reads through ``ctx.run`` (a worker thread), like ``clusters.get``: a sync route would
     hold the dependency's pooled connection from a worker thread while further requests' dependencies
     wait for the pool on the event loop, which then cannot finish the first ones (bench/bench_identity.py
     measured 0 req/s at 16 connections)."""

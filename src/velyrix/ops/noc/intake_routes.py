@@ -15,10 +15,12 @@ from velyrix.ops.noc import intake_views
 
 router = APIRouter(prefix="/v1/alerts", tags=["alerts"], responses=schemas.PROBLEM_RESPONSES)
 Labels = dict[str, str]
+_EXTRA = ConfigDict(extra="ignore", json_schema_extra={"additionalProperties": schemas.json_value(2)})
+"""Alertmanager may add fields: ignored, within the validation edge's limits (controlplane/api/edge.py)."""
 
 
 class Alert(BaseModel):
-    model_config = ConfigDict(extra="ignore")
+    model_config = _EXTRA
     status: Literal["firing", "resolved"]
     labels: Labels = Field(default_factory=dict, max_length=64)
     annotations: Labels = Field(default_factory=dict, max_length=64)
@@ -31,7 +33,7 @@ class Alert(BaseModel):
 class AlertmanagerPayload(BaseModel):
     """Alertmanager's webhook body (notify/webhook, version 4)."""
 
-    model_config = ConfigDict(extra="ignore")
+    model_config = _EXTRA
     version: Literal["4"]
     groupKey: str = Field(min_length=1, max_length=1000)
     truncatedAlerts: int = Field(0, ge=0)

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import base64
 
-from fastapi import APIRouter, Depends
+from fastapi import APIRouter, Depends, Path
 
 from velyrix import catalog
 from velyrix.controlplane.api import schemas
@@ -16,7 +16,10 @@ router = APIRouter(tags=["acceptance"], responses=schemas.PROBLEM_RESPONSES)
 
 
 @router.get("/v1/acceptance/keys/{region}", name="acceptance.key")
-def signing_key(region: str, ctx: Ctx = Depends(require("regions:read"))) -> dict[str, str]:
+def signing_key(
+    region: str = Path(json_schema_extra=schemas.one_of(catalog.region_names())),
+    ctx: Ctx = Depends(require("regions:read")),
+) -> dict[str, str]:
     """The Ed25519 public key that signs the region's acceptance reports (pin it when verifying)."""
     catalog.region(region)
     public = signing.public_key_b64(region)

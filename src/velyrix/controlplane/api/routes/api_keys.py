@@ -21,7 +21,17 @@ router = APIRouter(prefix="/v1/api-keys", tags=["api-keys"], responses=schemas.P
 
 
 class ApiKeyCreate(BaseModel):
-    model_config = ConfigDict(extra="forbid")
+    # per role, the scopes it may be given (Commands.issue_key refuses others)
+    model_config = ConfigDict(
+        extra="forbid",
+        json_schema_extra=schemas.variants(
+            "role",
+            {
+                role: {"scopes": {"anyOf": [{"type": "array", "items": {"enum": sorted(s)}}, {"type": "null"}]}}
+                for role, s in roles.ALL_ROLES.items()
+            },
+        ),
+    )
     name: str = Field(min_length=1, max_length=200)
     role: str = Field(
         max_length=32,

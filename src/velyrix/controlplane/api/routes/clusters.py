@@ -12,7 +12,7 @@ from pydantic import BaseModel, ConfigDict, Field
 from velyrix import errors
 from velyrix.controlplane import specs, status
 from velyrix.controlplane.api import idempotency, schemas
-from velyrix.controlplane.api.context import Ctx, check_if_match, require, respond, with_etag
+from velyrix.controlplane.api.context import Ctx, check_if_match, require, with_etag
 from velyrix.controlplane.commands import Commands
 from velyrix.controlplane.db import models
 from velyrix.planners import plan as planner
@@ -101,8 +101,7 @@ def create_cluster(
 
 @router.get("/{cluster_id}", name="clusters.get", response_model=schemas.ClusterOut)
 async def get_cluster(cluster_id: str, ctx: Ctx = Depends(require("clusters:read"))) -> Response:
-    cluster = await ctx.run(ctx.scope.read, models.Cluster, cluster_id, "cluster")
-    return respond(schemas.ClusterOut, out(cluster), cluster)
+    return await ctx.answer_row(schemas.ClusterOut, models.Cluster, cluster_id, "cluster", out)
 
 
 @router.put("/{cluster_id}", name="clusters.update", response_model=schemas.ClusterOut)

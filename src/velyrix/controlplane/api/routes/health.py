@@ -1,10 +1,15 @@
-"""``/healthz`` (the process answers) and ``/readyz`` (the database answers, its schema is current and,
-for SQLite, its disk has room to write)."""
+"""``/healthz`` (the process answers: on the event loop, no database, no thread) and ``/readyz`` (the
+database answers within ``READY_TIMEOUT_S``, its schema is current and, for SQLite, its disk has room to
+write)."""
 
 from __future__ import annotations
 
+import asyncio
+
+import sqlalchemy as sa
 from fastapi import APIRouter, Request
-from fastapi.responses import JSONResponse
+from fastapi.responses import JSONResponse, Response
+from starlette.concurrency import run_in_threadpool
 
 from velyrix.controlplane.api import schemas
 from velyrix.controlplane.db import engine as engine_mod
@@ -12,12 +17,19 @@ from velyrix.controlplane.db import migrate
 
 router = APIRouter(tags=["health"])
 RETRY_AFTER = {"Retry-After": "5"}
+READY_TIMEOUT_S = 2.0
+"""Seconds ``/readyz`` waits for the database before it answers 503."""
+_LIVE = b'{"status":"ok"}'
 
 
 @router.get("/healthz", name="health.live", response_model=schemas.Health, response_model_exclude_none=True)
-def healthz() -> dict[str, str]:
-    """Liveness: no database, no authentication."""
-    return {"status": "ok"}
+async def healthz() -> Response:
+    """Liveness: no database, no authentication, no worker thread (it answers while the pool is busy)."""
+    return Response(_LIVE, media_type="application/json")
+
+
+def _check(engine: sa.Engine) -> tuple[str | None, bool]:
+    return migrate.current(engine), engine_mod.disk_full(engine)
 
 
 @router.get(
@@ -26,12 +38,16 @@ def healthz() -> dict[str, str]:
     response_model=schemas.Health,
     responses={503: {"model": schemas.Health, "description": "database unreachable or not migrated"}},
 )
-def readyz(request: Request) -> JSONResponse:
-    """Readiness: the database answers and is at the newest migration."""
-    engine = request.app.state.engine
+async def readyz(request: Request) -> JSONResponse:
+    """Readiness: the database answers within ``READY_TIMEOUT_S`` and is at the newest migration."""
     try:
-        revision = migrate.current(engine)
-        full = engine_mod.disk_full(engine)
+        revision, full = await asyncio.wait_for(run_in_threadpool(_check, request.app.state.engine), READY_TIMEOUT_S)
+    except TimeoutError:
+        return JSONResponse(
+            {"status": "unavailable", "database": f"no answer within {READY_TIMEOUT_S:g} s"},
+            status_code=503,
+            headers=RETRY_AFTER,
+        )
     except Exception as exc:  # any failure means not ready
         return JSONResponse(
             {"status": "unavailable", "database": type(exc).__name__}, status_code=503, headers=RETRY_AFTER

@@ -3,7 +3,7 @@ IdP's metadata), the e-mail domains allowed to log in, and how claims and groups
 
 from __future__ import annotations
 
-from typing import Any, Literal
+from typing import Annotated, Any, Literal
 
 from fastapi import APIRouter, Depends
 from pydantic import BaseModel, ConfigDict, Field, field_validator
@@ -19,8 +19,18 @@ router = APIRouter(prefix="/v1/identity-providers", tags=["identity"], responses
 _NAME = r"^[a-z][a-z0-9-]{0,62}$"
 
 
+_ROLE = schemas.one_of(roles.TENANT_ROLES)
+_NEEDS = {"oidc": "client_id", "saml": "saml_metadata"}
+"""The field each kind needs non-empty (``create`` checks it; the schema says it per kind)."""
+
+
 class ProviderIn(BaseModel):
-    model_config = ConfigDict(extra="forbid")
+    model_config = ConfigDict(
+        extra="forbid",
+        json_schema_extra=schemas.variants(
+            "kind", {k: {f: {"type": "string", "minLength": 1}} for k, f in _NEEDS.items()}, required=True
+        ),
+    )
     name: str = Field(pattern=_NAME, description="short name, e.g. okta")
     kind: Literal["oidc", "saml"]
     issuer: str = Field(min_length=1, max_length=500, description="OIDC issuer URL or the SAML IdP's entity id")
@@ -29,10 +39,10 @@ class ProviderIn(BaseModel):
     saml_metadata: str = Field("", max_length=200_000, description="SAML IdP metadata XML")
     allowed_domains: list[str] = Field(default_factory=list, max_length=50)
     role_claim: str = Field("", max_length=100)
-    role_map: dict[str, str] = Field(default_factory=dict, max_length=50)
+    role_map: dict[str, Annotated[str, Field(json_schema_extra=_ROLE)]] = Field(default_factory=dict, max_length=50)
     groups_claim: str = Field("groups", max_length=100)
-    group_map: dict[str, str] = Field(default_factory=dict, max_length=200)
-    default_role: str = Field("viewer", max_length=32)
+    group_map: dict[str, Annotated[str, Field(json_schema_extra=_ROLE)]] = Field(default_factory=dict, max_length=200)
+    default_role: str = Field("viewer", max_length=32, json_schema_extra=_ROLE)
 
     @field_validator("default_role")
     @classmethod

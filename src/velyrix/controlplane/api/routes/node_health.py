@@ -35,11 +35,13 @@ class ReportBody(BaseModel):
         default_factory=dict,
         description="NodeSample.to_dict(): the evidence (GPU counters, XID events with their times, IB ports, "
         "NVMe); the control plane judges it itself",
+        json_schema_extra=schemas.JSON_OBJECT,
     )
     verdict: dict[str, Any] | None = Field(
         None,
         description="the agent's whole verdict (node, level, action, lemon_score, reasons with key, source, "
         "message, level, action, hardware): a claim the control plane records and compares, never obeys",
+        json_schema_extra=schemas.JSON_OBJECT_OR_NULL,
     )
 
 

@@ -10,7 +10,7 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from velyrix import catalog, errors
 from velyrix.controlplane.api import idempotency, schemas
-from velyrix.controlplane.api.context import Ctx, check_if_match, require, respond, with_etag
+from velyrix.controlplane.api.context import Ctx, check_if_match, require, with_etag
 from velyrix.controlplane.commands import Commands
 from velyrix.controlplane.db import models
 
@@ -22,7 +22,9 @@ class NodeCreate(BaseModel):
     name: str = Field(pattern=r"^[a-z0-9][a-z0-9.-]{0,127}$", description="hostname")
     region: str = Field(max_length=63, json_schema_extra=schemas.one_of(catalog.region_names()))
     node_type: str = Field(max_length=63, json_schema_extra=schemas.one_of(catalog.node_type_names()))
-    hardware: dict[str, Any] = Field(default_factory=dict, description="inventory: serials, GPUs, NICs")
+    hardware: dict[str, Any] = Field(
+        default_factory=dict, description="inventory: serials, GPUs, NICs", json_schema_extra=schemas.JSON_OBJECT
+    )
     labels: dict[str, str] = Field(default_factory=dict)
 
 
@@ -35,7 +37,7 @@ class NodeCreated(schemas.NodeOut):
 
 class NodeUpdate(BaseModel):
     model_config = ConfigDict(extra="forbid")
-    hardware: dict[str, Any] | None = None
+    hardware: dict[str, Any] | None = Field(None, json_schema_extra=schemas.JSON_OBJECT_OR_NULL)
     labels: dict[str, str] | None = None
 
 
@@ -114,8 +116,7 @@ def register_node(
 
 @router.get("/{node_id}", name="nodes.get", response_model=schemas.NodeOut)
 async def get_node(node_id: str, ctx: Ctx = Depends(require("nodes:read"))) -> Response:
-    node = await ctx.run(ctx.scope.read, models.Node, node_id, "node")
-    return respond(schemas.NodeOut, out(node), node)
+    return await ctx.answer_row(schemas.NodeOut, models.Node, node_id, "node", out)
 
 
 @router.patch("/{node_id}", name="nodes.update", response_model=schemas.NodeOut)

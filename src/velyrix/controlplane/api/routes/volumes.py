@@ -10,7 +10,7 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from velyrix import catalog, errors
 from velyrix.controlplane.api import idempotency, schemas
-from velyrix.controlplane.api.context import Ctx, check_if_match, require, respond, with_etag
+from velyrix.controlplane.api.context import Ctx, check_if_match, require, with_etag
 from velyrix.controlplane.db import models
 from velyrix.controlplane.identity import mfa
 
@@ -117,8 +117,7 @@ def create_volume(
 
 @router.get("/{volume_id}", name="volumes.get", response_model=schemas.VolumeOut)
 async def get_volume(volume_id: str, ctx: Ctx = Depends(require("volumes:read"))) -> Response:
-    volume = await ctx.run(ctx.scope.read, models.Volume, volume_id, "volume")
-    return respond(schemas.VolumeOut, out(volume), volume)
+    return await ctx.answer_row(schemas.VolumeOut, models.Volume, volume_id, "volume", out)
 
 
 @router.patch("/{volume_id}", name="volumes.update", response_model=schemas.VolumeOut)
