@@ -45,3 +45,8 @@ def current(engine: sa.Engine) -> str | None:
 def head() -> str:
     """The newest revision shipped in the package."""
     return ScriptDirectory.from_config(_config("sqlite://")).get_current_head() or ""
+
+
+def readiness(engine: sa.Engine) -> tuple[str | None, bool]:
+    """``(schema revision, disk full)`` of ``engine``'s database, for ``/readyz``."""
+    return current(engine), engine_mod.disk_full(engine)

@@ -12,7 +12,7 @@ from __future__ import annotations
 import datetime as dt
 import hashlib
 import secrets
-from typing import Any
+from typing import Any, Protocol
 
 import pyotp
 import sqlalchemy as sa
@@ -298,3 +298,20 @@ def mark(session: orm.Session, session_id: str, *, step_up: bool) -> None:
     if step_up:
         values["step_up_at"] = now
     session.execute(sa.update(UserSession).where(UserSession.id == session_id).values(**values))
+
+
+class HasSession(Protocol):
+    """What the policy helpers need of a route's scope (``controlplane.scoping.Scope``)."""
+
+    @property
+    def session(self) -> orm.Session: ...
+
+
+def policy_of(scope: HasSession, tenant_id: str) -> TenantIdentityPolicy:
+    """The tenant's identity policy through a route's scope (the defaults when none is stored)."""
+    return sessions.policy(scope.session, tenant_id)
+
+
+def set_policy_of(scope: HasSession, tenant_id: str, **values: Any) -> TenantIdentityPolicy:
+    """``set_policy`` through a route's scope."""
+    return set_policy(scope.session, tenant_id, **values)

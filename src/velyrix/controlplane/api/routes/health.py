@@ -6,13 +6,11 @@ from __future__ import annotations
 
 import asyncio
 
-import sqlalchemy as sa
 from fastapi import APIRouter, Request
 from fastapi.responses import JSONResponse, Response
 from starlette.concurrency import run_in_threadpool
 
 from velyrix.controlplane.api import schemas
-from velyrix.controlplane.db import engine as engine_mod
 from velyrix.controlplane.db import migrate
 
 router = APIRouter(tags=["health"])
@@ -28,10 +26,6 @@ async def healthz() -> Response:
     return Response(_LIVE, media_type="application/json")
 
 
-def _check(engine: sa.Engine) -> tuple[str | None, bool]:
-    return migrate.current(engine), engine_mod.disk_full(engine)
-
-
 @router.get(
     "/readyz",
     name="health.ready",
@@ -41,7 +35,9 @@ def _check(engine: sa.Engine) -> tuple[str | None, bool]:
 async def readyz(request: Request) -> JSONResponse:
     """Readiness: the database answers within ``READY_TIMEOUT_S`` and is at the newest migration."""
     try:
-        revision, full = await asyncio.wait_for(run_in_threadpool(_check, request.app.state.engine), READY_TIMEOUT_S)
+        revision, full = await asyncio.wait_for(
+            run_in_threadpool(migrate.readiness, request.app.state.engine), READY_TIMEOUT_S
+        )
     except TimeoutError:
         return JSONResponse(
             {"status": "unavailable", "database": f"no answer within {READY_TIMEOUT_S:g} s"},

@@ -12,7 +12,7 @@ from velyrix import errors
 from velyrix.controlplane.api import schemas
 from velyrix.controlplane.api.context import Ctx, require
 from velyrix.controlplane.db import models
-from velyrix.controlplane.identity import mfa, sessions
+from velyrix.controlplane.identity import mfa
 
 router = APIRouter(prefix="/v1/identity-policy", tags=["identity"], responses=schemas.PROBLEM_RESPONSES)
 
@@ -57,17 +57,17 @@ def get_policy(
             raise errors.NotFoundError(kind="tenant", name=tenant_id)
         tenant_id = ctx.principal.tenant_id
     elif tenant_id is None:
-        return {**_out(sessions.policy(ctx.scope.session, "")), "tenant_id": None}
-    elif ctx.scope.session.get(models.Tenant, tenant_id) is None:
+        return {**_out(mfa.policy_of(ctx.scope, "")), "tenant_id": None}
+    elif not ctx.scope.exists(models.Tenant, id=tenant_id):
         raise errors.NotFoundError(kind="tenant", name=tenant_id)
-    return _out(sessions.policy(ctx.scope.session, tenant_id))
+    return _out(mfa.policy_of(ctx.scope, tenant_id))
 
 
 @router.put("", name="identity_policy.set", response_model=PolicyOut)
 def set_policy(body: PolicyBody, ctx: Ctx = Depends(require("tenants:write"))) -> dict[str, Any]:
     """Set the fields given; the others keep their value."""
     tenant = _own_tenant(ctx)
-    row = mfa.set_policy(ctx.scope.session, tenant, **body.model_dump())
+    row = mfa.set_policy_of(ctx.scope, tenant, **body.model_dump())
     ctx.audit(f"tenants/{tenant}/identity-policy", detail=body.model_dump(exclude_none=True))
     ctx.commit()
     return _out(row)
