@@ -160,26 +160,31 @@ def twin_telemetry(region: SimRegion, hostname: str) -> dict[str, Any]:
     ``GET /v1/sim/nodes/{hostname}/telemetry``; the ``twin`` collector reads it there, or calls this
     directly inside ``up``. Unknown hostnames raise ``UnknownNameError``."""
     with region_lock(region):
-        region.advance()
+        at_s = region.advance()
         node = region.node(hostname)
-        return read_node(node, region.clock.now()).to_dict()
+        return read_node(node, at_s).to_dict()
 
 
 class SimCollector(Collector):
-    """Collector over one twin node."""
+    """Collector over one twin node. With a ``region``, samples are stamped with the region's clock (the
+    clock of the counters and the XID events: ``twin_clock``); ``advance=False`` reads the node where the
+    region was last advanced to (the fleet exporter advances the region once per collection of all nodes)."""
 
     name = "sim"
 
-    def __init__(self, node: SimNode, region: SimRegion | None = None):
+    def __init__(self, node: SimNode, region: SimRegion | None = None, *, advance: bool = True):
         self.node = node
         self.region = region
+        self.advance = advance
+        self.twin_clock = region is not None
 
     def collect(self) -> NodeSample:
-        """The node now; with a ``region``, caught up and stamped with the region's clock (the clock of the
-        counters and the XID events), without one with wall time."""
+        """The node now; with a ``region``, caught up (unless ``advance`` is off) and stamped with the
+        simulated time its counters stand at; without one with wall time."""
         if self.region is not None:
-            catch_up(self.region)
-            return read_node(self.node, self.region.clock.now())
+            if self.advance:
+                catch_up(self.region)
+            return read_node(self.node, self.region.advanced_at()[0])
         return read_node(self.node)
 
 

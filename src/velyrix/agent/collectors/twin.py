@@ -67,6 +67,7 @@ class TwinCollector(Collector):
     is the twin's clock, so the agent's evidence, the XID times and the counters share one clock."""
 
     name = "twin"
+    twin_clock = True
 
     def __init__(self, hostname: str, read: Reader, close: Callable[[], None] | None = None) -> None:
         self.hostname = hostname

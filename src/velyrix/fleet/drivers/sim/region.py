@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import math
 import threading
+import time
 import uuid
 from dataclasses import dataclass
 from typing import Any
@@ -74,6 +75,7 @@ class SimRegion:
         self.failure_rate_per_1000_node_days = reader.failure_rates().default
         self.precursor_window_s = 6 * 3600.0
         self._last_s = clock.now()
+        self._last_wall_s = time.time()
         self.lock = threading.RLock()
         """Held by ``advance``, ``inject`` and ``repair``: the API, the reconciler and a ticker share the twin."""
 
@@ -223,7 +225,7 @@ class SimRegion:
             behind = float(state.get("clock_s", 0.0)) - self.clock.now()
             if behind > 0:
                 self.clock.advance(behind)
-                self._last_s = self.clock.now()
+                self._last_s, self._last_wall_s = self.clock.now(), time.time()
 
     # --- lookup ---------------------------------------------------------------------------------
 
@@ -300,8 +302,14 @@ class SimRegion:
                     faults.apply(node, trend.fault, trend.until_s)
                     self.events.append(SimEvent(trend.until_s, trend.hostname, "fault", trend.fault, None))
             self.trends = [t for t in self.trends if t.until_s > end]
-            self._last_s = end
+            self._last_s, self._last_wall_s = end, time.time()
             return end
+
+    def advanced_at(self) -> tuple[float, float]:
+        """``(simulated s, wall Unix s)`` of the last ``advance``: the time the devices' counters stand at,
+        and when on the wall clock they were brought there (the exporter's clock mapping, agent/wall_rates.py)."""
+        with self.lock:
+            return self._last_s, self._last_wall_s
 
     def _spawn_spontaneous(self, start: float, end: float) -> None:
         rates = reader.failure_rates()
