@@ -154,15 +154,19 @@ def read_node(node: SimNode, at_s: float | None = None) -> NodeSample:
     )
 
 
-def twin_telemetry(region: SimRegion, hostname: str) -> dict[str, Any]:
+def twin_sample(region: SimRegion, hostname: str) -> NodeSample:
     """What the twin's hardware shows of ``hostname`` now: the region caught up to its clock, then the node
-    read as a ``NodeSample`` stamped with the twin's clock, in its JSON form. ``velyrix up`` serves this at
-    ``GET /v1/sim/nodes/{hostname}/telemetry``; the ``twin`` collector reads it there, or calls this
-    directly inside ``up``. Unknown hostnames raise ``UnknownNameError``."""
+    read as a ``NodeSample`` stamped with the twin's clock. Unknown hostnames raise ``UnknownNameError``."""
     with region_lock(region):
         at_s = region.advance()
         node = region.node(hostname)
-        return read_node(node, at_s).to_dict()
+        return read_node(node, at_s)
+
+
+def twin_telemetry(region: SimRegion, hostname: str) -> dict[str, Any]:
+    """``twin_sample`` in its JSON form: ``velyrix up`` serves this at ``GET /v1/sim/nodes/{hostname}/telemetry``,
+    where the ``twin`` collector of another process reads it (inside ``up`` it reads ``twin_sample``)."""
+    return twin_sample(region, hostname).to_dict()
 
 
 class SimCollector(Collector):

@@ -17,8 +17,8 @@ import httpx
 from velyrix import errors
 from velyrix.agent.collectors.base import Collector, NodeSample
 
-Reader = Callable[[str], dict[str, Any]]
-"""hostname -> the node's ``NodeSample`` in JSON form."""
+Reader = Callable[[str], "dict[str, Any] | NodeSample"]
+"""hostname -> the node's ``NodeSample``, or its JSON form (over HTTP)."""
 
 
 class TwinUnavailableError(errors.VelyrixError):
@@ -75,7 +75,8 @@ class TwinCollector(Collector):
         self._close = close
 
     def collect(self) -> NodeSample:
-        sample = NodeSample.from_dict(self._read(self.hostname))
+        raw = self._read(self.hostname)
+        sample = raw if isinstance(raw, NodeSample) else NodeSample.from_dict(raw)
         if sample.hostname != self.hostname:
             raise errors.InvalidInputError(f"the twin answered for '{sample.hostname}', not '{self.hostname}'")
         return sample

@@ -34,6 +34,9 @@ class SimEvent:
     """``fault`` or ``precursor``."""
     fault: faults.Fault
     cause: str | None = None
+    """The catalog failure cause of a spontaneous fault (None: injected by hand)."""
+    due_s: float | None = None
+    """For a precursor: when its fault fires unless the part is swapped first (simulated s)."""
 
     def to_dict(self) -> dict[str, Any]:
         return {
@@ -42,6 +45,7 @@ class SimEvent:
             "kind": self.kind,
             "fault": self.fault.to_dict(),
             "cause": self.cause,
+            "due_s": self.due_s,
         }
 
 
@@ -267,9 +271,10 @@ class SimRegion:
                         started_s=now,
                         until_s=now + precursor_s,
                         last_s=now,
+                        cause=cause,
                     )
                 )
-                self.events.append(SimEvent(now, hostname, "precursor", fault, cause))
+                self.events.append(SimEvent(now, hostname, "precursor", fault, cause, due_s=now + precursor_s))
                 return
             faults.apply(node, fault, now)
             self.events.append(SimEvent(now, hostname, "fault", fault, cause))
@@ -300,7 +305,7 @@ class SimRegion:
                 faults.advance_trend(node, trend, end)
                 if trend.until_s <= end:
                     faults.apply(node, trend.fault, trend.until_s)
-                    self.events.append(SimEvent(trend.until_s, trend.hostname, "fault", trend.fault, None))
+                    self.events.append(SimEvent(trend.until_s, trend.hostname, "fault", trend.fault, trend.cause))
             self.trends = [t for t in self.trends if t.until_s > end]
             self._last_s, self._last_wall_s = end, time.time()
             return end
@@ -343,9 +348,12 @@ class SimRegion:
                         started_s=at,
                         until_s=at + self.precursor_window_s,
                         last_s=at,
+                        cause=cause.name,
                     )
                 )
-                self.events.append(SimEvent(at, hostname, "precursor", fault, cause.name))
+                self.events.append(
+                    SimEvent(at, hostname, "precursor", fault, cause.name, due_s=at + self.precursor_window_s)
+                )
             else:
                 faults.apply(node, fault, at)
                 self.events.append(SimEvent(at, hostname, "fault", fault, cause.name))
