@@ -40,6 +40,8 @@ class Judgement:
     verdict: Verdict
     claimed: Verdict | None
     disagreement: str | None
+    new_findings: tuple[str, ...] = ()
+    """Keys of the verdict's reasons above IGNORE that the node's previous verdict did not hold."""
 
 
 def _trend_metrics() -> dict[str, set[str]]:
@@ -241,27 +243,12 @@ def judge(session: orm.Session, node: models.Node, report: Mapping[str, Any]) ->
         )
     elif disagreement is not None:
         row.disagreements = (row.disagreements or 0) + 1  # the same claim again: counted, not re-recorded
-    _record_finding(session, node, row, verdict, t_s)
+    before = {r.get("key") for r in (row.verdict or {}).get("reasons", [])}
+    new = tuple(r.key for r in verdict.reasons if r.action > Action.IGNORE and r.key not in before)
     row.server_action = verdict.action.name
     row.verdict = verdict.to_dict()
     row.agent_verdict = claimed.to_dict() if claimed else None
-    return Judgement(verdict, claimed, disagreement)
-
-
-def _record_finding(
-    session: orm.Session, node: models.Node, row: models_cloud.NodeEvidence, verdict: Verdict, t_s: float
-) -> None:
-    """A ``HealthFinding`` event when the verdict asks for more than IGNORE for reasons the previous verdict
-    did not hold: what the control plane saw, also when the rung is left to the node (RESTART_APP)."""
-    if verdict.action == Action.IGNORE:
-        return
-    before = {r.get("key") for r in (row.verdict or {}).get("reasons", [])}
-    new = [r for r in verdict.reasons if r.action > Action.IGNORE and r.key not in before]
-    if new:
-        what = "; ".join(f"{r.key} {r.message}" for r in new)
-        add_event(
-            session, node, t_s, "HealthFinding", f"{verdict.action.name}: {what}", server_action=verdict.action.name
-        )
+    return Judgement(verdict, claimed, disagreement, new)
 
 
 def held(row: models_cloud.NodeEvidence) -> Action | None:

@@ -3,9 +3,9 @@
 The twin knows its ground truth (``SimRegion.events``): each spontaneous failure at the catalog's rates,
 and for the causes with a precursor (rising single-bit ECC before a DBE, remaps filling a bank, link errors,
 temperature, media errors) when the precursor started and when its fault is due. The control plane knows
-what it did: the stage history of every node (``node_transitions``, on the fleet's clock) and the health
-findings and actions on reports (``node_events`` ``HealthFinding`` / ``HealthAction``, on the node's clock). Both clocks are the
-twin's simulated seconds here (``fleet.clock.TwinClock``: Unix seconds = epoch + simulated seconds).
+what it did: the stage history of every node (``node_transitions``, on the fleet's clock) and its findings
+and actions on reports (``node_events`` ``HealthFinding`` / ``HealthAction``, on the node's clock). Both
+clocks are the twin's simulated seconds here (``fleet.clock.TwinClock``: Unix seconds = epoch + simulated seconds).
 
 Counted (only failures on nodes in production when they began, and whose outcome is known by ``now_s``):
 
