@@ -147,8 +147,12 @@ def main() -> None:
     offline, offline_wall_s = run_offline()
     pro = offline["policies"]["proactive"]
     caught, prone = pro["failures_caught_before_job_damage"], pro["precursor_failures"]
-    print(f"velyrix up --spontaneous-faults: {NODES} nodes, {report['days']:g} simulated days, seed {SEED}, ")
+    print(f"velyrix up --spontaneous-faults: {NODES} nodes, {report['days']:g} simulated days, seed {SEED}")
     print(f"  {clusters} clusters of {CLUSTER_NODES} nodes; wall {up_wall_s:.0f} s")
+    print(
+        f"  spontaneous failures {report['spontaneous_failures']} (catalog rate "
+        f"{report['failure_rate_per_1000_node_days']} per 1,000 node-days: {report['expected_failures_at_rate']} expected)"
+    )
     print(
         f"  failures on nodes in service {report['failures']}, detected {report['detected']}, missed {report['missed']}"
     )

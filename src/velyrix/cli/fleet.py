@@ -99,6 +99,7 @@ def up(
     from velyrix.ops.service import create_app
 
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s %(message)s")
+    logging.getLogger("httpx").setLevel(logging.WARNING)  # the twin agents' requests: one line each otherwise
     app = twin_agents.install(create_app())
     from velyrix import private_files, settings
 

@@ -171,7 +171,17 @@ def report(session: orm.Session, region: Any, epoch_s: float) -> dict[str, Any]:
     now_s = region.clock.now()
     out = _outcomes(failures(list(region.events)), histories(session, epoch_s), now_s)
     days = now_s / 86400.0
-    return {"now_s": now_s, "days": round(days, 3), "nodes": len(region.nodes), "seed": region.seed, **out}
+    rate = region.failure_rate_per_1000_node_days
+    return {
+        "now_s": now_s,
+        "days": round(days, 3),
+        "nodes": len(region.nodes),
+        "seed": region.seed,
+        "failure_rate_per_1000_node_days": rate,
+        "expected_failures_at_rate": round(rate * len(region.nodes) * days / 1000.0, 1),
+        "spontaneous_failures": len(failures(list(region.events))),
+        **out,
+    }
 
 
 @router.get("/proactive", name="sim.proactive")
