@@ -151,7 +151,8 @@ def main() -> None:
     print(f"  {clusters} clusters of {CLUSTER_NODES} nodes; wall {up_wall_s:.0f} s")
     print(
         f"  spontaneous failures {report['spontaneous_failures']} (catalog rate "
-        f"{report['failure_rate_per_1000_node_days']} per 1,000 node-days: {report['expected_failures_at_rate']} expected)"
+        f"{report['failure_rate_per_1000_node_days']} per 1,000 node-days: "
+        f"{report['expected_failures_at_rate']} expected)"
     )
     print(
         f"  failures on nodes in service {report['failures']}, detected {report['detected']}, missed {report['missed']}"
