@@ -123,14 +123,18 @@ WALKS = [
 ]
 
 
+@pytest.mark.parametrize("db", ["sqlite", pytest.param("postgres", marks=pytest.mark.postgres)])
 def test_region_capacity_follows_the_twin_node_by_node_through_every_state_and_type(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+    db: str, request: pytest.FixtureRequest, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     from velyrix.controlplane.reconcile.store import move
 
     monkeypatch.setenv("VELYRIX_HOME", str(tmp_path))
     counts = {"hgx-h200-8g": 20, "hgx-h100-8g": 12, "hgx-b200-8g": 12}
-    up = Up(f"sqlite:///{tmp_path / 'velyrix.db'}", twin_nodes=0, node_counts=counts)
+    url = f"sqlite:///{tmp_path / 'velyrix.db'}"
+    if db == "postgres":
+        url = request.getfixturevalue("pg_server").create_database(f"walk{free_port()}")
+    up = Up(url, twin_nodes=0, node_counts=counts)
     try:
         twin = up.runtime.sim
         assert twin is not None
