@@ -87,3 +87,81 @@ def test_concurrent_declarations_cannot_all_pass_the_capacity_check(plane: Up) -
     created = codes.count(201)
     assert created * 8 <= 60 and created == 7, codes  # 7 x 8 = 56 of the 60 usable nodes
     assert all(c in (201, 409, 503) for c in codes), codes
+
+
+def _expected(model: dict[str, tuple[str, str, bool]], node_type: str, twin: Any) -> dict[str, Any]:
+    """What the region must say for ``node_type``, from the test's own record of where each twin node is."""
+    mine = {h: v for h, v in model.items() if twin.nodes[h].node_type == node_type}
+    alive = {h: v for h, v in mine.items() if v[0] != "retired"}
+    by_state: dict[str, int] = {}
+    for stage, prov, _ in alive.values():
+        by_state[stage] = by_state.get(stage, 0) + 1
+        by_state[prov] = by_state.get(prov, 0) + 1
+    spares = math.ceil(len(alive) * 0.05)
+    free = sum(1 for st, pr, clustered in alive.values() if st == "production" and pr == "available" and not clustered)
+    return {
+        "total_nodes": len(alive),
+        "spare_nodes": spares,
+        "in_use_nodes": sum(1 for v in alive.values() if v[2]),
+        "available_nodes": max(0, free - spares),
+        "nodes_by_state": dict(sorted(by_state.items())),
+    }
+
+
+# (node index of its type, [(field, state)...]): every fleet stage and provisioning state a node can be in
+WALKS = [
+    (0, [("fleet_stage", "quarantined")]),
+    (1, [("fleet_stage", "quarantined"), ("fleet_stage", "rma")]),
+    (2, [("fleet_stage", "quarantined"), ("fleet_stage", "burn-in")]),
+    (3, [("fleet_stage", "retired")]),
+    (4, [("provisioning_state", "failed")]),
+    (5, [("provisioning_state", "inspecting")]),
+    (6, [("provisioning_state", "failed"), ("provisioning_state", "sanitizing")]),
+    (7, [("provisioning_state", "allocated"), ("provisioning_state", "provisioning")]),
+    (8, [("provisioning_state", "failed"), ("provisioning_state", "deprovisioning")]),
+    (9, [("fleet_stage", "quarantined"), ("fleet_stage", "production")]),
+]
+
+
+@pytest.mark.parametrize("db", ["sqlite", pytest.param("postgres", marks=pytest.mark.postgres)])
+def test_region_capacity_follows_the_twin_node_by_node_through_every_state_and_type(
+    db: str, request: pytest.FixtureRequest, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from velyrix.controlplane.reconcile.store import move
+
+    monkeypatch.setenv("VELYRIX_HOME", str(tmp_path))
+    counts = {"hgx-h200-8g": 20, "hgx-h100-8g": 12, "hgx-b200-8g": 12}
+    url = f"sqlite:///{tmp_path / 'velyrix.db'}"
+    if db == "postgres":
+        url = request.getfixturevalue("pg_server").create_database(f"walk{free_port()}")
+    up = Up(url, twin_nodes=0, node_counts=counts)
+    try:
+        twin = up.runtime.sim
+        assert twin is not None
+        cid = up.http.post("/v1/clusters", headers=up.tenant, json=CLUSTER).json()["id"]  # 8 H200 nodes
+        up.wait_phase(cid, "Ready")
+        members = {n["name"] for n in up.members(cid)}
+        model = {h: ("production", "active" if h in members else "available", h in members) for h in twin.nodes}
+        up.runtime.stop()  # the reconciler must not undo the walk (a failed node would be repaired)
+
+        def check() -> None:
+            region = up.http.get("/v1/regions/us-east-1", headers=up.operator).json()["capacity"]
+            got = {c["node_type"]: {k: v for k, v in c.items() if k != "node_type"} for c in region}
+            for node_type in counts:
+                assert got[node_type] == _expected(model, node_type, twin), node_type
+
+        check()
+        for node_type in counts:
+            free = [h for h, n in twin.nodes.items() if n.node_type == node_type and h not in members]
+            for index, steps in WALKS:
+                host = free[index]
+                for field, state in steps:
+                    with up.app.state.sessionmaker() as s:
+                        node = s.query(models.Node).filter_by(name=host).one()
+                        move(s, node, state, actor="test", reason="walk")
+                        s.commit()
+                    stage, prov, clustered = model[host]
+                    model[host] = (state, prov, clustered) if field == "fleet_stage" else (stage, state, clustered)
+                    check()  # after every single move, for every node type
+    finally:
+        up.stop()

@@ -45,12 +45,15 @@ class Up:
     """What ``velyrix up`` runs (app of ``velyrix.ops.service``, twin runtime, reconcile thread), served by a
     real uvicorn on a free loopback port."""
 
-    def __init__(self, db_url: str, twin_nodes: int, agent_interval_s: float = 0.0) -> None:
+    def __init__(
+        self, db_url: str, twin_nodes: int, agent_interval_s: float = 0.0, node_counts: dict[str, int] | None = None
+    ) -> None:
+        """``node_counts``: twin nodes per type (default: ``twin_nodes`` H200 nodes)."""
         self.app = twin_agents.install(create_app(db_url))
         self.runtime = FleetRuntime.twin(
             self.app.state.sessionmaker,
             "us-east-1",
-            node_counts={"hgx-h200-8g": twin_nodes},
+            node_counts=node_counts or {"hgx-h200-8g": twin_nodes},
             seed=3,
             delays=False,
             settings=phases.ReconcileSettings(poll_s=0.01, idle_s=0.05),

@@ -28,6 +28,9 @@ def fleet_source(
     clock once per collection."""
     wanted = list(hostnames) if hostnames is not None else list(region.nodes)
     nodes = [
-        service.NodeSource(SimCollector(region.node(h)), job_map_root / h if job_map_root else None) for h in wanted
+        service.NodeSource(
+            SimCollector(region.node(h), region, advance=False), job_map_root / h if job_map_root else None
+        )
+        for h in wanted
     ]
     return service.MetricsSource(nodes, min_interval_s=min_interval_s, before_collect=[lambda: catch_up(region)])

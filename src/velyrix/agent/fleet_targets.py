@@ -5,7 +5,8 @@
 - ``/sd``: the Prometheus HTTP SD document (``http_sd_configs``), one target group per node whose
   ``__metrics_path__`` is that node's path, with the labels ``Hostname``, ``node_type`` and ``su``;
 - ``/nodes/<hostname>/metrics``: the exposition of that node alone (what its agent would serve, some
-  400 series for an 8-GPU node), read from the twin without advancing it;
+  400 series for an 8-GPU node), read from the twin without advancing it,
+  its flow counters on the wall clock (``velyrix.agent.wall_rates``);
 - ``/metrics``: 404 with a pointer to ``/sd`` (a whole 10,000-node region in one scrape is what this
   replaces).
 
@@ -23,7 +24,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from velyrix import errors
-from velyrix.agent import exporter, jobs
+from velyrix.agent import exporter, jobs, wall_rates
 from velyrix.agent.collectors.sim import catch_up, read_node, region_lock
 from velyrix.agent.service import CONTENT_TYPE
 
@@ -52,6 +53,7 @@ class FleetTargets:
         self.advance_every_s = advance_every_s
         self.stop = threading.Event()
         self._sd: bytes | None = None
+        self.wall_counters = wall_rates.WallClockCounters()
         self._advancer = threading.Thread(target=self._advance_loop, name="twin-advance", daemon=True)
 
     def start(self) -> None:
@@ -81,8 +83,10 @@ class FleetTargets:
         node = self.region.nodes.get(host)
         if node is None:
             return None
-        with region_lock(self.region):
-            sample = read_node(node)
+        with region_lock(self.region), self.region.lock:  # counters and the time they stand at, together
+            sim_s, wall_s = self.region.advanced_at()
+            raw = read_node(node, sim_s)
+        sample = self.wall_counters.present(raw, wall_s)
         mapping = jobs.read_job_map(self.job_map_root / host) if self.job_map_root else jobs.JobMap()
         return exporter.render([(sample, mapping)], self.ib_metrics)
 

@@ -17,7 +17,7 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 
 from velyrix import errors
-from velyrix.agent import exporter, jobs
+from velyrix.agent import exporter, jobs, wall_rates
 from velyrix.agent.collectors.base import Collector, NodeSample
 
 log = logging.getLogger("velyrix.agent")
@@ -65,10 +65,19 @@ class MetricsSource:
         """InfiniBand metric names: ``velyrix``, ``node_exporter`` or ``off`` (agent/ib_names.py)."""
         self._lock = threading.Lock()
         self._samples: list[NodeSample] = []
+        self._shown: list[NodeSample] = []
         self._at = 0.0
+        self.wall_counters = wall_rates.WallClockCounters()
+        """Flow counters of twin-clock collectors, shown on the wall clock (``velyrix.agent.wall_rates``)."""
 
     def samples(self) -> list[NodeSample]:
-        """Latest samples of every node (collected now unless younger than ``min_interval_s``)."""
+        """Latest samples of every node as collected (collected now unless younger than ``min_interval_s``):
+        what is reported to the control plane."""
+        return self._collect()[0]
+
+    def _collect(self) -> tuple[list[NodeSample], list[NodeSample]]:
+        """The latest samples, and the same as the exposition shows them (twin-clock collectors' flow
+        counters on the wall clock)."""
         with self._lock:
             now = time.monotonic()
             if not self._samples or now - self._at >= self.min_interval_s:
@@ -81,16 +90,21 @@ class MetricsSource:
                     except errors.VelyrixError as exc:
                         name = getattr(node.collector, "hostname", node.collector.name)
                         out.append(NodeSample(hostname=str(name), up=False, problems=[exc.message]))
+                wall_s = time.time()
                 for sample in out:
                     for after in self.after_collect:
                         after(sample)
-                self._samples, self._at = out, now
-            return self._samples
+                shown = [
+                    self.wall_counters.present(s, wall_s) if n.collector.twin_clock else s
+                    for s, n in zip(out, self.nodes, strict=True)
+                ]
+                self._samples, self._shown, self._at = out, shown, now
+            return self._samples, self._shown
 
     def snapshot(self) -> exporter.Snapshot:
-        """Samples paired with the job mapping read now."""
-        samples = self.samples()
-        return [(s, n.job_map(s, self.max_jobs_per_gpu)) for s, n in zip(samples, self.nodes, strict=True)]
+        """Samples as the exposition shows them, paired with the job mapping read now."""
+        shown = self._collect()[1]
+        return [(s, n.job_map(s, self.max_jobs_per_gpu)) for s, n in zip(shown, self.nodes, strict=True)]
 
     def render(self) -> bytes:
         """The ``/metrics`` body."""

@@ -41,6 +41,8 @@ class Judgement:
     verdict: Verdict
     claimed: Verdict | None
     disagreement: str | None
+    new_findings: tuple[str, ...] = ()
+    """Keys of the verdict's reasons above IGNORE that the node's previous verdict did not hold."""
 
 
 def _trend_metrics() -> dict[str, set[str]]:
@@ -242,10 +244,12 @@ def judge(session: orm.Session, node: models.Node, report: Mapping[str, Any]) ->
         )
     elif disagreement is not None:
         row.disagreements = (row.disagreements or 0) + 1  # the same claim again: counted, not re-recorded
+    before = {r.get("key") for r in (row.verdict or {}).get("reasons", [])}
+    new = tuple(r.key for r in verdict.reasons if r.action > Action.IGNORE and r.key not in before)
     row.server_action = verdict.action.name
     row.verdict = verdict.to_dict()
     row.agent_verdict = claimed.to_dict() if claimed else None
-    return Judgement(verdict, claimed, disagreement)
+    return Judgement(verdict, claimed, disagreement, new)
 
 
 def held(row: models_cloud.NodeEvidence) -> Action | None:

@@ -9,6 +9,11 @@ telemetry endpoint that agents in other processes read their node through.
   on the agent's poll cadence in one thread, reporting over HTTP to the API like any agent. When an
   operator rotates a node's token (``velyrix node token NODE``) to run its agent elsewhere, the in-process
   agent of that node is refused (401) and stops: one agent per node.
+- Fast-forward (``velyrix up --agent-step S``): the twin's clock no longer runs on its own; after each poll of
+  every node the agents' thread advances it by ``S`` simulated seconds (to ``until_s`` at most), so a month of
+  a large twin takes minutes whatever the machine's speed, and every node is judged every ``S`` simulated
+  seconds. Agents then send a poll whose evidence and verdict did not change only as a heartbeat
+  (``NodeAgent.unchanged_every_s``).
 """
 
 from __future__ import annotations
@@ -25,7 +30,7 @@ from sqlalchemy import orm
 
 from velyrix import errors
 from velyrix.agent.checks.monitor import HealthMonitor
-from velyrix.agent.collectors.sim import twin_telemetry
+from velyrix.agent.collectors.sim import twin_sample, twin_telemetry
 from velyrix.agent.collectors.twin import TwinCollector
 from velyrix.agent.node_agent import NodeAgent
 from velyrix.agent.reporting import Reporter
@@ -36,6 +41,7 @@ from velyrix.controlplane.api.routes.sim import NoTwinError
 from velyrix.controlplane.db import models
 from velyrix.fleet.drivers.sim import SimRegion
 from velyrix.health.drains import InMemorySeam
+from velyrix.ops import proactive
 
 log = logging.getLogger("velyrix.twin_agents")
 
@@ -58,15 +64,21 @@ def telemetry(hostname: str, request: Request, ctx: Ctx = Depends(require("nodes
 
 
 def install(app: FastAPI) -> FastAPI:
-    """Mount the twin's telemetry endpoint on ``app`` (``velyrix up``); returns ``app``."""
+    """Mount the twin's telemetry endpoint and its proactive report (``velyrix.ops.proactive``) on ``app``
+    (``velyrix up``); returns ``app``."""
     app.include_router(router)
+    app.include_router(proactive.router)
     return app
+
+
+HEARTBEAT_S = 86400.0
+"""Fast-forward: simulated seconds after which an agent reports an unchanged node anyway."""
 
 
 def agent_for(region: SimRegion, hostname: str, reporter: Reporter | None, *, window_samples: int = 120) -> NodeAgent:
     """The agent of twin node ``hostname``: ``twin`` collector on the live node, health monitor on the twin's
     clock (the samples' own time), ``reporter`` to the control plane."""
-    collector = TwinCollector(hostname, lambda h: twin_telemetry(region, h))
+    collector = TwinCollector(hostname, lambda h: twin_sample(region, h))
     monitor = HealthMonitor(
         hostname, collector, InMemorySeam(clock=region.clock.now), clock=None, max_samples=window_samples
     )
@@ -83,11 +95,16 @@ class TwinAgents:
         url: str,
         *,
         interval_s: float = AGENT_INTERVAL_S,
+        step_s: float | None = None,
+        until_s: float | None = None,
     ) -> None:
+        """``step_s``: fast-forward (see the module doc), up to the simulated time ``until_s`` (None: on and on)."""
         self.sessionmaker = sessionmaker
         self.region = region
         self.url = url
         self.interval_s = interval_s
+        self.step_s = step_s
+        self.until_s = until_s
         self.agents: dict[str, NodeAgent] = {}
         self.client = httpx.Client(timeout=10.0)
         self._stop = threading.Event()
@@ -108,6 +125,8 @@ class TwinAgents:
         for hostname, token in sorted(self.issue_tokens().items()):
             reporter = Reporter(self.url, token, attempts=3, backoff_s=0.2, max_backoff_s=2.0, client=self.client)
             self.agents[hostname] = agent_for(self.region, hostname, reporter)
+            if self.step_s is not None:
+                self.agents[hostname].unchanged_every_s = HEARTBEAT_S
 
     def tick(self) -> int:
         """One poll of every running agent; returns how many reported."""
@@ -138,7 +157,20 @@ class TwinAgents:
                 self.tick()
             except Exception:  # one bad poll must not end the observation of the fleet
                 log.exception("twin agents: poll failed")
+            if self.step_s is not None and self._forward():
+                continue
             self._stop.wait(max(0.0, self.interval_s - (time.monotonic() - started)))
+
+    def _forward(self) -> bool:
+        """Fast-forward: advance the twin by one step (not past ``until_s``); False once there."""
+        assert self.step_s is not None
+        now = self.region.clock.now()
+        step = self.step_s if self.until_s is None else min(self.step_s, self.until_s - now)
+        if step <= 0:
+            return False
+        self.region.advance(step)
+        self._stop.wait(0.01)  # the reconciler's turn
+        return True
 
     def start(self) -> None:
         """Build the agents and poll in a daemon thread until ``stop``."""

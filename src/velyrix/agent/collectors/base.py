@@ -210,6 +210,9 @@ class Collector(abc.ABC):
     """
 
     name: str = "base"
+    twin_clock: bool = False
+    """True when ``collected_at_s`` and the counters are on a digital twin's simulated clock (the exporter
+    then shows the flow counters on the wall clock: ``velyrix.agent.wall_rates``)."""
 
     @abc.abstractmethod
     def collect(self) -> NodeSample:

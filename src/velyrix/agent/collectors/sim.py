@@ -147,32 +147,41 @@ def read_node(node: SimNode, at_s: float | None = None) -> NodeSample:
     )
 
 
-def twin_telemetry(region: SimRegion, hostname: str) -> dict[str, Any]:
+def twin_sample(region: SimRegion, hostname: str) -> NodeSample:
     """What the twin's hardware shows of ``hostname`` now: the region caught up to its clock, then the node
-    read as a ``NodeSample`` stamped with the twin's clock, in its JSON form. ``velyrix up`` serves this at
-    ``GET /v1/sim/nodes/{hostname}/telemetry``; the ``twin`` collector reads it there, or calls this
-    directly inside ``up``. Unknown hostnames raise ``UnknownNameError``."""
+    read as a ``NodeSample`` stamped with the twin's clock. Unknown hostnames raise ``UnknownNameError``."""
     with region_lock(region):
-        region.advance()
+        at_s = region.advance()
         node = region.node(hostname)
-        return read_node(node, region.clock.now()).to_dict()
+        return read_node(node, at_s)
+
+
+def twin_telemetry(region: SimRegion, hostname: str) -> dict[str, Any]:
+    """``twin_sample`` in its JSON form: ``velyrix up`` serves this at ``GET /v1/sim/nodes/{hostname}/telemetry``,
+    where the ``twin`` collector of another process reads it (inside ``up`` it reads ``twin_sample``)."""
+    return twin_sample(region, hostname).to_dict()
 
 
 class SimCollector(Collector):
-    """Collector over one twin node."""
+    """Collector over one twin node. With a ``region``, samples are stamped with the region's clock (the
+    clock of the counters and the XID events: ``twin_clock``); ``advance=False`` reads the node where the
+    region was last advanced to (the fleet exporter advances the region once per collection of all nodes)."""
 
     name = "sim"
 
-    def __init__(self, node: SimNode, region: SimRegion | None = None):
+    def __init__(self, node: SimNode, region: SimRegion | None = None, *, advance: bool = True):
         self.node = node
         self.region = region
+        self.advance = advance
+        self.twin_clock = region is not None
 
     def collect(self) -> NodeSample:
-        """The node now; with a ``region``, caught up and stamped with the region's clock (the clock of the
-        counters and the XID events), without one with wall time."""
+        """The node now; with a ``region``, caught up (unless ``advance`` is off) and stamped with the
+        simulated time its counters stand at; without one with wall time."""
         if self.region is not None:
-            catch_up(self.region)
-            return read_node(self.node, self.region.clock.now())
+            if self.advance:
+                catch_up(self.region)
+            return read_node(self.node, self.region.advanced_at()[0])
         return read_node(self.node)
 
 

@@ -18,8 +18,8 @@ from velyrix import errors
 from velyrix.agent import reporting
 from velyrix.agent.collectors.base import Collector, NodeSample
 
-Reader = Callable[[str], dict[str, Any]]
-"""hostname -> the node's ``NodeSample`` in JSON form."""
+Reader = Callable[[str], "dict[str, Any] | NodeSample"]
+"""hostname -> the node's ``NodeSample``, or its JSON form (over HTTP)."""
 
 
 class TwinUnavailableError(errors.VelyrixError):
@@ -73,6 +73,7 @@ class TwinCollector(Collector):
     is the twin's clock, so the agent's evidence, the XID times and the counters share one clock."""
 
     name = "twin"
+    twin_clock = True
 
     def __init__(self, hostname: str, read: Reader, close: Callable[[], None] | None = None) -> None:
         self.hostname = hostname
@@ -80,7 +81,8 @@ class TwinCollector(Collector):
         self._close = close
 
     def collect(self) -> NodeSample:
-        sample = NodeSample.from_dict(self._read(self.hostname))
+        raw = self._read(self.hostname)
+        sample = raw if isinstance(raw, NodeSample) else NodeSample.from_dict(raw)
         if sample.hostname != self.hostname:
             raise errors.InvalidInputError(f"the twin answered for '{sample.hostname}', not '{self.hostname}'")
         return sample

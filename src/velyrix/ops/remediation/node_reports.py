@@ -278,6 +278,16 @@ def handle(
             agent_action=judgement.claimed.action.name if judgement.claimed else None,
             server_action=verdict.action.name,
         )
+    elif judgement.new_findings:  # a rung left to the node (RESTART_APP), or one held: recorded as seen
+        found = [r for r in verdict.reasons if r.key in judgement.new_findings]
+        node_evidence.add_event(
+            session,
+            node,
+            t_s,
+            "HealthFinding",
+            f"{verdict.action.name}: " + "; ".join(f"{r.key} {r.message}" for r in found),
+            server_action=verdict.action.name,
+        )
     session.flush()
     return done
 

@@ -71,6 +71,8 @@ class Trend:
     until_s: float
     last_s: float
     carry: float = field(default=0.0)
+    cause: str | None = None
+    """The failure cause it stands for (spontaneous faults; None when injected by hand)."""
 
 
 def _gpu(node: SimNode, fault: Fault) -> SimGPU:

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import math
 import threading
+import time
 import uuid
 from dataclasses import dataclass
 from typing import Any
@@ -33,6 +34,9 @@ class SimEvent:
     """``fault`` or ``precursor``."""
     fault: faults.Fault
     cause: str | None = None
+    """The catalog failure cause of a spontaneous fault (None: injected by hand)."""
+    due_s: float | None = None
+    """For a precursor: when its fault fires unless the part is swapped first (simulated s)."""
 
     def to_dict(self) -> dict[str, Any]:
         return {
@@ -41,6 +45,7 @@ class SimEvent:
             "kind": self.kind,
             "fault": self.fault.to_dict(),
             "cause": self.cause,
+            "due_s": self.due_s,
         }
 
 
@@ -74,6 +79,7 @@ class SimRegion:
         self.failure_rate_per_1000_node_days = reader.failure_rates().default
         self.precursor_window_s = 6 * 3600.0
         self._last_s = clock.now()
+        self._last_wall_s = time.time()
         self.lock = threading.RLock()
         """Held by ``advance``, ``inject`` and ``repair``: the API, the reconciler and a ticker share the twin."""
 
@@ -223,7 +229,7 @@ class SimRegion:
             behind = float(state.get("clock_s", 0.0)) - self.clock.now()
             if behind > 0:
                 self.clock.advance(behind)
-                self._last_s = self.clock.now()
+                self._last_s, self._last_wall_s = self.clock.now(), time.time()
 
     # --- lookup ---------------------------------------------------------------------------------
 
@@ -265,9 +271,10 @@ class SimRegion:
                         started_s=now,
                         until_s=now + precursor_s,
                         last_s=now,
+                        cause=cause,
                     )
                 )
-                self.events.append(SimEvent(now, hostname, "precursor", fault, cause))
+                self.events.append(SimEvent(now, hostname, "precursor", fault, cause, due_s=now + precursor_s))
                 return
             faults.apply(node, fault, now)
             self.events.append(SimEvent(now, hostname, "fault", fault, cause))
@@ -298,10 +305,16 @@ class SimRegion:
                 faults.advance_trend(node, trend, end)
                 if trend.until_s <= end:
                     faults.apply(node, trend.fault, trend.until_s)
-                    self.events.append(SimEvent(trend.until_s, trend.hostname, "fault", trend.fault, None))
+                    self.events.append(SimEvent(trend.until_s, trend.hostname, "fault", trend.fault, trend.cause))
             self.trends = [t for t in self.trends if t.until_s > end]
-            self._last_s = end
+            self._last_s, self._last_wall_s = end, time.time()
             return end
+
+    def advanced_at(self) -> tuple[float, float]:
+        """``(simulated s, wall Unix s)`` of the last ``advance``: the time the devices' counters stand at,
+        and when on the wall clock they were brought there (the exporter's clock mapping, agent/wall_rates.py)."""
+        with self.lock:
+            return self._last_s, self._last_wall_s
 
     def _spawn_spontaneous(self, start: float, end: float) -> None:
         rates = reader.failure_rates()
@@ -335,9 +348,12 @@ class SimRegion:
                         started_s=at,
                         until_s=at + self.precursor_window_s,
                         last_s=at,
+                        cause=cause.name,
                     )
                 )
-                self.events.append(SimEvent(at, hostname, "precursor", fault, cause.name))
+                self.events.append(
+                    SimEvent(at, hostname, "precursor", fault, cause.name, due_s=at + self.precursor_window_s)
+                )
             else:
                 faults.apply(node, fault, at)
                 self.events.append(SimEvent(at, hostname, "fault", fault, cause.name))
