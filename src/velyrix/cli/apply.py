@@ -9,7 +9,7 @@ from typing import Any
 
 import typer
 
-from velyrix.cli import common
+from velyrix.cli import common, diff_text
 from velyrix.controlplane.reconcile import phases
 
 PHASE_ORDER = phases.ORDER
@@ -51,20 +51,15 @@ def diff(body: dict[str, Any], live: dict[str, Any] | None) -> tuple[str, list[t
     """``("create"|"update"|"noop", [(field, live, desired)])`` for one cluster body against its live object."""
     if live is None or live.get("desired_state") == "absent" or live["status"]["phase"] == "Deleted":
         return "create", [
-            (f, None, _norm(body.get(f)))
+            (f, None, diff_text.norm(body.get(f)))
             for f in ("name", "region", "node_type", *DIFF_FIELDS)
-            if body.get(f) is not None
+            if body.get(f) is not None and diff_text.norm(body.get(f)) != {}
         ]
     spec = live.get("spec") or {}
-    changes = [(f, spec.get(f), body.get(f)) for f in DIFF_FIELDS if _norm(spec.get(f)) != _norm(body.get(f))]
+    changes = [
+        (f, spec.get(f), body.get(f)) for f in DIFF_FIELDS if diff_text.norm(spec.get(f)) != diff_text.norm(body.get(f))
+    ]
     return ("update" if changes else "noop"), changes
-
-
-def _norm(value: Any) -> Any:
-    if isinstance(value, dict):
-        # defaults (0 TB, tests left on) are not worth a diff line
-        return {k: _norm(v) for k, v in value.items() if v not in (None, 0, 0.0) and v is not True}
-    return value
 
 
 def render_diff(con: Any, address: str, action: str, changes: list[tuple[str, Any, Any]]) -> None:
@@ -78,9 +73,21 @@ def render_diff(con: Any, address: str, action: str, changes: list[tuple[str, An
     con.print(f"  {sign} [bold]{address}[/] {verb}")
     for field, old, new in changes:
         if action == "create":
-            con.print(f"      [green]+[/] {field} = {common.safe(new)}")
+            con.print(f"      [green]+[/] {field} = {common.safe(_hcl(new))}")
+        elif isinstance(old, dict) or isinstance(new, dict):
+            con.print(f"      [yellow]~[/] {field} {{")
+            for key, a, b in diff_text.block_changes(old, new):
+                con.print(f"          [yellow]~[/] {key} = {common.safe(_hcl(a))} [dim]->[/] {common.safe(_hcl(b))}")
+            con.print("        }")
         else:
-            con.print(f"      [yellow]~[/] {field}: {common.safe(old)} [dim]->[/] {common.safe(new)}")
+            con.print(f"      [yellow]~[/] {field}: {common.safe(_hcl(old))} [dim]->[/] {common.safe(_hcl(new))}")
+
+
+def _hcl(value: Any) -> str:
+    """HCL notation, except the mask of a sensitive value (``cli.state.MASK``), which prints as is."""
+    from velyrix.cli import state
+
+    return value if value == state.MASK else diff_text.hcl(value)
 
 
 def confirm(con: Any, auto_approve: bool, what: str) -> None:
@@ -236,7 +243,9 @@ def refresh_report(con: Any, spec_file: Any, live: dict[str, dict[str, Any]], ta
             continue
         _, fields = diff(body, cluster)
         for f, old, new in fields:
-            con.print(f"      [yellow]~[/] {f}: live {old} [dim]/ declared[/] {new}")
+            con.print(
+                f"      [yellow]~[/] {f}: live {common.safe(_hcl(old))} [dim]/ declared[/] {common.safe(_hcl(new))}"
+            )
         for line in reasons(cluster):
             con.print(f"      [red]{line}[/]")
     con.print(
