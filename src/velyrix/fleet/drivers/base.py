@@ -144,10 +144,12 @@ class Driver(abc.ABC):
         request_id: str,
         tests: Sequence[str] = (),
         volumes: Sequence[VolumeAttachment] = (),
+        storage_network_gb_s: float | None = None,
     ) -> Operation:
         """Run cluster-wide tests across ``nodes`` (``all_reduce``: NCCL all-reduce bus bandwidth in GB/s;
-        ``storage``: aggregate write/read GB/s from every node to the performance-tier ``volumes``). Result:
-        ``{"all_reduce_busbw_gb_s": float, "storage_write_gb_s": float, "storage_read_gb_s": float}``."""
+        ``storage``: aggregate write/read GB/s from every node to the performance-tier ``volumes``, which
+        cannot exceed ``storage_network_gb_s``, what the cluster's storage network carries, when given).
+        Result: ``{"all_reduce_busbw_gb_s": float, "storage_write_gb_s": float, "storage_read_gb_s": float}``."""
 
     @abc.abstractmethod
     def reset_gpu(self, node: str, gpu: int, *, request_id: str) -> Operation:

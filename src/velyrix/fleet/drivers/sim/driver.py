@@ -218,12 +218,14 @@ class SimDriver(base.Driver):
         request_id: str,
         tests: Sequence[str] = (),
         volumes: Sequence[base.VolumeAttachment] = (),
+        storage_network_gb_s: float | None = None,
     ) -> base.Operation:
         names = list(nodes)
         targets = list(volumes)
 
         def effect() -> dict[str, Any]:
-            return self._cluster_measurements([self.region.node(n) for n in names], request_id, targets)
+            nodes_ = [self.region.node(n) for n in names]
+            return self._cluster_measurements(nodes_, request_id, targets, storage_network_gb_s)
 
         return self._submit("cluster_tests", names[0] if names else "", request_id, self.delays.cluster_tests_s, effect)
 
@@ -295,8 +297,14 @@ class SimDriver(base.Driver):
     # --- measurements ---------------------------------------------------------------------------
 
     def _cluster_measurements(
-        self, nodes: list[SimNode], request_id: str, volumes: list[base.VolumeAttachment]
+        self,
+        nodes: list[SimNode],
+        request_id: str,
+        volumes: list[base.VolumeAttachment],
+        storage_network_gb_s: float | None = None,
     ) -> dict[str, Any]:
+        """All-reduce and storage figures of ``nodes``; storage is bounded by the nodes' storage NICs, the
+        tier and ``storage_network_gb_s`` (the cluster's planned storage plane, GB/s) when given."""
         if not nodes:
             return {"all_reduce_busbw_gb_s": 0.0, "storage_write_gb_s": 0.0, "storage_read_gb_s": 0.0}
         nt = reader.node_type(nodes[0].node_type)
@@ -307,6 +315,8 @@ class SimDriver(base.Driver):
             busbw = nt.nvlink_gb_s * acceptance.NVLINK_SHARE_OF_PEAK * _jitter(request_id, "ar")
         perf = [v for v in volumes if v.tier == "parallel_fs"]
         clients = len(nodes) * nt.storage_gb_s
+        if storage_network_gb_s is not None:
+            clients = min(clients, storage_network_gb_s)
         write = read = 0.0
         if perf:
             tier = reader.storage_tier("parallel_fs")
