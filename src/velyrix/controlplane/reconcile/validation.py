@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from velyrix import catalog
 from velyrix.controlplane import status
 from velyrix.controlplane.db import models
 from velyrix.controlplane.evidence import integrity
@@ -12,6 +13,7 @@ from velyrix.controlplane.reconcile import networks, phases, signing, volumes
 from velyrix.controlplane.reconcile import report as report_mod
 from velyrix.controlplane.reconcile.steps import ACTOR, Step, fail, per_node, set_phase
 from velyrix.controlplane.reconcile.store import move
+from velyrix.declarations import models as declared_models
 from velyrix.fleet import acceptance, states
 from velyrix.fleet.drivers import base
 from velyrix.planners.plan_record import ClusterPlan
@@ -19,7 +21,11 @@ from velyrix.planners.plan_record import ClusterPlan
 
 def validating(st: Step) -> None:
     enabled = st.cluster.spec.get("acceptance") or {}
-    node_tests = tuple(t for t in acceptance.NODE_TESTS if enabled.get(t, True))
+    fabric = st.cluster.spec.get("fabric")
+    protocol = catalog.fabric(fabric).protocol if fabric else None
+    node_tests = tuple(
+        t for t in acceptance.NODE_TESTS if enabled.get(t, True) and declared_models.applies(t, protocol)
+    )
 
     def check(node: models.Node, op: base.Operation) -> str | None:
         results = acceptance.judge_node(node.node_type, op.result, node_tests)

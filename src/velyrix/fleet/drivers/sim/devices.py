@@ -163,7 +163,8 @@ class SimGPU:
 
 @dataclass(eq=False)
 class SimIBPort:
-    """One InfiniBand HCA port (``/sys/class/infiniband/{device}/ports/{port}``)."""
+    """One RDMA NIC port (``/sys/class/infiniband/{device}/ports/{port}``); ``link_layer`` is ``InfiniBand``
+    or ``Ethernet`` (RoCE, on an Ethernet compute fabric such as Spectrum-X)."""
 
     device: str
     port: int
@@ -172,6 +173,7 @@ class SimIBPort:
     counters: dict[str, int] = field(default_factory=lambda: dict.fromkeys(IB_COUNTERS, 0))
     mac: str = ""
     firmware: str = ""
+    link_layer: str = "InfiniBand"
 
     def step(self, dt_s: float, load_pct: float) -> None:
         """Traffic counters: sysfs *_data count octets / 4; packets assume a 4 KiB IB MTU."""

@@ -180,10 +180,17 @@ class SimDriver(base.Driver):
 
     def attach_networks(self, node: str, networks: base.NetworkAttachment, *, request_id: str) -> base.Operation:
         def effect() -> dict[str, Any]:
-            if not 0x0001 <= networks.pkey <= 0x7FFE:
+            if (networks.pkey is None) == (networks.vni is None):
+                raise errors.InvalidInputError("give the compute fabric a partition key or a VNI, one of them")
+            if networks.pkey is not None and not 0x0001 <= networks.pkey <= 0x7FFE:
                 raise errors.InvalidInputError(f"partition key {networks.pkey:#06x} is outside 0x0001-0x7ffe")
+            if networks.vni is not None and not 1 <= networks.vni <= 0xFFFFFF:
+                raise errors.InvalidInputError(f"VNI {networks.vni} is outside 1-16777215 (24 bits)")
             sim = self.region.node(node)
-            sim.networks = {"vlan": networks.vlan, "vrf": networks.vrf, "pkey": networks.pkey}
+            sim.networks = networks.to_dict()
+            # a VPI NIC runs its ports as InfiniBand under a partition key, as Ethernet (RoCE) under a VNI
+            for port in sim.ib_ports:
+                port.link_layer = "InfiniBand" if networks.pkey is not None else "Ethernet"
             return dict(sim.networks)
 
         return self._submit("attach_networks", node, request_id, self.delays.networks_s, effect)
@@ -372,7 +379,13 @@ def measure_node(sim: SimNode, request_id: str = "") -> dict[str, Any]:
             }
         )
     ports = [
-        {"device": p.device, "port": p.port, "state": p.state, "rate_gbps": p.rate_gbps if p.state == "ACTIVE" else 0}
+        {
+            "device": p.device,
+            "port": p.port,
+            "state": p.state,
+            "rate_gbps": p.rate_gbps if p.state == "ACTIVE" else 0,
+            "link_layer": p.link_layer,
+        }
         for p in sim.ib_ports
     ]
     nvme = {
