@@ -11,7 +11,7 @@ from velyrix.controlplane.db import models
 from velyrix.controlplane.evidence import integrity
 from velyrix.controlplane.reconcile import networks, phases, signing, volumes
 from velyrix.controlplane.reconcile import report as report_mod
-from velyrix.controlplane.reconcile.steps import ACTOR, Step, fail, per_node, set_phase
+from velyrix.controlplane.reconcile.steps import ACTOR, Step, delivered_counts, fail, per_node, set_phase
 from velyrix.controlplane.reconcile.store import move
 from velyrix.declarations import models as declared_models
 from velyrix.fleet import acceptance, states
@@ -142,7 +142,7 @@ def deliver(st: Step, names: list[str], cluster_results: list[dict[str, Any]]) -
         "AcceptancePassed",
         doc["passed"],
         "AcceptanceReport",
-        f"{len(names)} nodes; {len(st.work.replacements)} replaced",
+        delivered_counts(len(names), st.cluster.node_count, st.work.replacements),
     )
     if short or failed_cluster:
         why = (

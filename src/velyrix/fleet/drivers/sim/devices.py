@@ -163,8 +163,8 @@ class SimGPU:
 
 @dataclass(eq=False)
 class SimIBPort:
-    """One RDMA NIC port (``/sys/class/infiniband/{device}/ports/{port}``); ``link_layer`` is ``InfiniBand``
-    or ``Ethernet`` (RoCE, on an Ethernet compute fabric such as Spectrum-X)."""
+    """One InfiniBand HCA port (``/sys/class/infiniband/{device}/ports/{port}``); on an Ethernet compute fabric
+    (Spectrum-X) the same port runs RoCE (the driver reports its link layer from the node's networks)."""
 
     device: str
     port: int
@@ -173,7 +173,6 @@ class SimIBPort:
     counters: dict[str, int] = field(default_factory=lambda: dict.fromkeys(IB_COUNTERS, 0))
     mac: str = ""
     firmware: str = ""
-    link_layer: str = "InfiniBand"
 
     def step(self, dt_s: float, load_pct: float) -> None:
         """Traffic counters: sysfs *_data count octets / 4; packets assume a 4 KiB IB MTU."""

@@ -188,9 +188,6 @@ class SimDriver(base.Driver):
                 raise errors.InvalidInputError(f"VNI {networks.vni} is outside 1-16777215 (24 bits)")
             sim = self.region.node(node)
             sim.networks = networks.to_dict()
-            # a VPI NIC runs its ports as InfiniBand under a partition key, as Ethernet (RoCE) under a VNI
-            for port in sim.ib_ports:
-                port.link_layer = "InfiniBand" if networks.pkey is not None else "Ethernet"
             return dict(sim.networks)
 
         return self._submit("attach_networks", node, request_id, self.delays.networks_s, effect)
@@ -378,13 +375,15 @@ def measure_node(sim: SimNode, request_id: str = "") -> dict[str, Any]:
                 "throttle_reasons": g.throttle_reasons,
             }
         )
+    # a VPI NIC runs its ports as Ethernet (RoCE) on a tenant network with a VNI, else as InfiniBand
+    layer = "Ethernet" if sim.networks and sim.networks.get("vni") is not None else "InfiniBand"
     ports = [
         {
             "device": p.device,
             "port": p.port,
             "state": p.state,
             "rate_gbps": p.rate_gbps if p.state == "ACTIVE" else 0,
-            "link_layer": p.link_layer,
+            "link_layer": layer,
         }
         for p in sim.ib_ports
     ]
