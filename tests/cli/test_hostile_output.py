@@ -48,8 +48,9 @@ def test_a_report_with_a_duplicated_key_is_invalid(tmp_path: Any, monkeypatch: A
     signed = _signed(tmp_path, monkeypatch)
     path = tmp_path / "r.json"
     path.write_text(json.dumps(signed))
-    assert velyrix("verify", "acceptance", str(path)).exit_code == 0
+    key = signed["signature"]["public_key"]
+    assert velyrix("verify", "acceptance", str(path), "--public-key", key).exit_code == 0
     text = json.dumps(signed).replace('"passed": true', '"passed": false, "passed": true')
     path.write_text(text)
-    result = velyrix("verify", "acceptance", str(path))
+    result = velyrix("verify", "acceptance", str(path), "--public-key", key)
     assert result.exit_code == 1 and "INVALID" in result.stdout and '"passed" twice' in result.stdout

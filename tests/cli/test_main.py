@@ -55,8 +55,10 @@ def test_unknown_command_suggests_and_exits_2(velyrix) -> None:
     assert result.stderr.count("Did you mean 'plan'?") == 1
 
 
-def test_phase_events_read_as_entering_a_phase() -> None:
-    from velyrix.cli.apply import event_line
+def test_phase_events_read_as_the_result_of_the_phase_left() -> None:
+    from velyrix.cli.apply_follow import event_line
 
-    assert event_line({"reason": "PhaseNetworking", "message": "image verified"}) == "-> Networking: image verified"
-    assert event_line({"reason": "NodeReplaced", "message": "n07 by n64"}) == "NodeReplaced: n07 by n64"
+    history = [{"phase": "Networking", "from": "Provisioning", "at": "t1"}]
+    ev = {"reason": "PhaseNetworking", "message": "image verified", "at": "t1"}
+    assert event_line(ev, history) == "Provisioning: image verified -> Networking"
+    assert event_line({"reason": "NodeReplaced", "message": "n07 by n64"}, history) == "NodeReplaced: n07 by n64"

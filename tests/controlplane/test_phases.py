@@ -68,7 +68,7 @@ def test_the_way_to_delivery_is_allowed_step_by_step_and_unknown_names_are_refus
 
 
 def test_the_cli_follows_the_order_of_the_table() -> None:
-    from velyrix.cli import apply
+    from velyrix.cli import apply_follow as apply
 
     assert apply.PHASE_ORDER == phases.ORDER
     assert set(apply.SETTLED) == {phases.READY, phases.DEGRADED, phases.FAILED, phases.DELETED}

@@ -57,7 +57,7 @@ def test_h200_on_xdr_still_runs_400g_and_uses_144_ports() -> None:
 def test_spectrum_x_sn5600_runs_128_split_400g_ports() -> None:
     c = fabric.plan_fabric("hgx-b200-8g", 64, "spectrum-x").compute
     assert (c.radix, c.link_gbps, c.su_nodes) == (128, 400, 64)
-    assert c.sharp["enabled"] is False and c.isolation["mechanism"] == "vlan_vrf"
+    assert c.sharp["enabled"] is False and c.isolation["mechanism"] == "vlan_vni"
 
 
 def test_partial_last_su_is_cabled_whole() -> None:

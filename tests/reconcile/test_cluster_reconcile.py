@@ -32,7 +32,9 @@ def test_cluster_goes_pending_to_ready_on_whole_scalable_units(world: World) -> 
     assert len(members) == 64 and {n.provisioning_state for n in members} == {states.ACTIVE}
     assert {n.hardware["position"]["su"] for n in members} == {0, 1}  # two whole SUs, nothing elsewhere
     sim_node = world.sim.node(members[0].name)
-    assert sim_node.image and sim_node.networks["vlan"] == 1000 and sim_node.networks["pkey"] == 2
+    assert (
+        sim_node.image and sim_node.networks["vlan"] == 1000 and sim_node.networks["pkey"] == 0x0001
+    )  # the first key of the range (REFERENCE §1)
     assert members[0].hardware["firmware"] == world.sim.node(members[0].name).firmware
     world.check_invariants()
 

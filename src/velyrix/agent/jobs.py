@@ -25,6 +25,9 @@ from pathlib import Path
 
 from velyrix import errors
 
+JOB_MAP_DIR = "/run/velyrix/jobs"
+"""The job-mapping directory on a node: the Slurm prolog ``velyrix scheduler config`` generates writes it and
+``velyrix agent`` reads it, both by default (docs/telemetry.md)."""
 JOB_ID = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.:@-]{0,63}$")
 INFO_FIELDS = ("user", "team", "cost_center", "account")
 MAX_VALUE_CHARS = 64

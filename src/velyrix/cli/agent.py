@@ -16,7 +16,7 @@ AGENT_HELP = """Run the node agent: collect GPU (NVML), InfiniBand and NVMe read
 
 Examples:
 
-  velyrix agent --job-map-dir /run/velyrix/jobs
+  velyrix agent   (on a Slurm node: NVML, jobs from /run/velyrix/jobs, which the generated prolog writes)
 
   velyrix agent --collector sim --port 9402 --once
 
@@ -48,7 +48,11 @@ def agent(
     listen: str = typer.Option("0.0.0.0", "--listen", help="Address to serve /metrics on."),
     port: int = typer.Option(9402, "--port", help="Port to serve /metrics on (0 picks a free one)."),
     job_map_dir: Path | None = typer.Option(
-        None, "--job-map-dir", help="Directory the scheduler prolog writes: one file per GPU index."
+        None,
+        "--job-map-dir",
+        help="Directory the scheduler prolog writes: one file per GPU index (default with --collector nvml and "
+        "no --k8s-pod-resources: /run/velyrix/jobs, where `velyrix scheduler config`'s prolog writes).",
+        show_default=False,
     ),
     k8s_pod_resources: str | None = typer.Option(
         None,
@@ -197,7 +201,7 @@ def agent(
         monitor.poll()
         after.append(service.stamp_health(lambda: monitor.last))
     source = service.MetricsSource(
-        [service.NodeSource(gpu_collector, job_map_dir, job_source)],
+        [service.NodeSource(gpu_collector, job_map_dir_for(collector, job_map_dir, k8s_pod_resources), job_source)],
         min_interval_s=min_interval_s,
         after_collect=after,
         ib_metrics=ib_metrics,
@@ -228,3 +232,13 @@ def agent(
         svc.run_forever()
     finally:
         gpu_collector.close()
+
+
+def job_map_dir_for(collector: str, given: Path | None, k8s_pod_resources: str | None) -> Path | None:
+    """The job-mapping directory the agent reads: ``given``, else on a real node (``nvml``) outside
+    Kubernetes the directory the generated prolog writes (``velyrix.agent.jobs.JOB_MAP_DIR``), else none."""
+    if given is not None or k8s_pod_resources or collector != "nvml":
+        return given
+    from velyrix.agent import jobs
+
+    return Path(jobs.JOB_MAP_DIR)

@@ -3,18 +3,15 @@ plane, Terraform style (diff, confirm, follow the phases)."""
 
 from __future__ import annotations
 
-import time
 from pathlib import Path
 from typing import Any
 
 import typer
 
-from velyrix.cli import common
-from velyrix.controlplane.reconcile import phases
+from velyrix.cli import common, diff_text
+from velyrix.cli.apply_follow import event_line, follow, follow_deletion
 from velyrix.fleet.hardware import StoredHardware
 
-PHASE_ORDER = phases.ORDER
-SETTLED = (*phases.SETTLED_PHASES, phases.DELETED)
 DIFF_FIELDS = ("node_count", "fabric", "scheduler", "storage", "workload", "acceptance")
 
 APPLY_HELP = """Create or update the clusters declared in FILE on the control plane you are logged in to, then \
@@ -26,14 +23,6 @@ Examples:
 
   velyrix apply cluster.tf -auto-approve -var node_count=32
 """
-
-
-def event_line(ev: dict) -> str:
-    """One cluster event for people: a phase change reads ``-> Networking: why it was entered``."""
-    reason, message = str(ev.get("reason", "")), str(ev.get("message", ""))
-    if reason.startswith("Phase") and len(reason) > 5:
-        return f"-> {reason[5:]}: {message}" if message else f"-> {reason[5:]}"
-    return f"{reason}: {message}"
 
 
 def register(app: typer.Typer) -> None:
@@ -52,20 +41,15 @@ def diff(body: dict[str, Any], live: dict[str, Any] | None) -> tuple[str, list[t
     """``("create"|"update"|"noop", [(field, live, desired)])`` for one cluster body against its live object."""
     if live is None or live.get("desired_state") == "absent" or live["status"]["phase"] == "Deleted":
         return "create", [
-            (f, None, _norm(body.get(f)))
+            (f, None, diff_text.norm(body.get(f)))
             for f in ("name", "region", "node_type", *DIFF_FIELDS)
-            if body.get(f) is not None
+            if body.get(f) is not None and diff_text.norm(body.get(f)) != {}
         ]
     spec = live.get("spec") or {}
-    changes = [(f, spec.get(f), body.get(f)) for f in DIFF_FIELDS if _norm(spec.get(f)) != _norm(body.get(f))]
+    changes = [
+        (f, spec.get(f), body.get(f)) for f in DIFF_FIELDS if diff_text.norm(spec.get(f)) != diff_text.norm(body.get(f))
+    ]
     return ("update" if changes else "noop"), changes
-
-
-def _norm(value: Any) -> Any:
-    if isinstance(value, dict):
-        # defaults (0 TB, tests left on) are not worth a diff line
-        return {k: _norm(v) for k, v in value.items() if v not in (None, 0, 0.0) and v is not True}
-    return value
 
 
 def render_diff(con: Any, address: str, action: str, changes: list[tuple[str, Any, Any]]) -> None:
@@ -79,9 +63,21 @@ def render_diff(con: Any, address: str, action: str, changes: list[tuple[str, An
     con.print(f"  {sign} [bold]{address}[/] {verb}")
     for field, old, new in changes:
         if action == "create":
-            con.print(f"      [green]+[/] {field} = {common.safe(new)}")
+            con.print(f"      [green]+[/] {field} = {common.safe(_hcl(new))}")
+        elif isinstance(old, dict) or isinstance(new, dict):
+            con.print(f"      [yellow]~[/] {field} {{")
+            for key, a, b in diff_text.block_changes(old, new):
+                con.print(f"          [yellow]~[/] {key} = {common.safe(_hcl(a))} [dim]->[/] {common.safe(_hcl(b))}")
+            con.print("        }")
         else:
-            con.print(f"      [yellow]~[/] {field}: {common.safe(old)} [dim]->[/] {common.safe(new)}")
+            con.print(f"      [yellow]~[/] {field}: {common.safe(_hcl(old))} [dim]->[/] {common.safe(_hcl(new))}")
+
+
+def _hcl(value: Any) -> str:
+    """HCL notation, except the mask of a sensitive value (``cli.state.MASK``), which prints as is."""
+    from velyrix.cli import state
+
+    return value if value == state.MASK else diff_text.hcl(value)
 
 
 def confirm(con: Any, auto_approve: bool, what: str) -> None:
@@ -93,55 +89,6 @@ def confirm(con: Any, auto_approve: bool, what: str) -> None:
     if answer.strip() != "yes":
         con.print("Apply cancelled.")
         raise typer.Exit(1)
-
-
-def follow(
-    client: Any, cluster_id: str, *, since_phases: int, want: tuple[str, ...], timeout_s: float, con: Any
-) -> dict[str, Any]:
-    """Poll the cluster until it settles after ``since_phases`` recorded phases; show a progress bar and the
-    cluster's events. Returns the last cluster object."""
-    from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn
-
-    seen_events = 0
-    deadline = time.monotonic() + timeout_s
-    grace = time.monotonic() + 10.0
-    cluster: dict[str, Any] = {}
-    with Progress(
-        TextColumn("[bold]{task.description:<13}"),
-        BarColumn(bar_width=36),
-        TextColumn("{task.completed}/{task.total} phases"),
-        TimeElapsedColumn(),
-        console=con,
-        transient=False,
-    ) as bar:
-        task = bar.add_task("Pending", total=len(PHASE_ORDER) - 1)
-        while time.monotonic() < deadline:
-            cluster = client.get(f"/v1/clusters/{cluster_id}")
-            st = cluster["status"]
-            events = st.get("events") or []
-            for ev in events[seen_events:] if seen_events else events[-3:]:
-                style = "yellow" if ev.get("type") == "Warning" else "dim"
-                bar.console.print(f"  [{style}]{common.safe(event_line(ev))}[/]")
-            seen_events = len(events)
-            phase = st["phase"]
-            done = PHASE_ORDER.index(phase) if phase in PHASE_ORDER else len(PHASE_ORDER) - 1
-            bar.update(task, description=phase, completed=done)
-            moved = len(st.get("phase_history") or []) > since_phases
-            if phase in want and (moved or time.monotonic() > grace):
-                break
-            time.sleep(0.3)
-        else:
-            raise _timeout(cluster, timeout_s)
-    return cluster
-
-
-def _timeout(cluster: dict[str, Any], timeout_s: float) -> Exception:
-    from velyrix import errors
-
-    phase = cluster.get("status", {}).get("phase", "?")
-    return errors.VelyrixError(
-        f"cluster still in phase {phase} after {timeout_s:g} s", hint="check it later with: velyrix status NAME"
-    )
 
 
 def reasons(cluster: dict[str, Any]) -> list[str]:
@@ -237,7 +184,9 @@ def refresh_report(con: Any, spec_file: Any, live: dict[str, dict[str, Any]], ta
             continue
         _, fields = diff(body, cluster)
         for f, old, new in fields:
-            con.print(f"      [yellow]~[/] {f}: live {old} [dim]/ declared[/] {new}")
+            con.print(
+                f"      [yellow]~[/] {f}: live {common.safe(_hcl(old))} [dim]/ declared[/] {common.safe(_hcl(new))}"
+            )
         for line in reasons(cluster):
             con.print(f"      [red]{line}[/]")
     con.print(
@@ -253,7 +202,7 @@ def _run(client: Any, planned: list[Any], con: Any, timeout_s: float) -> bool:
         if change.action in ("delete", "replace") and change.live is not None:
             client.post(f"/v1/clusters/{change.live['id']}/destroy", {"delete_volumes": False})
             con.print(f"\n[bold]{change.address}[/] ({change.live['id']}): destroying")
-            follow(client, change.live["id"], since_phases=0, want=("Deleted",), timeout_s=timeout_s, con=con)
+            follow_deletion(client, change.live, timeout_s, con)
             con.print(f"[green]{change.live['name']}: destroyed[/] (volumes kept)")
         if change.action == "delete":
             continue
@@ -270,6 +219,7 @@ def _run(client: Any, planned: list[Any], con: Any, timeout_s: float) -> bool:
             want=("Ready", "Degraded", "Failed"),
             timeout_s=timeout_s,
             con=con,
+            seen=(live or {}).get("status", {}).get("events") or [] if action != "create" else [],
         )
         phase = cluster["status"]["phase"]
         if phase == "Ready":
@@ -314,7 +264,7 @@ def destroy(
     confirm(con, auto_approve, "destroy these clusters")
     for live in targets:
         client.post(f"/v1/clusters/{live['id']}/destroy", {"delete_volumes": delete_volumes})
-        cluster = follow(client, live["id"], since_phases=0, want=("Deleted",), timeout_s=timeout_s, con=con)
+        cluster = follow_deletion(client, live, timeout_s, con)
         con.print(f"[green]{cluster['name']}: destroyed[/] (volumes {'deleted' if delete_volumes else 'kept'})")
 
 
@@ -385,4 +335,4 @@ def render_cluster(con: Any, cluster: dict[str, Any], nodes: list[dict[str, Any]
             + ", ".join(f"SU{su}: {v}" for su, v in sorted(per_su.items(), key=lambda x: str(x[0])))
         )
     for ev in (st.get("events") or [])[-5:]:
-        con.print(f"  [dim]{ev['at'][:19]} {common.safe(event_line(ev))}[/]")
+        con.print(f"  [dim]{ev['at'][:19]} {common.safe(event_line(ev, st.get('phase_history') or []))}[/]")

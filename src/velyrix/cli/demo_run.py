@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import math
 import os
+import shutil
 import socket
 import tempfile
 import threading
@@ -94,7 +95,8 @@ def run(file: Path, *, speed: float, faults: bool, seed: int) -> None:
         runtime.sim.inject(victim, Fault("slow_gpu", gpu=3, factor=0.55))
         con.print(f"[yellow]Fault injected:[/] GPU 3 of {victim} runs at 55% (a node the cluster will get).")
     try:
-        apply_cmd.apply(file, auto_approve=True, var=[], var_file=[], timeout_s=600.0)
+        # every option given: a typer default left out would be its (truthy) OptionInfo, not its value
+        apply_cmd.apply(file, auto_approve=True, var=[], var_file=[], timeout_s=600.0, target=[], refresh_only=False)
     finally:
         client = client_mod.Client.from_login()
         for c in spec_file.clusters:
@@ -118,4 +120,7 @@ def run(file: Path, *, speed: float, faults: bool, seed: int) -> None:
         server.should_exit = True
         thread.join(5)
         runtime.stop()
-        con.print(f"\nDemo finished in {time.monotonic() - started:.1f} s wall (state kept in {home}).")
+        app.state.engine.dispose()
+        shutil.rmtree(home, ignore_errors=True)
+        os.environ.pop("VELYRIX_HOME", None)
+        con.print(f"\nDemo finished in {time.monotonic() - started:.1f} s wall (temporary home {home} removed).")

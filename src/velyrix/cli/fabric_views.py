@@ -57,7 +57,7 @@ def render_fabric(con: Any, fab: dict[str, Any]) -> None:
         "Tenant isolation",
         f"PKeys {iso['range']} ({iso['usable']:,} usable, {iso['per_port_max']} per port)"
         if iso["mechanism"] == "pkey"
-        else "VLAN/VRF per tenant",
+        else f"VLAN/VRF and a VXLAN VNI ({iso['vni_range']}) per tenant; RoCE port test on delivery",
     )
     ver = c.get("verification")
     if ver:

@@ -235,35 +235,56 @@ def verify_acceptance(
         ..., help="A report saved with `velyrix report acceptance NAME --json`.", show_default=False
     ),
     public_key: str = typer.Option(
-        None, "--public-key", help="Pin the region's key (base64, from GET /v1/acceptance/keys/REGION)."
+        None,
+        "--public-key",
+        help="Check against this key (base64, from GET /v1/acceptance/keys/REGION), offline. Default: the "
+        "region's key pinned at login (velyrix login), like SSH's known_hosts.",
     ),
 ) -> None:
-    """Verify the Ed25519 signature of an acceptance report; exit 0 when valid, 1 when not."""
+    """Verify the Ed25519 signature of an acceptance report against the region's pinned key (or
+    --public-key); exit 0 when valid, 1 when not (a report signed by any other key is INVALID)."""
     from velyrix import errors
     from velyrix.controlplane.reconcile import signing
 
     _check_public_key(public_key)
+    con = common.console()
     try:
         signed = json.loads(file.read_text(), object_pairs_hook=_pairs)
     except _DuplicateKey as dup:  # two values under one key: which one was signed is ambiguous
-        common.console().print(f"[red]INVALID[/]: {common.safe(dup)}")
+        con.print(f"[red]INVALID[/]: {common.safe(dup)}")
         raise typer.Exit(1) from None
     except (OSError, ValueError) as exc:
         raise errors.InvalidInputError(
             f"cannot read {file}: {exc}", hint="save a report with: velyrix report acceptance NAME --json > FILE"
         ) from None
-    result = signing.verify(signed, public_key)
-    con = common.console()
+    if not (isinstance(signed, dict) and isinstance(signed.get("report"), dict) and "signature" in signed):
+        signing.verify(signed if isinstance(signed, dict) else {})  # raises: not a signed document (exit 2)
+    key, source = (public_key, "given with --public-key") if public_key else _region_key(signed)
+    if key is None:
+        con.print(f"[red]INVALID[/]: cannot tell who signed it: {common.safe(source)}")
+        raise typer.Exit(1)
+    result = signing.verify(signed, key)
     if result.valid:
         rep = signed["report"]
         con.print(
-            f"[green]valid[/]: {result.reason} ({result.key_id}); cluster {rep['cluster']['name']}, "
-            f"{len(rep['nodes'])} nodes, passed={rep['passed']}"
-            + ("" if public_key else " [yellow](key not pinned: use --public-key to check who signed)[/]")
+            f"[green]valid[/]: {result.reason} ({result.key_id}, {common.safe(source)}); cluster "
+            f"{common.safe(rep['cluster']['name'])}, {len(rep['nodes'])} nodes, passed={rep['passed']}"
         )
         return
-    con.print(f"[red]INVALID[/]: {common.safe(result.reason)}")
+    con.print(f"[red]INVALID[/]: {common.safe(result.reason)} ({common.safe(source)})")
     raise typer.Exit(1)
+
+
+def _region_key(signed: Any) -> tuple[str | None, str]:
+    """The trusted key of the report's region (``cli.known_keys.trusted_key``)."""
+    from velyrix.cli import known_keys
+
+    report = signed.get("report") if isinstance(signed, dict) else None
+    cluster = report.get("cluster") if isinstance(report, dict) else None
+    region = cluster.get("region") if isinstance(cluster, dict) else None
+    if not isinstance(region, str) or not region:
+        return None, "the report names no region (report.cluster.region)"
+    return known_keys.trusted_key(region)
 
 
 class _DuplicateKey(Exception):

@@ -47,7 +47,27 @@ def login(
     key = api_key or settings.load().client.api_key or typer.prompt("API key", hide_input=True)
     if not key.startswith("vlx_"):
         raise errors.InvalidInputError("an API key starts with 'vlx_'", hint="copy the key printed when it was created")
-    who = client.Client(endpoint=endpoint.rstrip("/"), api_key=key, ca_bundle=ca_bundle).get("/v1/tenants", limit=1)
+    logged = client.Client(endpoint=endpoint.rstrip("/"), api_key=key, ca_bundle=ca_bundle)
+    who = logged.get("/v1/tenants", limit=1)
+    pinned = _pin_keys(logged)  # a changed key refuses the login before anything is stored
     path = client.save_credentials(endpoint, key, ca_bundle)
     tenants = ", ".join(t["name"] for t in who.get("items", [])) or "(provider)"
     Console().print(f"Logged in to {endpoint} as tenant {tenants}; credentials in {path} (mode 0600)")
+    Console(soft_wrap=True).print(pinned, markup=False)
+
+
+def _pin_keys(logged: object) -> str:
+    """Pin the acceptance-signing key of every region of the control plane (``cli.known_keys``); the line
+    saying so. ``KeyChangedError`` (exit 2) when one differs from the key pinned before."""
+    from velyrix import errors
+    from velyrix.cli import known_keys
+
+    try:
+        got = known_keys.pin_all(logged)
+    except errors.RemoteError as exc:  # a key without regions:read: verify pins on first use instead
+        if exc.http_status not in (401, 403, 404):
+            raise
+        return f"Region signing keys not pinned ({exc.message}); velyrix verify acceptance pins them on first use"
+    return "Region signing keys: " + ", ".join(
+        f"{region} {kid} ({'pinned now' if new else 'as pinned'})" for region, kid, new in got
+    )

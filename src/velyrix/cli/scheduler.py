@@ -8,6 +8,7 @@ from typing import Any
 import typer
 
 from velyrix import errors
+from velyrix.agent import jobs
 from velyrix.cli import common
 
 scheduler_app = typer.Typer(
@@ -78,9 +79,9 @@ def config(
         help="Command the prolog and epilog run (exit 1 drains the node).",
     ),
     job_map_dir: str = typer.Option(
-        "/run/velyrix/jobmap/${SLURMD_NODENAME}",
+        jobs.JOB_MAP_DIR,
         "--job-map-dir",
-        help="GPU-to-job mapping directory on each node (shell-expanded).",
+        help="GPU-to-job mapping directory on each node (shell-expanded); the agent reads the default.",
     ),
 ) -> None:
     from velyrix.ops.scheduler import slurm_config

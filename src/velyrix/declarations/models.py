@@ -84,25 +84,28 @@ class WorkloadSpec:
     """Failures per 1,000 node-days; the catalog's default when absent."""
 
 
-def _test(scope: str) -> Any:
-    return dataclasses.field(default=True, metadata={"scope": scope})
+def _test(scope: str, protocol: str | None = None) -> Any:
+    return dataclasses.field(default=True, metadata={"scope": scope, "protocol": protocol})
 
 
 @dataclass(frozen=True)
 class AcceptanceSpec:
     """Which delivery tests to run (all on by default). Each field is one test; its ``scope`` says whether it
-    runs on every node (``node``) or once on the whole cluster (``cluster``). ``ACCEPTANCE_TESTS``,
-    ``NODE_TESTS`` and ``CLUSTER_TESTS`` are derived from these fields."""
+    runs on every node (``node``) or once on the whole cluster (``cluster``); a port test runs only on the
+    compute fabric of its ``protocol`` (``ib_ports`` on InfiniBand, ``roce_ports`` on Ethernet, e.g.
+    Spectrum-X). ``ACCEPTANCE_TESTS``, ``NODE_TESTS`` and ``CLUSTER_TESTS`` are derived from these fields."""
 
     gpu_burn_in: bool = _test("node")
     nvlink: bool = _test("node")
-    ib_ports: bool = _test("node")
+    ib_ports: bool = _test("node", "infiniband")
+    roce_ports: bool = _test("node", "ethernet")
     local_nvme: bool = _test("node")
     all_reduce: bool = _test("cluster")
     storage: bool = _test("cluster")
 
-    def enabled(self) -> list[str]:
-        return [name for name in ACCEPTANCE_TESTS if getattr(self, name)]
+    def enabled(self, protocol: str | None = None) -> list[str]:
+        """The tests switched on that run on a fabric of ``protocol`` (None: regardless of the fabric)."""
+        return [name for name in ACCEPTANCE_TESTS if getattr(self, name) and applies(name, protocol)]
 
 
 ACCEPTANCE_TESTS = tuple(f.name for f in dataclasses.fields(AcceptanceSpec))
@@ -111,6 +114,14 @@ NODE_TESTS = tuple(f.name for f in dataclasses.fields(AcceptanceSpec) if f.metad
 """Tests run on every node (``Driver.run_acceptance``)."""
 CLUSTER_TESTS = tuple(f.name for f in dataclasses.fields(AcceptanceSpec) if f.metadata["scope"] == "cluster")
 """Tests run once on the whole cluster (``Driver.run_cluster_tests``)."""
+TEST_PROTOCOL = {f.name: f.metadata["protocol"] for f in dataclasses.fields(AcceptanceSpec)}
+"""The compute-fabric protocol a test needs (``catalog`` fabrics' ``protocol``), None for any fabric."""
+
+
+def applies(test: str, protocol: str | None) -> bool:
+    """Whether ``test`` runs on a cluster whose compute fabric speaks ``protocol`` (None: every test)."""
+    needed = TEST_PROTOCOL.get(test)
+    return needed is None or protocol is None or needed == protocol
 
 
 @dataclass(frozen=True)

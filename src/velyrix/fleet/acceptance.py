@@ -98,10 +98,15 @@ def _nvlink(nt: records.NodeType, gpus: tuple[GpuMeasurement, ...]) -> Iterator[
         yield TestResult("nvlink", f"gpu{g.index}", g.nvlink_gb_s, nvl, "GB/s", ok, detail)
 
 
-def _ib_ports(nt: records.NodeType, ports: tuple[IbPortMeasurement, ...]) -> Iterator[TestResult]:
+PORT_TESTS = {"ib_ports": "InfiniBand", "roce_ports": "Ethernet"}
+"""Each compute-port test and the link layer its ports must run (RoCE runs RDMA over Ethernet)."""
+
+
+def _ports(test: str, nt: records.NodeType, ports: tuple[IbPortMeasurement, ...]) -> Iterator[TestResult]:
+    """``test`` (``ib_ports`` or ``roce_ports``): every compute port ACTIVE at the NIC's rate on its link layer."""
     if len(ports) != nt.compute_nics:
         yield TestResult(
-            "ib_ports",
+            test,
             "ports",
             len(ports),
             nt.compute_nics,
@@ -109,12 +114,14 @@ def _ib_ports(nt: records.NodeType, ports: tuple[IbPortMeasurement, ...]) -> Ite
             False,
             "compute port count differs from the node type",
         )
+    layer = PORT_TESTS[test]
     for p in ports:
-        up = p.state == "ACTIVE"
-        ok = up and p.rate_gbps >= nt.compute_nic_gbps
-        yield TestResult(
-            "ib_ports", p.device, p.rate_gbps, nt.compute_nic_gbps, "Gb/s", ok, "" if up else f"port {p.state}"
-        )
+        up, right_layer = p.state == "ACTIVE", p.link_layer == layer
+        ok = up and right_layer and p.rate_gbps >= nt.compute_nic_gbps
+        detail = "" if up else f"port {p.state}"
+        if not right_layer:
+            detail = f"link layer {p.link_layer}, not {layer}"
+        yield TestResult(test, p.device, p.rate_gbps, nt.compute_nic_gbps, "Gb/s", ok, detail)
 
 
 def _local_nvme(nt: records.NodeType, nv: NvmeMeasurement) -> Iterator[TestResult]:
@@ -124,19 +131,25 @@ def _local_nvme(nt: records.NodeType, nv: NvmeMeasurement) -> Iterator[TestResul
 
 
 def judge_node(
-    node_type: str, m: NodeMeasurements | Mapping[str, Any], tests: tuple[str, ...] = NODE_TESTS
+    node_type: str, m: NodeMeasurements | Mapping[str, Any], tests: tuple[str, ...] | None = None
 ) -> list[TestResult]:
     """Judge one node's measurements ``m`` (``NodeMeasurements``, or the driver's JSON of it) against node
-    type ``node_type``. Returns one ``TestResult`` per test and subject; the node passes when all pass."""
+    type ``node_type``. ``tests`` defaults to every node test, with the port test of the link layer the
+    ports run (``ib_ports`` on InfiniBand, ``roce_ports`` on Ethernet: a node's intake burn-in, before it
+    has a cluster). Returns one ``TestResult`` per test and subject; the node passes when all pass."""
     nt = reader.node_type(node_type)
     measured = m if isinstance(m, NodeMeasurements) else NodeMeasurements.from_dict(m)
+    if tests is None:
+        layer = measured.ib_ports[0].link_layer if measured.ib_ports else PORT_TESTS["ib_ports"]
+        tests = tuple(t for t in NODE_TESTS if t not in PORT_TESTS or PORT_TESTS[t] == layer)
     out: list[TestResult] = []
     if "gpu_burn_in" in tests:
         out.extend(_burn_in(nt, measured.gpus))
     if "nvlink" in tests:
         out.extend(_nvlink(nt, measured.gpus))
-    if "ib_ports" in tests:
-        out.extend(_ib_ports(nt, measured.ib_ports))
+    for test in PORT_TESTS:
+        if test in tests:
+            out.extend(_ports(test, nt, measured.ib_ports))
     if "local_nvme" in tests:
         out.extend(_local_nvme(nt, measured.nvme))
     return out

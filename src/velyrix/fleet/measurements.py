@@ -66,16 +66,24 @@ class GpuMeasurement:
 
 @dataclass(frozen=True)
 class IbPortMeasurement:
-    """One compute InfiniBand port: its state and rate (Gb/s; 0 when not ACTIVE)."""
+    """One compute port of an RDMA NIC: its state, rate (Gb/s; 0 when not ACTIVE) and link layer
+    (``InfiniBand``, or ``Ethernet`` for RoCE; sysfs ``ports/N/link_layer``)."""
 
     device: str
     state: str
     rate_gbps: float
     port: int = 1
+    link_layer: str = "InfiniBand"
 
     @classmethod
     def from_dict(cls, raw: Mapping[str, Any]) -> IbPortMeasurement:
-        return cls(device=raw["device"], state=raw["state"], rate_gbps=raw["rate_gbps"], port=raw.get("port", 1))
+        return cls(
+            device=raw["device"],
+            state=raw["state"],
+            rate_gbps=raw["rate_gbps"],
+            port=raw.get("port", 1),
+            link_layer=raw.get("link_layer", "InfiniBand"),
+        )
 
 
 @dataclass(frozen=True)

@@ -31,6 +31,8 @@ PKEY_FIRST = 0x0001  # REFERENCE §1: 15-bit partition keys, 0x0001-0x7ffe usabl
 PKEY_LAST = 0x7FFE
 PKEY_DEFAULT = 0x7FFF  # REFERENCE §1: the default partition
 PKEYS_PER_PORT_MAX = 128  # REFERENCE §1: a ConnectX port holds at most 128 PKeys
+VNI_FIRST = 10_000  # Ethernet fabrics isolate tenants by VXLAN VNI (24 bits, RFC 7348 §5); lower ones: provider
+VNI_LAST = 0xFFFFFF
 
 
 @dataclass(frozen=True)
@@ -331,7 +333,12 @@ def plan_compute(
             "tenants_max": min(usable, node_count),
         }
     else:
-        isolation = {"mechanism": "vlan_vrf", "per_port_planned": 1, "tenants_max": node_count}
+        isolation = {
+            "mechanism": "vlan_vni",
+            "vni_range": f"{VNI_FIRST}-{VNI_LAST}",
+            "per_port_planned": 1,
+            "tenants_max": node_count,
+        }
     return ComputePlane(
         tiers=tiers,
         switch_model=sw.name,

@@ -27,7 +27,7 @@ def plan_cluster(spec: models.ClusterSpec) -> dict[str, Any]:
         "fabric": spec.fabric,
         "scheduler": spec.scheduler,
         "storage": spec.storage.by_key(),
-        "acceptance": spec.acceptance.enabled(),
+        "acceptance": spec.acceptance.enabled(catalog.fabric(spec.fabric).protocol),
         "cost": {"monthly_usd": cost.total(lines), "lines": [c.to_dict() for c in lines]},
     }
     if spec.workload is not None:

@@ -21,17 +21,24 @@ def _number(raw: Mapping[str, Any], key: str) -> float | None:
 
 @dataclass(frozen=True)
 class FabricPromise:
-    """The compute fabric's promise: per-GPU link (Gb/s), bisection (Gb/s), GPUs cabled."""
+    """The fabric's promise: per-GPU link (Gb/s), bisection (Gb/s), GPUs cabled, and what the storage plane
+    carries (``storage_plane.deliverable_gb_s``, GB/s aggregate)."""
 
     link_gbps: float | None = None
     bisection_gbps: float | None = None
     gpus: int | None = None
+    storage_plane_gb_s: float | None = None
 
     @classmethod
     def from_dict(cls, fabric_plan: Mapping[str, Any]) -> FabricPromise:
         compute = fabric_plan.get("compute") or {}
         gpus = fabric_plan.get("gpus")
-        return cls(_number(compute, "link_gbps"), _number(compute, "bisection_gbps"), int(gpus) if gpus else None)
+        return cls(
+            _number(compute, "link_gbps"),
+            _number(compute, "bisection_gbps"),
+            int(gpus) if gpus else None,
+            _number(fabric_plan.get("storage_plane") or {}, "deliverable_gb_s"),
+        )
 
 
 @dataclass(frozen=True)

@@ -16,7 +16,7 @@ from sqlalchemy import orm
 import velyrix
 from velyrix import settings
 from velyrix.controlplane import audit
-from velyrix.controlplane.api import access_log, context, edge, pool, problems, response_cap
+from velyrix.controlplane.api import access_log, context, docs_ui, edge, pool, problems, response_cap
 from velyrix.controlplane.api.routes import (
     acceptance,
     api_keys,
@@ -86,7 +86,10 @@ def create_app(database_url: str | None = None, *, engine: sa.Engine | None = No
         description="Tenants, scoped API keys, clusters (spec, plan, status), nodes, volumes, regions and "
         "audit events. Authenticate with `Authorization: Bearer vlx_...`. Errors are RFC 9457 "
         "problem+json with a stable `code`.",
+        docs_url=None,  # served from the package by docs_ui (no CDN), below
+        redoc_url=None,  # ReDoc loads its script from a CDN: left out rather than blank offline
     )
+    docs_ui.install(app)
     app.state.engine = engine
     app.state.sessionmaker = orm.sessionmaker(engine, expire_on_commit=False)
     app.state.schema_head = migrate_mod.head()

@@ -30,7 +30,7 @@ def section(cluster: models.Cluster, nodes: list[models.Node], network: base.Net
         "isolation": {
             "vlan": network.vlan,
             "vrf": network.vrf,
-            "partition_key": f"{network.pkey:#06x}",
+            **({"partition_key": f"{network.pkey:#06x}"} if network.pkey is not None else {"vni": network.vni}),
             "single_tenant": not foreign,
             "nodes_of_other_holders": foreign,
         },

@@ -131,7 +131,7 @@ def _networking(st: Step) -> None:
     except errors.CapacityError as exc:
         fail(st, "NoNetworkLeft", exc.message)
         return
-    st.work.network = {"vlan": net.vlan, "vrf": net.vrf, "pkey": net.pkey}
+    st.work.network = net.to_dict()
     done = per_node(
         st,
         "provisioned",
@@ -145,9 +145,9 @@ def _networking(st: Step) -> None:
             "Networked",
             True,
             "TenantNetworks",
-            f"VLAN {net.vlan} in {net.vrf}, partition key {net.pkey:#06x}",
+            f"VLAN {net.vlan} in {net.vrf}, {net.compute_isolation()}",
         )
-        set_phase(st, phases.STORAGE, f"tenant networks attached (VLAN {net.vlan}, pkey {net.pkey:#06x})")
+        set_phase(st, phases.STORAGE, f"tenant networks attached (VLAN {net.vlan}, {net.compute_isolation()})")
 
 
 def _storage(st: Step) -> None:

@@ -1,5 +1,6 @@
-"""Tenant networks of a cluster: an Ethernet VLAN in a VRF and an InfiniBand partition key, unique among the
-live clusters of a region (``network_allocations`` enforces it with a unique index)."""
+"""Tenant networks of a cluster: an Ethernet VLAN in a VRF, and on the compute fabric an InfiniBand partition
+key or, on an Ethernet fabric (Spectrum-X), a VXLAN VNI; each unique among the live clusters of a region
+(``network_allocations`` enforces it with a unique index)."""
 
 from __future__ import annotations
 
@@ -10,10 +11,20 @@ from velyrix import catalog, errors
 from velyrix.controlplane.db import models
 from velyrix.controlplane.reconcile import locks
 from velyrix.fleet.drivers import base
+from velyrix.planners import fabric
 
-PKEY_RANGE = (0x0002, 0x7FFE)
-"""Usable 15-bit partition keys (REFERENCE §1): 0x7fff is the default partition; 0x0001 is kept for the
-provider's management partition (Velyrix choice)."""
+PKEY_RANGE = (fabric.PKEY_FIRST, fabric.PKEY_LAST)
+"""Usable 15-bit partition keys, the plan's (REFERENCE §1: 0x0001-0x7ffe; 0x7fff is the default partition)."""
+VNI_RANGE = (fabric.VNI_FIRST, fabric.VNI_LAST)
+"""VXLAN network identifiers for tenants on Ethernet fabrics, the plan's (24 bits, RFC 7348 §5)."""
+
+
+def kinds(cluster: models.Cluster) -> tuple[str, str]:
+    """What the cluster's networks consist of: ``("vlan", "pkey")`` on InfiniBand, ``("vlan", "vni")`` on
+    an Ethernet compute fabric."""
+    name = (cluster.spec or {}).get("fabric")
+    ethernet = bool(name) and catalog.fabric(name).protocol == "ethernet"
+    return ("vlan", "vni") if ethernet else ("vlan", "pkey")
 
 
 def _lowest_free(used: set[int], lo: int, hi: int) -> int | None:
@@ -24,9 +35,9 @@ def _lowest_free(used: set[int], lo: int, hi: int) -> int | None:
 
 
 def ensure(session: orm.Session, cluster: models.Cluster) -> base.NetworkAttachment:
-    """The cluster's networks, allocating the VLAN and the partition key on first call (idempotent).
+    """The cluster's networks, allocating the VLAN and the partition key (or VNI) on first call (idempotent).
 
-    Raises ``CapacityError`` when the region has no VLAN or partition key left.
+    Raises ``CapacityError`` when the region has no VLAN, partition key or VNI left.
     """
     rows = {
         r.kind: r.value
@@ -34,11 +45,12 @@ def ensure(session: orm.Session, cluster: models.Cluster) -> base.NetworkAttachm
             sa.select(models.NetworkAllocation).where(models.NetworkAllocation.cluster_id == cluster.id)
         )
     }
-    missing = [k for k in ("vlan", "pkey") if k not in rows]
+    wanted = kinds(cluster)
+    missing = [k for k in wanted if k not in rows]
     if missing:
         locks.hold(session, f"networks/{cluster.region}")
         region = catalog.region(cluster.region)
-        ranges = {"vlan": region.vlan_range, "pkey": PKEY_RANGE}
+        ranges = {"vlan": region.vlan_range, "pkey": PKEY_RANGE, "vni": VNI_RANGE}
         for kind in missing:
             used = set(
                 session.scalars(
@@ -60,9 +72,11 @@ def ensure(session: orm.Session, cluster: models.Cluster) -> base.NetworkAttachm
             )
             rows[kind] = value
         session.flush()
-    return base.NetworkAttachment(vlan=rows["vlan"], vrf=f"vrf-{cluster.tenant_id}-{cluster.name}", pkey=rows["pkey"])
+    return base.NetworkAttachment(
+        vlan=rows["vlan"], vrf=f"vrf-{cluster.tenant_id}-{cluster.name}", pkey=rows.get("pkey"), vni=rows.get("vni")
+    )
 
 
 def release(session: orm.Session, cluster: models.Cluster) -> None:
-    """Return the cluster's VLAN and partition key to the region."""
+    """Return the cluster's VLAN and partition key (or VNI) to the region."""
     session.execute(sa.delete(models.NetworkAllocation).where(models.NetworkAllocation.cluster_id == cluster.id))

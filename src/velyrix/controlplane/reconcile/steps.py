@@ -129,6 +129,9 @@ def replace(st: Step, name: str, reason: str) -> None:
         (new,) = allocation.allocate(st.session, st.cluster, 1, actor=ACTOR, replacement=True, near_su=hw.su)
     except errors.CapacityError:
         status.add_event(st.cluster, "NoSpare", f"{name} failed ({reason}); no spare left to replace it", "Warning")
+        st.work.replacements = [*st.work.replacements, record]
+        _left_short(st, name)
+        return
     else:
         seq = st.work.generation
         st.work.generation = seq + 1
@@ -138,6 +141,30 @@ def replace(st: Step, name: str, reason: str) -> None:
         st.rewind = True
         status.add_event(st.cluster, "NodeReplaced", f"{name} replaced by {new.name}: {reason}", "Warning")
     st.work.replacements = [*st.work.replacements, record]
+
+
+def delivered_counts(held: int, want: int, replacements: list[dict[str, Any]]) -> str:
+    """``8 nodes; 1 replaced`` or ``7 of 8 nodes; 1 replaced, 1 without a spare``: the cluster's size now
+    against its declared size, and its replacement records (``replacement`` None: no spare was left)."""
+    replaced = sum(1 for r in replacements if r.get("replacement"))
+    lost = len(replacements) - replaced
+    size = f"{held} nodes" if held >= want else f"{held} of {want} nodes"
+    return f"{size}; {replaced} replaced" + (f", {lost} without a spare" if lost else "")
+
+
+def _left_short(st: Step, name: str) -> None:
+    """A delivered cluster lost ``name`` and no spare replaces it: its conditions count the nodes it holds
+    now and it is Degraded (a cluster still being delivered says so when its validation ends)."""
+    if st.cluster.phase not in (phases.READY, phases.DEGRADED):
+        return
+    held = sum(1 for e in st.entries.values() if not e.get("release"))
+    counts = delivered_counts(held, st.cluster.node_count, st.work.replacements)
+    accepted = next((c for c in st.cluster.conditions if c["type"] == "AcceptancePassed"), None)
+    passed = accepted is not None and accepted["status"] == "True"
+    status.set_condition(st.cluster, "AcceptancePassed", passed, "AcceptanceReport", counts)
+    why = f"{held} of {st.cluster.node_count} nodes: {name} was lost and no spare is left to replace it"
+    status.set_condition(st.cluster, "Ready", False, "Degraded", why)
+    set_phase(st, phases.DEGRADED, why)
 
 
 def per_node(

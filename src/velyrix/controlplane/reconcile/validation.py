@@ -6,13 +6,15 @@ from __future__ import annotations
 import dataclasses
 from typing import Any
 
+from velyrix import catalog
 from velyrix.controlplane import status
 from velyrix.controlplane.db import models
 from velyrix.controlplane.evidence import integrity
 from velyrix.controlplane.reconcile import networks, phases, signing, volumes
 from velyrix.controlplane.reconcile import report as report_mod
-from velyrix.controlplane.reconcile.steps import ACTOR, Step, fail, per_node, set_phase
+from velyrix.controlplane.reconcile.steps import ACTOR, Step, delivered_counts, fail, per_node, set_phase
 from velyrix.controlplane.reconcile.store import move
+from velyrix.declarations import models as declared_models
 from velyrix.fleet import acceptance, states
 from velyrix.fleet.drivers import base
 from velyrix.planners.plan_record import ClusterPlan
@@ -20,7 +22,11 @@ from velyrix.planners.plan_record import ClusterPlan
 
 def validating(st: Step) -> None:
     enabled = st.cluster.spec.get("acceptance") or {}
-    node_tests = tuple(t for t in acceptance.NODE_TESTS if enabled.get(t, True))
+    fabric = st.cluster.spec.get("fabric")
+    protocol = catalog.fabric(fabric).protocol if fabric else None
+    node_tests = tuple(
+        t for t in acceptance.NODE_TESTS if enabled.get(t, True) and declared_models.applies(t, protocol)
+    )
 
     def check(node: models.Node, op: base.Operation) -> str | None:
         results = acceptance.judge_node(node.node_type, op.result, node_tests)
@@ -49,6 +55,7 @@ def validating(st: Step) -> None:
             request_id=f"{st.cluster.id}/cluster-tests/{st.work.generation}",
             tests=cluster_tests,
             volumes=volumes.ensure(st.session, st.cluster),
+            storage_network_gb_s=storage_network(st.cluster),
         )
         if not op.done:
             st.wait()
@@ -81,19 +88,28 @@ def expected_all_reduce(cluster: models.Cluster) -> float | None:
     return round(acceptance.all_reduce_gb_s(per_gpu_gbps), 2)
 
 
+def storage_network(cluster: models.Cluster) -> float | None:
+    """What the cluster's planned storage plane carries (GB/s aggregate), None when the plan has none."""
+    fabric = ClusterPlan.from_dict(cluster.plan).fabric
+    return fabric.storage_plane_gb_s if fabric is not None else None
+
+
 def expected_storage(cluster: models.Cluster, nodes: int) -> tuple[float | None, float | None]:
     """What the storage plan predicts for the performance tier (its own section when the plan has one,
-    else the tier model at the declared capacity)."""
+    else the tier model at the declared capacity), bounded by what the planned storage plane carries."""
     storage = ClusterPlan.from_dict(cluster.plan).storage
     if storage is not None:
-        return storage.expected_write_gb_s, storage.expected_read_gb_s
-    tb = float((cluster.spec.get("storage") or {}).get("parallel_fs_tb") or 0.0)
-    if tb <= 0:
-        return None, None
-    from velyrix.planners import tiers
+        write, read = storage.expected_write_gb_s, storage.expected_read_gb_s
+    else:
+        tb = float((cluster.spec.get("storage") or {}).get("parallel_fs_tb") or 0.0)
+        if tb <= 0:
+            return None, None
+        from velyrix.planners import tiers
 
-    perf = tiers.tier_performance("parallel_fs", tb, nodes=nodes, node_type=cluster.node_type)
-    return perf.expected_write_gb_s, perf.expected_read_gb_s
+        perf = tiers.tier_performance("parallel_fs", tb, nodes=nodes, node_type=cluster.node_type)
+        write, read = perf.expected_write_gb_s, perf.expected_read_gb_s
+    cap = storage_network(cluster)
+    return (write, read) if cap is None else (min(write, cap), min(read, cap))
 
 
 def deliver(st: Step, names: list[str], cluster_results: list[dict[str, Any]]) -> None:
@@ -128,7 +144,7 @@ def deliver(st: Step, names: list[str], cluster_results: list[dict[str, Any]]) -
         "AcceptancePassed",
         doc["passed"],
         "AcceptanceReport",
-        f"{len(names)} nodes; {len(st.work.replacements)} replaced",
+        delivered_counts(len(names), st.cluster.node_count, st.work.replacements),
     )
     if short or failed_cluster:
         why = (

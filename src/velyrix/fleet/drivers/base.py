@@ -68,12 +68,24 @@ class Operation:
 
 @dataclass(frozen=True)
 class NetworkAttachment:
-    """A tenant's networks on one node: Ethernet VLAN (802.1Q id) in a VRF, and an InfiniBand partition key
-    (15-bit, 0x0001-0x7ffe; REFERENCE §1)."""
+    """A tenant's networks on one node: Ethernet VLAN (802.1Q id) in a VRF, and on the compute fabric either
+    an InfiniBand partition key (15-bit, 0x0001-0x7ffe; REFERENCE §1) or, on an Ethernet fabric (Spectrum-X,
+    RoCE), a VXLAN network identifier (24-bit VNI; RFC 7348 §5). Exactly one of ``pkey`` and ``vni`` is set."""
 
     vlan: int
     vrf: str
-    pkey: int
+    pkey: int | None = None
+    vni: int | None = None
+
+    def compute_isolation(self) -> str:
+        """The compute fabric's isolation for people: ``partition key 0x0001`` or ``VNI 10001``."""
+        return f"partition key {self.pkey:#06x}" if self.pkey is not None else f"VNI {self.vni}"
+
+    def to_dict(self) -> dict[str, Any]:
+        """``{"vlan", "vrf"}`` and ``pkey`` or ``vni``, whichever the fabric uses."""
+        out: dict[str, Any] = {"vlan": self.vlan, "vrf": self.vrf}
+        out.update({k: v for k, v in (("pkey", self.pkey), ("vni", self.vni)) if v is not None})
+        return out
 
 
 @dataclass(frozen=True)
@@ -119,7 +131,7 @@ class Driver(abc.ABC):
     @abc.abstractmethod
     def attach_networks(self, node: str, networks: NetworkAttachment, *, request_id: str) -> Operation:
         """Put the node's in-band/storage ports in the tenant VLAN and VRF and its InfiniBand ports in the
-        tenant partition (replacing any previous tenant's). Result: ``{"vlan", "vrf", "pkey"}``."""
+        tenant partition (replacing any previous tenant's). Result: ``NetworkAttachment.to_dict``."""
 
     @abc.abstractmethod
     def detach_networks(self, node: str, *, request_id: str) -> Operation:
@@ -144,10 +156,12 @@ class Driver(abc.ABC):
         request_id: str,
         tests: Sequence[str] = (),
         volumes: Sequence[VolumeAttachment] = (),
+        storage_network_gb_s: float | None = None,
     ) -> Operation:
         """Run cluster-wide tests across ``nodes`` (``all_reduce``: NCCL all-reduce bus bandwidth in GB/s;
-        ``storage``: aggregate write/read GB/s from every node to the performance-tier ``volumes``). Result:
-        ``{"all_reduce_busbw_gb_s": float, "storage_write_gb_s": float, "storage_read_gb_s": float}``."""
+        ``storage``: aggregate write/read GB/s from every node to the performance-tier ``volumes``, which
+        cannot exceed ``storage_network_gb_s``, what the cluster's storage network carries, when given).
+        Result: ``{"all_reduce_busbw_gb_s": float, "storage_write_gb_s": float, "storage_read_gb_s": float}``."""
 
     @abc.abstractmethod
     def reset_gpu(self, node: str, gpu: int, *, request_id: str) -> Operation:

@@ -27,7 +27,7 @@ class NetworkAllocation(Base):
     id: Mapped[str] = mapped_column(sa.String(32), primary_key=True)
     region: Mapped[str] = mapped_column(sa.String(63))
     kind: Mapped[str] = mapped_column(sa.String(16))
-    """``vlan`` (802.1Q id) or ``pkey`` (15-bit InfiniBand partition key)."""
+    """``vlan`` (802.1Q id), ``pkey`` (15-bit InfiniBand partition key) or ``vni`` (24-bit VXLAN id)."""
     value: Mapped[int] = mapped_column()
     tenant_id: Mapped[str] = mapped_column(sa.String(32), index=True)
     cluster_id: Mapped[str] = mapped_column(sa.ForeignKey("clusters.id"), index=True)

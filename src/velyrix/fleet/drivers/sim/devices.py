@@ -148,7 +148,8 @@ class SimGPU(GpuCounters[Never]):
 
 @dataclass(eq=False)
 class SimIBPort:
-    """One InfiniBand HCA port (``/sys/class/infiniband/{device}/ports/{port}``)."""
+    """One InfiniBand HCA port (``/sys/class/infiniband/{device}/ports/{port}``); on an Ethernet compute fabric
+    (Spectrum-X) the same port runs RoCE (the driver reports its link layer from the node's networks)."""
 
     device: str
     port: int

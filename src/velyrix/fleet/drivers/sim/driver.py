@@ -180,10 +180,14 @@ class SimDriver(base.Driver):
 
     def attach_networks(self, node: str, networks: base.NetworkAttachment, *, request_id: str) -> base.Operation:
         def effect() -> dict[str, Any]:
-            if not 0x0001 <= networks.pkey <= 0x7FFE:
+            if (networks.pkey is None) == (networks.vni is None):
+                raise errors.InvalidInputError("give the compute fabric a partition key or a VNI, one of them")
+            if networks.pkey is not None and not 0x0001 <= networks.pkey <= 0x7FFE:
                 raise errors.InvalidInputError(f"partition key {networks.pkey:#06x} is outside 0x0001-0x7ffe")
+            if networks.vni is not None and not 1 <= networks.vni <= 0xFFFFFF:
+                raise errors.InvalidInputError(f"VNI {networks.vni} is outside 1-16777215 (24 bits)")
             sim = self.region.node(node)
-            sim.networks = {"vlan": networks.vlan, "vrf": networks.vrf, "pkey": networks.pkey}
+            sim.networks = networks.to_dict()
             return dict(sim.networks)
 
         return self._submit("attach_networks", node, request_id, self.delays.networks_s, effect)
@@ -218,12 +222,14 @@ class SimDriver(base.Driver):
         request_id: str,
         tests: Sequence[str] = (),
         volumes: Sequence[base.VolumeAttachment] = (),
+        storage_network_gb_s: float | None = None,
     ) -> base.Operation:
         names = list(nodes)
         targets = list(volumes)
 
         def effect() -> dict[str, Any]:
-            return self._cluster_measurements([self.region.node(n) for n in names], request_id, targets)
+            nodes_ = [self.region.node(n) for n in names]
+            return self._cluster_measurements(nodes_, request_id, targets, storage_network_gb_s)
 
         return self._submit("cluster_tests", names[0] if names else "", request_id, self.delays.cluster_tests_s, effect)
 
@@ -295,8 +301,14 @@ class SimDriver(base.Driver):
     # --- measurements ---------------------------------------------------------------------------
 
     def _cluster_measurements(
-        self, nodes: list[SimNode], request_id: str, volumes: list[base.VolumeAttachment]
+        self,
+        nodes: list[SimNode],
+        request_id: str,
+        volumes: list[base.VolumeAttachment],
+        storage_network_gb_s: float | None = None,
     ) -> dict[str, Any]:
+        """All-reduce and storage figures of ``nodes``; storage is bounded by the nodes' storage NICs, the
+        tier and ``storage_network_gb_s`` (the cluster's planned storage plane, GB/s) when given."""
         if not nodes:
             return {"all_reduce_busbw_gb_s": 0.0, "storage_write_gb_s": 0.0, "storage_read_gb_s": 0.0}
         nt = reader.node_type(nodes[0].node_type)
@@ -307,6 +319,8 @@ class SimDriver(base.Driver):
             busbw = nt.nvlink_gb_s * acceptance.NVLINK_SHARE_OF_PEAK * _jitter(request_id, "ar")
         perf = [v for v in volumes if v.tier == "parallel_fs"]
         clients = len(nodes) * nt.storage_gb_s
+        if storage_network_gb_s is not None:
+            clients = min(clients, storage_network_gb_s)
         write = read = 0.0
         if perf:
             tier = reader.storage_tier("parallel_fs")
@@ -361,8 +375,16 @@ def measure_node(sim: SimNode, request_id: str = "") -> dict[str, Any]:
                 "throttle_reasons": g.throttle_reasons,
             }
         )
+    # a VPI NIC runs its ports as Ethernet (RoCE) on a tenant network with a VNI, else as InfiniBand
+    layer = "Ethernet" if sim.networks and sim.networks.get("vni") is not None else "InfiniBand"
     ports = [
-        {"device": p.device, "port": p.port, "state": p.state, "rate_gbps": p.rate_gbps if p.state == "ACTIVE" else 0}
+        {
+            "device": p.device,
+            "port": p.port,
+            "state": p.state,
+            "rate_gbps": p.rate_gbps if p.state == "ACTIVE" else 0,
+            "link_layer": layer,
+        }
         for p in sim.ib_ports
     ]
     nvme = {
