@@ -22,6 +22,7 @@ from velyrix.controlplane.api.routes import (
     audit_events,
     audit_log,
     clusters,
+    customer_keys,
     evidence,
     health,
     identity_providers,
@@ -30,6 +31,7 @@ from velyrix.controlplane.api.routes import (
     regions,
     sim,
     tenants,
+    volume_data,
     volumes,
 )
 from velyrix.controlplane.audit import checkpoints
@@ -52,6 +54,8 @@ ROUTERS = (
     evidence.router,
     node_health.router,
     identity_providers.router,
+    customer_keys.router,
+    volume_data.router,
 )
 BROWSER_ROUTERS = (web.router, scim.router)
 """Sign-in pages and SCIM (``velyrix.controlplane.identity``): outside the /v1 OpenAPI document."""

@@ -11,7 +11,9 @@ from pydantic import BaseModel, ConfigDict, Field
 from velyrix import catalog, errors
 from velyrix.controlplane.api import idempotency, schemas
 from velyrix.controlplane.api.context import Ctx, check_if_match, require, respond, with_etag
+from velyrix.controlplane.cmk import service as cmk_service
 from velyrix.controlplane.db import models
+from velyrix.controlplane.db.models.keys import CustomerKey
 
 router = APIRouter(prefix="/v1/volumes", tags=["volumes"], responses=schemas.PROBLEM_RESPONSES)
 MAX_TB = 1_000_000.0
@@ -34,6 +36,9 @@ class VolumeCreate(BaseModel):
     size_tb: float = Field(gt=0, le=MAX_TB, description="decimal TB")
     forbid_deletion: bool = False
     cluster_id: str | None = Field(None, max_length=32, description="mount on this cluster")
+    cmk_id: str | None = Field(
+        None, max_length=32, description="customer key (cmk_...) that wraps the volume's own AES-256-GCM data key"
+    )
 
 
 class VolumeUpdate(BaseModel):
@@ -108,7 +113,11 @@ def create_volume(
                 cluster_id=cluster_id,
             )
         )
-        ctx.audit(f"volumes/{volume.id}", status_code=201, detail={"tier": volume.tier, "size_tb": volume.size_tb})
+        detail: dict[str, Any] = {"tier": volume.tier, "size_tb": volume.size_tb}
+        if body.cmk_id:
+            key = ctx.scope.get(CustomerKey, body.cmk_id, "customer key")
+            detail["customer_key_id"] = cmk_service.new_volume_key(ctx.scope.session, key, volume).key_id
+        ctx.audit(f"volumes/{volume.id}", status_code=201, detail=detail)
         return out(volume), 201
 
     return idempotency.create(ctx, idempotency_key, body, make, schemas.VolumeOut)
@@ -161,6 +170,7 @@ def delete_volume(
     if volume.forbid_deletion:
         raise DeletionForbiddenError(name=volume.name, hint="PATCH forbid_deletion=false first")
     ctx.audit(f"volumes/{volume.id}", status_code=204)
+    cmk_service.forget_volume(ctx.scope.session, volume.id)  # its data key gone: a cryptographic erase
     ctx.scope.delete(volume)
     ctx.commit()
     return Response(status_code=204)

@@ -15,6 +15,7 @@ import sqlalchemy as sa
 
 from velyrix.controlplane.db.models.base import Base, UTCDateTime, assign_id, new_id, utcnow
 from velyrix.controlplane.db.models.health import Incident, NodeCredential, NodeReport, RmaRecord
+from velyrix.controlplane.db.models.keys import CustomerKey, CustomerKeyGrant, VolumeDataKey  # noqa: F401
 from velyrix.controlplane.db.models.reconcile import AcceptanceReport, ClusterWork, NetworkAllocation
 from velyrix.controlplane.db.models.resources import (
     ApiKey,
