@@ -183,7 +183,12 @@ def test_destroying_the_key_in_the_hsm_makes_reads_fail_with_an_audit_event(
 
 
 def test_destroying_a_kmip_key_through_velyrix_shreds_its_volumes_with_evidence(
-    client: Any, world: World, twin: FleetRuntime, kmip_server: hsm.KmipServer, tenant_cert: hsm.Identity, tenant_kmip: Any
+    client: Any,
+    world: World,
+    twin: FleetRuntime,
+    kmip_server: hsm.KmipServer,
+    tenant_cert: hsm.Identity,
+    tenant_kmip: Any,
 ) -> None:
     uid = cmk_tenant.kmip_create(tenant_kmip, unique("kek"))
     resp = register_kmip(client, world, kmip_server, tenant_cert, uid)
@@ -207,7 +212,8 @@ def test_destroying_a_kmip_key_through_velyrix_shreds_its_volumes_with_evidence(
     with world.session() as s:
         (event,) = s.scalars(
             sa.select(models.AuditEvent).where(
-                models.AuditEvent.action == "customer_keys.destroy", models.AuditEvent.target == f"customer-keys/{cmk_id}"
+                models.AuditEvent.action == "customer_keys.destroy",
+                models.AuditEvent.target == f"customer-keys/{cmk_id}",
             )
         )
     import hashlib
@@ -266,8 +272,8 @@ def test_an_operator_certificate_cannot_use_the_tenants_kmip_key(
     client: Any, world: World, twin: FleetRuntime, kmip_server: hsm.KmipServer, tenant_kmip: Any, tmp_path: Path
 ) -> None:
     """The provider's own client certificate on the same key manager is refused the tenant's key."""
-    from velyrix.controlplane.cmk.kmip_backend import KmipKey
     from velyrix.controlplane.cmk import errors
+    from velyrix.controlplane.cmk.kmip_backend import KmipKey
 
     uid = cmk_tenant.kmip_create(tenant_kmip, unique("kek"))
     cert = kmip_server.ca.issue("provider-operator")
@@ -287,12 +293,16 @@ def test_revoking_the_grant_stops_reads_until_granted_again(client: Any, world: 
     owner = auth(world.a.keys["owner"])
     assert client.delete(f"/v1/customer-keys/{cmk_id}/grant", headers=owner).status_code == 200
     with world.session() as s:
-        assert all(g.sealed_credential is None for g in s.scalars(sa.select(models.CustomerKeyGrant)) if g.key_id == cmk_id)
+        assert all(
+            g.sealed_credential is None for g in s.scalars(sa.select(models.CustomerKeyGrant)) if g.key_id == cmk_id
+        )
     resp = read(client, world.a.keys["viewer"], volume_id)
     assert resp.status_code == 409 and resp.json()["code"] == "cmk_grant_revoked", resp.text
     wrong = client.put(f"/v1/customer-keys/{cmk_id}/grant", json={"credential": {"pin": "not-the-pin"}}, headers=owner)
     assert wrong.status_code == 409 and wrong.json()["code"] == "cmk_key_unavailable", wrong.text
-    regrant = client.put(f"/v1/customer-keys/{cmk_id}/grant", json={"credential": {"pin": hsm.TENANT_PIN}}, headers=owner)
+    regrant = client.put(
+        f"/v1/customer-keys/{cmk_id}/grant", json={"credential": {"pin": hsm.TENANT_PIN}}, headers=owner
+    )
     assert regrant.status_code == 200, regrant.text
     assert base64.b64decode(read(client, world.a.keys["viewer"], volume_id).json()["data_b64"]) == SECRET
 

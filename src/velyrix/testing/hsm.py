@@ -47,7 +47,9 @@ class SoftHsm:
             raise errors.ExternalToolError("SoftHSM2 is not installed", hint="apt-get install softhsm2")
         (self.folder / "tokens").mkdir(exist_ok=True)
         conf = self.folder / "softhsm2.conf"
-        conf.write_text(f"directories.tokendir = {self.folder / 'tokens'}\nobjectstore.backend = file\nlog.level = ERROR\n")
+        conf.write_text(
+            f"directories.tokendir = {self.folder / 'tokens'}\nobjectstore.backend = file\nlog.level = ERROR\n"
+        )
         os.environ["SOFTHSM2_CONF"] = str(conf)
         for label, pin in self.tokens.items():
             subprocess.run(
@@ -148,7 +150,7 @@ class KmipServer:
         (self.folder / "server.pem").write_text(server.cert_pem)
         (self.folder / "server.key").write_text(server.key_pem)
         (self.folder / "policies").mkdir()
-        log = open(self.folder / "server.out", "wb")  # noqa: SIM115 - the child writes it until stop()
+        log = open(self.folder / "server.out", "wb")
         self._proc = subprocess.Popen(
             [sys.executable, "-W", "ignore", "-m", "velyrix.testing.kmip_server", str(self.folder), str(self.port)],
             stdout=log,
