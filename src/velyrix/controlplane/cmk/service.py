@@ -119,11 +119,13 @@ def register(
 def grant(
     session: orm.Session, key: CustomerKey, credential: dict[str, Any], *, probed: bool = False
 ) -> CustomerKeyGrant:
-    """A new grant (the tenant's credential, sealed), after a probe unless ``probed``."""
+    """A new grant (the tenant's credential, sealed) replacing any standing one, after a probe through it
+    unless ``probed`` (the probe runs before anything is written)."""
     if key.state == "destroyed":
         raise errors.KeyDestroyedError(name=key.name, at=key.destroyed_at.isoformat() if key.destroyed_at else "?")
     if not probed:
         probe(wrapping_key(key.provider, key.locator, credential), key.tenant_id)
+    revoke_grants(session, key)
     row = CustomerKeyGrant(tenant_id=key.tenant_id, key_id=key.id)
     row.sealed_credential = sealing.seal(credential, row.id)
     session.add(row)
@@ -142,16 +144,14 @@ def revoke_grants(session: orm.Session, key: CustomerKey) -> int:
     return count
 
 
-def new_volume_key(session: orm.Session, key: CustomerKey, volume: models.Volume) -> VolumeDataKey:
-    """A fresh data key for ``volume``, stored wrapped by ``key`` only."""
+def new_volume_key(session: orm.Session, key: CustomerKey, tenant_id: str, volume_id: str) -> VolumeDataKey:
+    """A fresh data key for the volume ``volume_id`` (not yet added), wrapped by ``key`` only. Nothing is
+    written: the caller adds the row with its volume, so a refusal of the tenant's key leaves no trace."""
     data_key = os.urandom(DATA_KEY_BYTES)
-    wrapped = key_of(session, key).wrap(data_key, binding(volume.tenant_id, volume.id))
-    row = VolumeDataKey(
-        tenant_id=volume.tenant_id, volume_id=volume.id, key_id=key.id, key_version=key.key_version, wrapped=wrapped
+    wrapped = key_of(session, key).wrap(data_key, binding(tenant_id, volume_id))
+    return VolumeDataKey(
+        tenant_id=tenant_id, volume_id=volume_id, key_id=key.id, key_version=key.key_version, wrapped=wrapped
     )
-    session.add(row)
-    session.flush()
-    return row
 
 
 def forget_volume(session: orm.Session, volume_id: str) -> None:

@@ -165,7 +165,6 @@ def destroy_key(cmk_id: str, ctx: Ctx = Depends(require("cmk:admin"))) -> dict[s
 def grant_key(cmk_id: str, body: GrantBody, ctx: Ctx = Depends(require("cmk:admin"))) -> dict[str, Any]:
     """Grant again (a new PIN or client certificate), after a probe through it."""
     key = ctx.scope.get(CustomerKey, cmk_id, "customer key")
-    service.revoke_grants(ctx.scope.session, key)
     row = service.grant(ctx.scope.session, key, body.credential.for_provider(key.provider))
     ctx.audit(f"customer-keys/{key.id}", detail={"grant": row.id})
     ctx.commit()

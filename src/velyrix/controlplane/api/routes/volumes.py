@@ -103,20 +103,23 @@ def create_volume(
         if ctx.scope.exists(models.Volume, name=body.name):
             raise errors.ConflictError(f"a volume named '{body.name}' exists in this tenant")
         cluster_id = _mountable(ctx, body.cluster_id, body.region) if body.cluster_id else None
-        volume = ctx.scope.add(
-            models.Volume(
-                name=body.name,
-                region=body.region,
-                tier=body.tier,
-                size_tb=body.size_tb,
-                forbid_deletion=body.forbid_deletion,
-                cluster_id=cluster_id,
-            )
+        volume = models.Volume(
+            name=body.name,
+            region=body.region,
+            tier=body.tier,
+            size_tb=body.size_tb,
+            forbid_deletion=body.forbid_deletion,
+            cluster_id=cluster_id,
         )
-        detail: dict[str, Any] = {"tier": volume.tier, "size_tb": volume.size_tb}
-        if body.cmk_id:
+        data_key = None
+        if body.cmk_id:  # the tenant's key wraps the volume's data key before anything is written
             key = ctx.scope.get(CustomerKey, body.cmk_id, "customer key")
-            detail["customer_key_id"] = cmk_service.new_volume_key(ctx.scope.session, key, volume).key_id
+            data_key = cmk_service.new_volume_key(ctx.scope.session, key, key.tenant_id, volume.id)
+        ctx.scope.add(volume)
+        detail: dict[str, Any] = {"tier": volume.tier, "size_tb": volume.size_tb}
+        if data_key is not None:
+            ctx.scope.session.add(data_key)
+            detail["customer_key_id"] = data_key.key_id
         ctx.audit(f"volumes/{volume.id}", status_code=201, detail=detail)
         return out(volume), 201
 
