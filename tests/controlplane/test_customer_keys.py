@@ -329,3 +329,59 @@ def test_registration_refusals_say_what_is_wrong(client: Any, world: World, twin
     )
     refused = write(client, world, plain.json()["id"], SECRET)
     assert refused.status_code == 409 and refused.json()["code"] == "volume_without_customer_key"
+
+
+@pytest.fixture
+def served(app: Any, twin: FleetRuntime, world: World, monkeypatch: pytest.MonkeyPatch) -> Iterator[str]:
+    """The module's app (with its twin) on a real loopback HTTP server; the CLI logged in as tenant a's owner."""
+    import threading
+    import time
+
+    import uvicorn
+
+    server = uvicorn.Server(uvicorn.Config(app, host="127.0.0.1", port=hsm.free_port(), log_level="warning"))
+    thread = threading.Thread(target=server.run, daemon=True)
+    thread.start()
+    while not server.started:
+        time.sleep(0.02)
+    endpoint = f"http://127.0.0.1:{server.config.port}"
+    monkeypatch.setenv("VELYRIX_ENDPOINT", endpoint)
+    monkeypatch.setenv("VELYRIX_API_KEY", world.a.keys["owner"])
+    yield endpoint
+    server.should_exit = True
+    thread.join(timeout=10)
+
+
+def test_the_cli_registers_a_key_writes_reads_rotates_and_shreds(
+    served: str, velyrix: Any, tmp_path: Path, twin: FleetRuntime
+) -> None:
+    old, new = unique("kek"), unique("kek")
+    cmk_tenant.pkcs11_create(old)
+    (tmp_path / "pin").write_text(hsm.TENANT_PIN + "\n")
+    (tmp_path / "shard").write_bytes(SECRET)
+    name, volume = unique("cli-key"), unique("cli-vol")
+    token = ("--pkcs11-token", hsm.TENANT_TOKEN, "--pin-file", str(tmp_path / "pin"))
+    result = velyrix("keys", "cmk", "register", name, *token, "--key-label", old)
+    assert result.exit_code == 0, result.stderr
+    assert f"object={old}" in result.stdout and hsm.TENANT_PIN not in result.stdout
+    args = ("--region", "us-east-1", "--tier", "object", "--size-tb", "1", "--cmk", name)
+    assert velyrix("volume", "create", volume, *args).exit_code == 0
+    assert velyrix("volume", "write", volume, "shard", "--file", str(tmp_path / "shard")).exit_code == 0
+    assert velyrix("volume", "read", volume, "shard", "--out", str(tmp_path / "back")).exit_code == 0
+    assert (tmp_path / "back").read_bytes() == SECRET
+
+    cmk_tenant.pkcs11_create(new)
+    rotated = velyrix("keys", "cmk", "rotate", name, "--key-label", new)
+    assert rotated.exit_code == 0, rotated.stderr
+    assert "1 data keys rewrapped" in rotated.stdout and "version 2" in rotated.stdout
+    cmk_tenant.pkcs11_destroy(old)
+    assert velyrix("volume", "read", volume, "shard", "--out", str(tmp_path / "again")).exit_code == 0
+    assert (tmp_path / "again").read_bytes() == SECRET
+
+    unconfirmed = velyrix("keys", "cmk", "destroy", name)
+    assert unconfirmed.exit_code == 2 and "--yes" in unconfirmed.stderr
+    assert velyrix("keys", "cmk", "destroy", name, "--yes").exit_code == 0
+    gone = velyrix("volume", "read", volume, "shard")
+    assert gone.exit_code != 0 and "destroyed" in gone.stderr and "Traceback" not in gone.stderr
+    missing = velyrix("keys", "cmk", "register", unique("k"), "--pkcs11-token", hsm.TENANT_TOKEN, "--key-label", "x")
+    assert missing.exit_code == 2 and "--pin-file" in missing.stderr

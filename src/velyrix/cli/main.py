@@ -55,6 +55,7 @@ COMMANDS: tuple[tuple[str, tuple[str, ...]], ...] = (
     ("audit", ("audit",)),
     ("output", ("output",)),
     ("evidence", ("report", "verify")),  # after fleet: joins its `report` and `verify` groups
+    ("volumes", ("volume",)),
 )
 
 
