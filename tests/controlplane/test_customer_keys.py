@@ -331,6 +331,17 @@ def test_registration_refusals_say_what_is_wrong(client: Any, world: World, twin
     assert refused.status_code == 409 and refused.json()["code"] == "volume_without_customer_key"
 
 
+def test_deleting_a_volume_erases_its_wrapped_data_key(client: Any, world: World, twin: FleetRuntime) -> None:
+    label = unique("kek")
+    cmk_tenant.pkcs11_create(label)
+    volume_id = new_volume(client, world, register_pkcs11(client, world, label).json()["id"])
+    assert write(client, world, volume_id, SECRET).status_code == 200
+    assert wrapped_keys(world, [volume_id])
+    assert client.delete(f"/v1/volumes/{volume_id}", headers=auth(world.a.keys["owner"])).status_code == 204
+    assert wrapped_keys(world, [volume_id]) == {}
+    assert read(client, world.a.keys["viewer"], volume_id).status_code == 404
+
+
 @pytest.fixture
 def served(app: Any, twin: FleetRuntime, world: World, monkeypatch: pytest.MonkeyPatch) -> Iterator[str]:
     """The module's app (with its twin) on a real loopback HTTP server; the CLI logged in as tenant a's owner."""
