@@ -15,6 +15,7 @@ from typing import Any
 import pytest
 from fastapi.routing import APIRoute
 
+from tests.controlplane import cmk_tenant
 from tests.controlplane.conftest import PROVIDER_ROLES, TENANT_ROLES, World, auth, cluster_body, unique
 from velyrix.controlplane.auth import keys, roles
 from velyrix.ops.service import ROUTERS
@@ -112,7 +113,11 @@ def path_for(route: APIRoute, world: World, owner: Any, principal_role: str) -> 
     elif param == "node_id":
         obj = world.node(owner, world.cluster(owner))
     elif param in ("volume_id", "event_id", "cmk_id"):
-        made = {"volume_id": world.volume, "event_id": world.audit_event, "cmk_id": lambda t: customer_key(world, t)}
+        made = {
+            "volume_id": world.volume,
+            "event_id": world.audit_event,
+            "cmk_id": lambda t: cmk_tenant.customer_key(world, t),
+        }
         obj = made[param](owner)
     elif param == "region":
         obj = "us-east-1"
@@ -137,18 +142,6 @@ def path_for(route: APIRoute, world: World, owner: Any, principal_role: str) -> 
         raise AssertionError(f"add a path parameter resolver for {param} ({route.name})")
     seed_for(route, world, obj, owner)
     return route.path.replace("{" + param + "}", obj), obj, name
-
-
-def customer_key(world: World, owner: Any) -> str:
-    """A customer key of ``owner`` on a key manager the app does not allow, without a grant."""
-    from velyrix.controlplane.db.models.keys import CustomerKey
-
-    with world.session() as s:
-        locator = {"host": "127.0.0.1", "port": 9, "key_id": "1", "ca_pem": "-"}
-        cmk = CustomerKey(tenant_id=owner.tenant_id, name=unique("cmk"), provider="kmip", locator=locator)
-        s.add(cmk)
-        s.commit()
-        return cmk.id
 
 
 def billing_object(world: World, owner: Any, param: str) -> str:
