@@ -20,6 +20,7 @@ from velyrix import settings
 from velyrix.controlplane.cmk import errors, sealing
 from velyrix.controlplane.db import models
 from velyrix.controlplane.db.models.keys import CustomerKey, CustomerKeyGrant, VolumeDataKey
+from velyrix.controlplane.scoping import Scope
 
 DATA_KEY_BYTES = 32
 
@@ -105,37 +106,33 @@ def probe(wrapping: WrappingKey, tenant_id: str) -> None:
 
 
 def register(
-    session: orm.Session, tenant_id: str, name: str, provider: str, locator: dict[str, Any], credential: dict[str, Any]
+    scope: Scope, tenant_id: str, name: str, provider: str, locator: dict[str, Any], credential: dict[str, Any]
 ) -> CustomerKey:
     """A new customer key after a probe through ``credential``; the credential is stored sealed only."""
     probe(wrapping_key(provider, locator, credential), tenant_id)
     key = CustomerKey(tenant_id=tenant_id, name=name, provider=provider, locator=locator, state="active")
-    session.add(key)
-    session.flush()
-    grant(session, key, credential, probed=True)
+    scope.add(key)
+    grant(scope, key, credential, probed=True)
     return key
 
 
-def grant(
-    session: orm.Session, key: CustomerKey, credential: dict[str, Any], *, probed: bool = False
-) -> CustomerKeyGrant:
+def grant(scope: Scope, key: CustomerKey, credential: dict[str, Any], *, probed: bool = False) -> CustomerKeyGrant:
     """A new grant (the tenant's credential, sealed) replacing any standing one, after a probe through it
     unless ``probed`` (the probe runs before anything is written)."""
     if key.state == "destroyed":
         raise errors.KeyDestroyedError(name=key.name, at=key.destroyed_at.isoformat() if key.destroyed_at else "?")
     if not probed:
         probe(wrapping_key(key.provider, key.locator, credential), key.tenant_id)
-    revoke_grants(session, key)
+    revoke_grants(scope, key)
     row = CustomerKeyGrant(tenant_id=key.tenant_id, key_id=key.id)
     row.sealed_credential = sealing.seal(credential, row.id)
-    session.add(row)
-    session.flush()
+    scope.add(row)
     return row
 
 
-def revoke_grants(session: orm.Session, key: CustomerKey) -> int:
+def revoke_grants(scope: Scope, key: CustomerKey) -> int:
     """Erase every sealed credential of ``key``; returns how many grants stood."""
-    count = 0
+    session, count = scope.session, 0
     for row in session.scalars(sa.select(CustomerKeyGrant).where(CustomerKeyGrant.key_id == key.id)):
         if row.sealed_credential is not None:
             row.sealed_credential, row.revoked_at = None, models.utcnow()
@@ -144,27 +141,36 @@ def revoke_grants(session: orm.Session, key: CustomerKey) -> int:
     return count
 
 
-def new_volume_key(session: orm.Session, key: CustomerKey, tenant_id: str, volume_id: str) -> VolumeDataKey:
+def new_volume_key(scope: Scope, key: CustomerKey, tenant_id: str, volume_id: str) -> VolumeDataKey:
     """A fresh data key for the volume ``volume_id`` (not yet added), wrapped by ``key`` only. Nothing is
     written: the caller adds the row with its volume, so a refusal of the tenant's key leaves no trace."""
     data_key = os.urandom(DATA_KEY_BYTES)
-    wrapped = key_of(session, key).wrap(data_key, binding(tenant_id, volume_id))
+    wrapped = key_of(scope.session, key).wrap(data_key, binding(tenant_id, volume_id))
     return VolumeDataKey(
         tenant_id=tenant_id, volume_id=volume_id, key_id=key.id, key_version=key.key_version, wrapped=wrapped
     )
 
 
-def forget_volume(session: orm.Session, volume_id: str) -> None:
+def forget_volume(where: orm.Session | Scope, volume_id: str) -> None:
     """Delete a deleted volume's wrapped data key (nothing on the tier decrypts afterwards)."""
+    session = where.session if isinstance(where, Scope) else where
     session.execute(sa.delete(VolumeDataKey).where(VolumeDataKey.volume_id == volume_id))
+
+
+def volume_count(scope: Scope, key_id: str) -> int:
+    """How many volumes' data keys ``key_id`` wraps."""
+    stmt = sa.select(sa.func.count()).select_from(VolumeDataKey).where(VolumeDataKey.key_id == key_id)
+    return int(scope.session.execute(stmt).scalar_one())
 
 
 def data_key_row(session: orm.Session, volume_id: str) -> VolumeDataKey | None:
     return session.scalars(sa.select(VolumeDataKey).where(VolumeDataKey.volume_id == volume_id)).first()
 
 
-def volume_key(session: orm.Session, volume: models.Volume) -> tuple[CustomerKey, bytes]:
-    """The volume's customer key and its data key in clear (unwrapped by the tenant's key, under its grant)."""
+def volume_key(scope: Scope, volume: models.Volume) -> tuple[CustomerKey, bytes]:
+    """The volume's customer key and its data key in clear (unwrapped by the tenant's key, under its grant).
+    Reads only: nothing is written, whatever the tenant's key answers."""
+    session = scope.session
     row = data_key_row(session, volume.id)
     if row is None:
         raise errors.NoCustomerKeyError(name=volume.name, hint="create the volume with --cmk KEY (cmk_id)")
@@ -173,9 +179,10 @@ def volume_key(session: orm.Session, volume: models.Volume) -> tuple[CustomerKey
     return key, key_of(session, key).unwrap(row.wrapped, binding(volume.tenant_id, volume.id))
 
 
-def rotate(session: orm.Session, key: CustomerKey, new_ref: dict[str, Any]) -> dict[str, Any]:
+def rotate(scope: Scope, key: CustomerKey, new_ref: dict[str, Any]) -> dict[str, Any]:
     """Rewrap every data key of ``key`` with the tenant's new key ``new_ref`` (``key_label`` or ``key_id``);
     the volumes' data are not touched. Returns the evidence (counts, old and new references)."""
+    session = scope.session
     new_locator = {**key.locator, **new_ref}
     old, new = key_of(session, key), key_of(session, key, new_locator)
     probe(new, key.tenant_id)
@@ -191,13 +198,14 @@ def rotate(session: orm.Session, key: CustomerKey, new_ref: dict[str, Any]) -> d
     return evidence
 
 
-def destroy(session: orm.Session, key: CustomerKey) -> dict[str, Any]:
+def destroy(scope: Scope, key: CustomerKey) -> dict[str, Any]:
     """Destroy the tenant's key in its HSM or key manager (crypto-shredding every volume under it), then
     erase the grants. Returns the evidence: the HSM's answer afterwards, and each wrapped key's SHA-256."""
+    session = scope.session
     answer = key_of(session, key).destroy()
     rows = list(session.scalars(sa.select(VolumeDataKey).where(VolumeDataKey.key_id == key.id)))
     key.state, key.destroyed_at = "destroyed", models.utcnow()
-    revoke_grants(session, key)
+    revoke_grants(scope, key)
     session.flush()
     return {
         "key": _ref(key.locator),

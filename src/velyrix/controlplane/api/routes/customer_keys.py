@@ -11,7 +11,6 @@ from __future__ import annotations
 import datetime as dt
 from typing import Any, Literal
 
-import sqlalchemy as sa
 from fastapi import APIRouter, Depends
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
@@ -19,7 +18,7 @@ from velyrix import errors as verrors
 from velyrix.controlplane.api import schemas
 from velyrix.controlplane.api.context import Ctx, require
 from velyrix.controlplane.cmk import errors, service
-from velyrix.controlplane.db.models.keys import CustomerKey, VolumeDataKey
+from velyrix.controlplane.db.models.keys import CustomerKey
 
 RESPONSES = {
     **schemas.PROBLEM_RESPONSES,
@@ -103,8 +102,7 @@ class CustomerKeyOut(BaseModel):
 
 
 def _volumes(ctx: Ctx, key_id: str) -> int:
-    stmt = sa.select(sa.func.count()).select_from(VolumeDataKey).where(VolumeDataKey.key_id == key_id)
-    return int(ctx.scope.session.execute(stmt).scalar_one())
+    return service.volume_count(ctx.scope, key_id)
 
 
 @router.post("", name="customer_keys.create", status_code=201, response_model=CustomerKeyOut)
@@ -115,7 +113,7 @@ def create_key(body: CustomerKeyCreate, ctx: Ctx = Depends(require("cmk:admin"))
     locator = (body.pkcs11 or body.kmip).model_dump()  # type: ignore[union-attr]
     credential = body.credential.for_provider(body.provider)
     assert ctx.principal.tenant_id is not None  # cmk:* scopes are tenant scopes only
-    key = service.register(ctx.scope.session, ctx.principal.tenant_id, body.name, body.provider, locator, credential)
+    key = service.register(ctx.scope, ctx.principal.tenant_id, body.name, body.provider, locator, credential)
     ctx.audit(f"customer-keys/{key.id}", status_code=201, detail={"reference": service.out(key)["reference"]})
     ctx.commit()
     return service.out(key, 0)
@@ -145,7 +143,7 @@ def rotate_key(cmk_id: str, body: CustomerKeyRotate, ctx: Ctx = Depends(require(
     new_ref = getattr(body, field)
     if not new_ref:
         raise errors.KeyInvalidError(f"a {key.provider} key rotates to a new {field}")
-    evidence = service.rotate(ctx.scope.session, key, {field: new_ref})
+    evidence = service.rotate(ctx.scope, key, {field: new_ref})
     ctx.audit(f"customer-keys/{key.id}", detail=evidence)
     ctx.commit()
     return service.out(key, _volumes(ctx, key.id))
@@ -155,7 +153,7 @@ def rotate_key(cmk_id: str, body: CustomerKeyRotate, ctx: Ctx = Depends(require(
 def destroy_key(cmk_id: str, ctx: Ctx = Depends(require("cmk:admin"))) -> dict[str, Any]:
     """Destroy the key in the tenant's HSM or key manager: every volume under it becomes unreadable."""
     key = ctx.scope.get(CustomerKey, cmk_id, "customer key")
-    evidence = service.destroy(ctx.scope.session, key)
+    evidence = service.destroy(ctx.scope, key)
     ctx.audit(f"customer-keys/{key.id}", detail=evidence)
     ctx.commit()
     return service.out(key, _volumes(ctx, key.id))
@@ -165,7 +163,7 @@ def destroy_key(cmk_id: str, ctx: Ctx = Depends(require("cmk:admin"))) -> dict[s
 def grant_key(cmk_id: str, body: GrantBody, ctx: Ctx = Depends(require("cmk:admin"))) -> dict[str, Any]:
     """Grant again (a new PIN or client certificate), after a probe through it."""
     key = ctx.scope.get(CustomerKey, cmk_id, "customer key")
-    row = service.grant(ctx.scope.session, key, body.credential.for_provider(key.provider))
+    row = service.grant(ctx.scope, key, body.credential.for_provider(key.provider))
     ctx.audit(f"customer-keys/{key.id}", detail={"grant": row.id})
     ctx.commit()
     return service.out(key, _volumes(ctx, key.id))
@@ -175,7 +173,7 @@ def grant_key(cmk_id: str, body: GrantBody, ctx: Ctx = Depends(require("cmk:admi
 def revoke_grant(cmk_id: str, ctx: Ctx = Depends(require("cmk:admin"))) -> dict[str, Any]:
     """Revoke Velyrix's grant: the sealed credential is erased; nothing under the key can be read."""
     key = ctx.scope.get(CustomerKey, cmk_id, "customer key")
-    revoked = service.revoke_grants(ctx.scope.session, key)
+    revoked = service.revoke_grants(ctx.scope, key)
     ctx.audit(f"customer-keys/{key.id}", detail={"grants_revoked": revoked})
     ctx.commit()
     return service.out(key, _volumes(ctx, key.id))

@@ -43,8 +43,7 @@ def _driver(request: Request) -> Any:
 
 
 def _key_refused(ctx: Ctx, volume: models.Volume, exc: errors.VelyrixError, name: str) -> None:
-    """Record a read the tenant's key refused (its own transaction: the request's is rolled back)."""
-    ctx.scope.session.rollback()
+    """Record a read the tenant's key refused (``service.volume_key`` writes nothing, so only this is committed)."""
     detail = {"object": name, "code": exc.code, "reason": exc.message}
     ctx.audit(f"volumes/{volume.id}/objects", status_code=exc.http_status, outcome="refused", detail=detail)
     ctx.commit()
@@ -61,7 +60,7 @@ def write_object(
         data = base64.b64decode(body.data_b64, validate=True)
     except (binascii.Error, ValueError):
         raise errors.InvalidInputError("data_b64 is not base64", hint="encode the content with base64") from None
-    key, data_key = service.volume_key(ctx.scope.session, volume)
+    key, data_key = service.volume_key(ctx.scope, volume)
     stored = driver.write_object(volume.id, body.name, data, data_key)
     ctx.audit(f"volumes/{volume.id}/objects", detail={"object": body.name, "bytes": stored["bytes"], "key": key.id})
     ctx.commit()
@@ -81,7 +80,7 @@ def read_object(
     if name is None:
         return {"volume_id": volume.id, "names": driver.object_names(volume.id)}
     try:
-        key, data_key = service.volume_key(ctx.scope.session, volume)
+        key, data_key = service.volume_key(ctx.scope, volume)
     except errors.VelyrixError as exc:
         _key_refused(ctx, volume, exc, name)
         raise

@@ -114,11 +114,11 @@ def create_volume(
         data_key = None
         if body.cmk_id:  # the tenant's key wraps the volume's data key before anything is written
             key = ctx.scope.get(CustomerKey, body.cmk_id, "customer key")
-            data_key = cmk_service.new_volume_key(ctx.scope.session, key, key.tenant_id, volume.id)
+            data_key = cmk_service.new_volume_key(ctx.scope, key, key.tenant_id, volume.id)
         ctx.scope.add(volume)
         detail: dict[str, Any] = {"tier": volume.tier, "size_tb": volume.size_tb}
         if data_key is not None:
-            ctx.scope.session.add(data_key)
+            ctx.scope.add(data_key)
             detail["customer_key_id"] = data_key.key_id
         ctx.audit(f"volumes/{volume.id}", status_code=201, detail=detail)
         return out(volume), 201
@@ -173,7 +173,7 @@ def delete_volume(
     if volume.forbid_deletion:
         raise DeletionForbiddenError(name=volume.name, hint="PATCH forbid_deletion=false first")
     ctx.audit(f"volumes/{volume.id}", status_code=204)
-    cmk_service.forget_volume(ctx.scope.session, volume.id)  # its data key gone: a cryptographic erase
+    cmk_service.forget_volume(ctx.scope, volume.id)  # its data key gone: a cryptographic erase
     ctx.scope.delete(volume)
     ctx.commit()
     return Response(status_code=204)
