@@ -63,6 +63,13 @@ class SigningSettings:
     """Where the regions' signed firmware manifests live; empty means ``firmware/`` under ``VELYRIX_HOME``."""
     audit_checkpoint_interval: str = field(default_factory=lambda: _env("VELYRIX_AUDIT_CHECKPOINT_INTERVAL_S", ""))
     """Seconds between automatic signed checkpoints of the audit log, as written (empty: the default, 60)."""
+    pkcs11_module: str = field(default_factory=lambda: _env("VELYRIX_SIGNING_PKCS11_MODULE", ""))
+    """PKCS#11 module (e.g. ``/usr/lib/softhsm/libsofthsm2.so``) whose token holds the region signing keys;
+    empty: the keys are PEM files in ``key_dir``."""
+    pkcs11_token: str = field(default_factory=lambda: _env("VELYRIX_SIGNING_PKCS11_TOKEN", ""))
+    """Label of the token holding the signing keys (each an Ed25519 key pair labelled ``velyrix-<name>``)."""
+    pkcs11_pin_file: str = field(default_factory=lambda: _env("VELYRIX_SIGNING_PKCS11_PIN_FILE", ""))
+    """File holding that token's user PIN (first line)."""
 
 
 @dataclass(frozen=True)
@@ -142,6 +149,17 @@ class ApiSettings:
 
 
 @dataclass(frozen=True)
+class CustomerKeySettings:
+    """Where tenants' keys may live (``velyrix.controlplane.cmk``): the provider allows each HSM library and
+    key manager it connects to; nothing else is loaded or dialled."""
+
+    pkcs11_modules: str = field(default_factory=lambda: _env("VELYRIX_CMK_PKCS11_MODULES", ""))
+    """PKCS#11 modules tenants' tokens may be reached through, separated by ``:`` (empty: none)."""
+    kmip_endpoints: str = field(default_factory=lambda: _env("VELYRIX_CMK_KMIP_ENDPOINTS", ""))
+    """KMIP key managers tenants' keys may live on, ``host:port`` separated by ``,`` (empty: none)."""
+
+
+@dataclass(frozen=True)
 class Settings:
     paths: PathSettings = field(default_factory=PathSettings)
     database: DatabaseSettings = field(default_factory=DatabaseSettings)
@@ -154,6 +172,7 @@ class Settings:
     siem: SiemSettings = field(default_factory=SiemSettings)
     identity: IdentitySettings = field(default_factory=IdentitySettings)
     api: ApiSettings = field(default_factory=ApiSettings)
+    cmk: CustomerKeySettings = field(default_factory=CustomerKeySettings)
 
     def database_url(self) -> str:
         """The effective database URL (the SQLite default when none is configured)."""

@@ -16,6 +16,7 @@ from typing import Any
 import pytest
 from fastapi.routing import APIRoute
 
+from tests.controlplane import cmk_tenant
 from tests.controlplane.conftest import PROVIDER_ROLES, TENANT_ROLES, World, auth, cluster_body, unique
 from velyrix.controlplane.auth import keys, roles
 from velyrix.ops.service import ROUTERS
@@ -59,6 +60,15 @@ def body_for(route: APIRoute, world: World, principal_role: str, cluster_name: s
             "client_id": "c",
         },
         "sim.faults": {"node": "use1-h200-su00-n00", "kind": "xid", "xid": 79, "gpu": 0},
+        "customer_keys.create": {
+            "name": unique("cmk"),
+            "provider": "kmip",
+            "kmip": {"host": "127.0.0.1", "port": 9, "key_id": "1", "ca_pem": "-"},
+            "credential": {"client_cert_pem": "-", "client_key_pem": "-"},
+        },
+        "customer_keys.rotate": {"key_id": "2"},
+        "customer_keys.grant": {"credential": {"client_cert_pem": "-", "client_key_pem": "-"}},
+        "volume_data.write": {"name": "o", "data_b64": "AA=="},
         "nodes.report": {"hostname": "gpu-0", "collected_at_s": 1.0, "up": True, "problems": [], "sample": {}},
         "incidents.act": {"action": "note", "text": "investigating"},
         "event_integrations.create": {"service": unique("svc")},
@@ -112,10 +122,13 @@ def path_for(route: APIRoute, world: World, owner: Any, principal_role: str) -> 
             name = s.get(models.Cluster, obj).name
     elif param == "node_id":
         obj = world.node(owner, world.cluster(owner))
-    elif param == "volume_id":
-        obj = world.volume(owner)
-    elif param == "event_id":
-        obj = world.audit_event(owner)
+    elif param in ("volume_id", "event_id", "cmk_id"):
+        made = {
+            "volume_id": world.volume,
+            "event_id": world.audit_event,
+            "cmk_id": lambda t: cmk_tenant.customer_key(world, t),
+        }
+        obj = made[param](owner)
     elif param == "region":
         obj = "us-east-1"
     elif param == "hostname":
@@ -211,8 +224,16 @@ def seed_for(route: APIRoute, world: World, obj: str, owner: Any) -> None:
         s.commit()
 
 
-NO_TWIN = {"sim.faults", "sim.events"}
+NO_TWIN = {"sim.faults", "sim.events", "volume_data.write", "volume_data.read"}
 """The app under test runs without a digital twin: a role with the scope gets 409 ``no_twin``."""
+NO_KEY_MANAGER = {
+    "customer_keys.create": (422, "cmk_endpoint_not_allowed"),
+    "customer_keys.grant": (422, "cmk_endpoint_not_allowed"),
+    "customer_keys.rotate": (409, "cmk_grant_revoked"),
+    "customer_keys.destroy": (409, "cmk_grant_revoked"),
+}
+"""The app under test allows no tenant HSM or key manager, and its customer keys have no grant (the real ones:
+tests/controlplane/test_customer_keys.py): a role with the scope gets these problems, never 2xx."""
 
 
 def secret_for(world: World, who: str) -> str | None:
@@ -261,6 +282,9 @@ def test_route_answers_each_principal_as_its_scopes_say(client: Any, world: Worl
         return
     if route.name in NO_TWIN:
         assert resp.status_code == 409 and resp.json()["code"] == "no_twin", resp.text
+        return
+    if route.name in NO_KEY_MANAGER:
+        assert (resp.status_code, resp.json()["code"]) == NO_KEY_MANAGER[route.name], resp.text
         return
     assert 200 <= resp.status_code < 300, f"{who} {route.name}: {resp.status_code} {resp.text}"
     if route.path.endswith("s") and resp.status_code == 200 and who in TENANT_ROLES:

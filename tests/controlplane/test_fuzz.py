@@ -19,6 +19,7 @@ import sqlalchemy as sa
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from tests.controlplane import cmk_tenant
 from tests.controlplane.conftest import World, auth, cluster_body, unique
 from tests.controlplane.test_authorization_matrix import billing_object
 from tests.controlplane.test_node_reports import register, report
@@ -81,6 +82,7 @@ def _operations(client: Any, world: World) -> list[tuple[str, str, dict[str, Any
         "hostname": node["name"],
         "key_id": world.key(world.a, "viewer")[0],  # a key of its own: rotating it harms no other test
         "incident_id": billing_object(world, world.a, "incident_id"),
+        "cmk_id": cmk_tenant.customer_key(world, world.a),
     }
     bodies: dict[str, dict[str, Any]] = {
         "/v1/clusters": cluster_body(unique("fz")),

@@ -20,6 +20,9 @@ _UNIT_S = {"": 1, "s": 1, "m": 60, "h": 3600, "d": 86400, "w": 7 * 86400}
 
 
 def register(app: typer.Typer) -> None:
+    from velyrix.cli.customer_keys import cmk_app
+
+    keys_app.add_typer(cmk_app, name="cmk")
     app.add_typer(keys_app, name="keys")
 
 

@@ -56,6 +56,7 @@ COMMANDS: tuple[tuple[str, tuple[str, ...]], ...] = (
     ("output", ("output",)),
     ("evidence", ("report", "verify")),  # after fleet: joins its `report` and `verify` groups
     ("proactive", ("report",)),  # after fleet: joins its `report` group
+    ("volumes", ("volume",)),
 )
 
 

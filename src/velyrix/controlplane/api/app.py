@@ -23,6 +23,7 @@ from velyrix.controlplane.api.routes import (
     audit_events,
     audit_log,
     clusters,
+    customer_keys,
     evidence,
     health,
     identity_policy,
@@ -33,6 +34,7 @@ from velyrix.controlplane.api.routes import (
     regions,
     sim,
     tenants,
+    volume_data,
     volumes,
 )
 from velyrix.controlplane.audit import checkpoints
@@ -58,6 +60,8 @@ ROUTERS = (
     node_health.router,
     identity_providers.router,
     identity_policy.router,
+    customer_keys.router,
+    volume_data.router,
 )
 BROWSER_ROUTERS = (web.router, mfa_web.router, scim.router)
 """Sign-in pages and SCIM (``velyrix.controlplane.identity``): outside the /v1 OpenAPI document."""

@@ -22,6 +22,8 @@ SCOPES: dict[str, str] = {
     "audit:read": "read audit events (tenants: their own; auditors: every tenant's)",
     "fleet:operate": "register nodes and change their state (provider)",
     "nodes:report": "report a node's samples and health verdict (node agents' tokens only, never a role's)",
+    "cmk:read": "read the tenant's customer-managed keys (where they live, never a credential)",
+    "cmk:admin": "register, rotate, destroy customer-managed keys and grant or revoke their use",
     "scim:provision": "create, change and deactivate the tenant's users and groups over SCIM 2.0 (/scim/v2)",
     "physical:report": "post physical-access events (badge readers, cage doors); the physical-access role only",
 }
@@ -40,9 +42,13 @@ TENANT_ROLES: dict[str, frozenset[str]] = {
             "billing:read",
             "audit:read",
             "scim:provision",
+            "cmk:read",
+            "cmk:admin",
         }
     ),
-    "admin": frozenset(_READ | {"keys:read", "keys:admin", "clusters:write", "volumes:write", "audit:read"}),
+    "admin": frozenset(
+        _READ | {"keys:read", "keys:admin", "clusters:write", "volumes:write", "audit:read", "cmk:read", "cmk:admin"}
+    ),
     "member": frozenset(_READ | {"clusters:write", "volumes:write"}),
     "viewer": frozenset(_READ),
     "billing": frozenset({"tenants:read", "regions:read", "billing:read"}),

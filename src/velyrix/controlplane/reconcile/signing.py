@@ -1,9 +1,10 @@
 """Ed25519 signatures on acceptance reports, so a tenant can verify who delivered what.
 
 Each region has a key pair in ``$VELYRIX_HOME/keys/<region>.ed25519.pem`` (created on first use, mode 0600;
-``VELYRIX_SIGNING_KEY_DIR`` overrides the directory so server replicas share one key). A signed document is
-``{"report": {...}, "signature": {"algorithm": "Ed25519", "key_id", "public_key", "value"}}``; the signed bytes
-are the report as canonical JSON (sorted keys, no spaces, UTF-8).
+``VELYRIX_SIGNING_KEY_DIR`` overrides the directory so server replicas share one key), or in a PKCS#11 token
+when ``VELYRIX_SIGNING_PKCS11_MODULE`` is set (``hsm_signing``: the private key never leaves the token).
+A signed document is ``{"report": {...}, "signature": {"algorithm": "Ed25519", "key_id", "public_key",
+"value"}}``; the signed bytes are the report as canonical JSON (sorted keys, no spaces, UTF-8).
 """
 
 from __future__ import annotations
@@ -21,6 +22,7 @@ from cryptography.hazmat.primitives import serialization
 from cryptography.hazmat.primitives.asymmetric import ed25519
 
 from velyrix import errors, private_files, settings
+from velyrix.controlplane.reconcile import hsm_signing
 
 
 def canonical(document: dict[str, Any]) -> bytes:
@@ -64,6 +66,8 @@ def _raw_public(key: ed25519.Ed25519PublicKey) -> bytes:
 
 def public_key_b64(region: str) -> str:
     """The region's public key (raw 32 bytes, base64) — what a tenant pins with ``--public-key``."""
+    if hsm_signing.configured():
+        return base64.b64encode(hsm_signing.public_raw(region)).decode()
     return base64.b64encode(_raw_public(region_key(region).public_key())).decode()
 
 
@@ -72,16 +76,19 @@ def key_id(public_raw: bytes) -> str:
 
 
 def sign(report: dict[str, Any], region: str) -> dict[str, Any]:
-    """``report`` with its signature by ``region``'s key."""
-    key = region_key(region)
-    raw = _raw_public(key.public_key())
+    """``report`` with its signature by ``region``'s key (in the PKCS#11 token when one is configured)."""
+    if hsm_signing.configured():
+        raw, value = hsm_signing.sign(region, canonical(report))
+    else:
+        key = region_key(region)
+        raw, value = _raw_public(key.public_key()), key.sign(canonical(report))
     return {
         "report": report,
         "signature": {
             "algorithm": "Ed25519",
             "key_id": key_id(raw),
             "public_key": base64.b64encode(raw).decode(),
-            "value": base64.b64encode(key.sign(canonical(report))).decode(),
+            "value": base64.b64encode(value).decode(),
         },
     }
 

@@ -7,6 +7,7 @@ import sqlalchemy as sa
 from sqlalchemy import orm
 
 from velyrix import catalog
+from velyrix.controlplane.cmk import service as cmk_service
 from velyrix.controlplane.db import models
 from velyrix.fleet.drivers import base
 
@@ -57,6 +58,7 @@ def detach(session: orm.Session, cluster: models.Cluster, *, delete: bool) -> li
         vol.cluster_id = None
         if delete and not vol.forbid_deletion:
             deleted.append(vol.name)
+            cmk_service.forget_volume(session, vol.id)  # its wrapped data key goes with it (cryptographic erase)
             session.delete(vol)
         else:
             vol.state = "available"

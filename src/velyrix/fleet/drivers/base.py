@@ -185,6 +185,19 @@ class Driver(abc.ABC):
         Drivers without a storage backend raise ``NotImplementedError`` (no certificate is then issued)."""
         raise NotImplementedError(f"{type(self).__name__} cannot sanitize volumes")
 
+    def write_object(self, volume_id: str, name: str, data: bytes, data_key: bytes) -> dict[str, Any]:
+        """Store ``data`` as object ``name`` of the volume, encrypted (AES-256-GCM) with ``data_key`` (32 bytes,
+        the volume's data key, not kept). Result: ``{"bytes": int, "ciphertext_sha256": str}``."""
+        raise NotImplementedError(f"{type(self).__name__} has no object storage")
+
+    def read_object(self, volume_id: str, name: str, data_key: bytes) -> bytes:
+        """The object ``name`` of the volume, decrypted with ``data_key``."""
+        raise NotImplementedError(f"{type(self).__name__} has no object storage")
+
+    def object_names(self, volume_id: str) -> list[str]:
+        """The names of the volume's objects."""
+        raise NotImplementedError(f"{type(self).__name__} has no object storage")
+
 
 def parse_hardware(op: Operation) -> hardware.NodeHardware:
     """The inventory of a finished ``inspect`` operation."""

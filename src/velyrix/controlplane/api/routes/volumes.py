@@ -11,7 +11,9 @@ from pydantic import BaseModel, ConfigDict, Field
 from velyrix import catalog, errors
 from velyrix.controlplane.api import idempotency, schemas
 from velyrix.controlplane.api.context import Ctx, check_if_match, require, with_etag
+from velyrix.controlplane.cmk import service as cmk_service
 from velyrix.controlplane.db import models
+from velyrix.controlplane.db.models.keys import CustomerKey
 from velyrix.controlplane.identity import mfa
 
 router = APIRouter(prefix="/v1/volumes", tags=["volumes"], responses=schemas.PROBLEM_RESPONSES)
@@ -35,6 +37,9 @@ class VolumeCreate(BaseModel):
     size_tb: float = Field(gt=0, le=MAX_TB, description="decimal TB")
     forbid_deletion: bool = False
     cluster_id: str | None = Field(None, max_length=32, description="mount on this cluster")
+    cmk_id: str | None = Field(
+        None, max_length=32, description="customer key (cmk_...) that wraps the volume's own AES-256-GCM data key"
+    )
 
 
 class VolumeUpdate(BaseModel):
@@ -99,17 +104,24 @@ def create_volume(
         if ctx.scope.exists(models.Volume, name=body.name):
             raise errors.ConflictError(f"a volume named '{body.name}' exists in this tenant")
         cluster_id = _mountable(ctx, body.cluster_id, body.region) if body.cluster_id else None
-        volume = ctx.scope.add(
-            models.Volume(
-                name=body.name,
-                region=body.region,
-                tier=body.tier,
-                size_tb=body.size_tb,
-                forbid_deletion=body.forbid_deletion,
-                cluster_id=cluster_id,
-            )
+        volume = models.Volume(
+            name=body.name,
+            region=body.region,
+            tier=body.tier,
+            size_tb=body.size_tb,
+            forbid_deletion=body.forbid_deletion,
+            cluster_id=cluster_id,
         )
-        ctx.audit(f"volumes/{volume.id}", status_code=201, detail={"tier": volume.tier, "size_tb": volume.size_tb})
+        data_key = None
+        if body.cmk_id:  # the tenant's key wraps the volume's data key before anything is written
+            key = ctx.scope.get(CustomerKey, body.cmk_id, "customer key")
+            data_key = cmk_service.new_volume_key(ctx.scope, key, key.tenant_id, volume.id)
+        ctx.scope.add(volume)
+        detail: dict[str, Any] = {"tier": volume.tier, "size_tb": volume.size_tb}
+        if data_key is not None:
+            ctx.scope.add(data_key)
+            detail["customer_key_id"] = data_key.key_id
+        ctx.audit(f"volumes/{volume.id}", status_code=201, detail=detail)
         return out(volume), 201
 
     return idempotency.create(ctx, idempotency_key, body, make, schemas.VolumeOut)
@@ -162,6 +174,7 @@ def delete_volume(
     if volume.forbid_deletion:
         raise DeletionForbiddenError(name=volume.name, hint="PATCH forbid_deletion=false first")
     ctx.audit(f"volumes/{volume.id}", status_code=204)
+    cmk_service.forget_volume(ctx.scope, volume.id)  # its data key gone: a cryptographic erase
     ctx.scope.delete(volume)
     ctx.commit()
     return Response(status_code=204)

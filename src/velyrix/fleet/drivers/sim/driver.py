@@ -19,6 +19,7 @@ from velyrix.fleet.drivers import base
 from velyrix.fleet.drivers.sim import models
 from velyrix.fleet.drivers.sim.devices import SimNode
 from velyrix.fleet.drivers.sim.region import SimRegion
+from velyrix.fleet.drivers.sim.storage import SimStorage
 
 STORAGE_EFFICIENCY = 0.92
 """Share of the tier model's nominal bandwidth the twin's storage test measures (assumption: above the
@@ -61,6 +62,8 @@ class SimDriver(base.Driver):
         self._stuck_firmware: dict[str, dict[str, str]] = {}
         self._tampered_firmware: dict[str, set[str]] = {}
         self._secure_boot_off: set[str] = set()
+        self.storage = SimStorage()
+        """The storage tier's objects (ciphertext only; ``velyrix.fleet.drivers.sim.storage``)."""
         self.calls = 0
         """Requests actually executed (not deduplicated) — tests check idempotence with it."""
 
@@ -297,6 +300,15 @@ class SimDriver(base.Driver):
             "tool": "velyrix twin storage",
             "verification": {"method": "full: the volume no longer exists on the tier", "passed": True},
         }
+
+    def write_object(self, volume_id: str, name: str, data: bytes, data_key: bytes) -> dict[str, Any]:
+        return self.storage.put(volume_id, name, data, data_key)
+
+    def read_object(self, volume_id: str, name: str, data_key: bytes) -> bytes:
+        return self.storage.get(volume_id, name, data_key)
+
+    def object_names(self, volume_id: str) -> list[str]:
+        return self.storage.names(volume_id)
 
     # --- measurements ---------------------------------------------------------------------------
 
