@@ -35,7 +35,8 @@ from sqlalchemy import orm
 from velyrix.controlplane.api import schemas
 from velyrix.controlplane.api.context import Ctx, require
 from velyrix.controlplane.api.routes.sim import NoTwinError
-from velyrix.controlplane.db import models, models_cloud
+from velyrix.controlplane.db import models
+from velyrix.controlplane.db.models import cloud as models_cloud
 from velyrix.fleet import states
 
 router = APIRouter(prefix="/v1/sim", tags=["sim"], responses=schemas.PROBLEM_RESPONSES)

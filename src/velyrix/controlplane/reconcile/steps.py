@@ -157,7 +157,7 @@ def _left_short(st: Step, name: str) -> None:
     now and it is Degraded (a cluster still being delivered says so when its validation ends)."""
     if st.cluster.phase not in (phases.READY, phases.DEGRADED):
         return
-    held = sum(1 for e in st.entries.values() if not e.get("release"))
+    held = sum(1 for e in st.entries.values() if not e.release)
     counts = delivered_counts(held, st.cluster.node_count, st.work.replacements)
     accepted = next((c for c in st.cluster.conditions if c["type"] == "AcceptancePassed"), None)
     passed = accepted is not None and accepted["status"] == "True"
