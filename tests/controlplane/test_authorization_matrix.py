@@ -227,8 +227,8 @@ def seed_for(route: APIRoute, world: World, obj: str, owner: Any) -> None:
 NO_TWIN = {"sim.faults", "sim.events", "volume_data.write", "volume_data.read"}
 """The app under test runs without a digital twin: a role with the scope gets 409 ``no_twin``."""
 NO_KEY_MANAGER = {
-    "customer_keys.create": (422, "cmk_endpoint_not_allowed"),
-    "customer_keys.grant": (422, "cmk_endpoint_not_allowed"),
+    "customer_keys.create": (403, "cmk_endpoint_not_allowed"),
+    "customer_keys.grant": (403, "cmk_endpoint_not_allowed"),
     "customer_keys.rotate": (409, "cmk_grant_revoked"),
     "customer_keys.destroy": (409, "cmk_grant_revoked"),
 }

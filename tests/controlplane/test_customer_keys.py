@@ -316,7 +316,7 @@ def test_registration_refusals_say_what_is_wrong(client: Any, world: World, twin
         "credential": {"pin": hsm.TENANT_PIN},
     }
     resp = client.post("/v1/customer-keys", json=body, headers=owner)
-    assert resp.status_code == 422 and resp.json()["code"] == "cmk_endpoint_not_allowed", resp.text
+    assert resp.status_code == 403 and resp.json()["code"] == "cmk_endpoint_not_allowed", resp.text
     assert hsm.SOFTHSM_MODULE in resp.json()["hint"]
     missing = register_pkcs11(client, world, unique("no-such-key"))
     assert missing.status_code == 409 and missing.json()["code"] == "cmk_key_unavailable"

@@ -17,7 +17,7 @@ class EndpointNotAllowedError(errors.VelyrixError):
     """A PKCS#11 module or KMIP endpoint the provider has not allowed (``velyrix.settings.CustomerKeySettings``)."""
 
     code = "cmk_endpoint_not_allowed"
-    http_status = 422
+    http_status = 403
     user_error = True
 
 

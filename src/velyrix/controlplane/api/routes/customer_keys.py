@@ -60,8 +60,39 @@ class Credential(BaseModel):
         raise errors.KeyInvalidError(f"a {provider} grant needs {wanted}")
 
 
+_SET = {"type": "string", "minLength": 1}
+_LOCATORS = {
+    "pkcs11": {
+        "pkcs11": {"type": "object"},
+        "kmip": {"type": "null"},
+        "credential": {"required": ["pin"], "properties": {"pin": _SET}},
+    },
+    "kmip": {
+        "kmip": {"type": "object"},
+        "pkcs11": {"type": "null"},
+        "credential": {
+            "required": ["client_cert_pem", "client_key_pem"],
+            "properties": {"client_cert_pem": _SET, "client_key_pem": _SET},
+        },
+    },
+}
+"""Per provider: its locator object is required, the other one absent, and the grant it needs (what
+``_one_locator`` and ``Credential.for_provider`` check; the schema says the same)."""
+
+
 class CustomerKeyCreate(BaseModel):
-    model_config = ConfigDict(extra="forbid")
+    model_config = ConfigDict(
+        extra="forbid",
+        json_schema_extra={
+            "oneOf": [
+                {
+                    "properties": {"provider": {"const": provider}, **props},
+                    "required": ["provider", provider, "credential"],
+                }
+                for provider, props in _LOCATORS.items()
+            ]
+        },
+    )
     name: str = Field(pattern=r"^[a-z][a-z0-9-]{0,62}$")
     provider: Literal["pkcs11", "kmip"]
     pkcs11: Pkcs11Locator | None = None
