@@ -85,6 +85,12 @@ def up(
     start: str = typer.Option(
         None, "--start", help="UTC time the twin's clock starts at, e.g. 2026-11-01T00:00:00Z (default: now)."
     ),
+    exporter_port: int = typer.Option(
+        9501,  # velyrix.ops.twin_agents.EXPORTER_PORT (not imported here: the CLI starts without the API's imports)
+        "--exporter-port",
+        help="Serve the twin nodes' metrics on this port, one Prometheus target per node listed at /sd "
+        "(http_sd_configs), on the wall clock (0: no exporter).",
+    ),
 ) -> None:
     """Run the control plane with a digital-twin region as its fleet (API, reconcilers, twin, a node agent
     per twin node that reports to the API, and the NOC's escalation sweeps on the twin's clock; long-running)."""
@@ -122,6 +128,9 @@ def up(
     runtime.attach(app)
     if spontaneous and runtime.sim is not None:
         runtime.sim.enable_spontaneous()
+    exporter = None
+    if exporter_port > 0 and runtime.sim is not None:  # before the threads start: a port in use stops here
+        exporter = twin_agents.serve_exporter(runtime.sim, host, exporter_port)
     runtime.start()
     agents = None
     if agent_interval_s > 0 and runtime.sim is not None:
@@ -139,12 +148,15 @@ def up(
         f"velyrix up: {region} twin with {len(runtime.sim.nodes) if runtime.sim else 0} "
         f"nodes, API on {'https' if tls_options else 'http'}://{host}:{port}"
         + (f", one agent per node every {agent_interval_s:g} s" if agents else ", no node agents")
+        + (f", node metrics listed at {exporter.sd_url}" if exporter else "")
     )
     try:
         uvicorn.run(app, host=host, port=port, log_level="warning", loop="uvloop", http="httptools", **tls_options)
     finally:
         if agents is not None:
             agents.stop()
+        if exporter is not None:
+            exporter.close()
         runtime.stop()
 
 

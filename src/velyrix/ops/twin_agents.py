@@ -14,6 +14,9 @@ telemetry endpoint that agents in other processes read their node through.
   a large twin takes minutes whatever the machine's speed, and every node is judged every ``S`` simulated
   seconds. Agents then send a poll whose evidence and verdict did not change only as a heartbeat
   (``NodeAgent.unchanged_every_s``).
+- ``serve_exporter``: the fleet exporter of the same twin nodes (``velyrix up --exporter-port``, default
+  ``EXPORTER_PORT``): one Prometheus target per node listed at ``/sd`` (``velyrix.agent.fleet_targets``), read
+  from the devices the agents read, flow counters on the wall clock (docs/telemetry.md "Clocks").
 """
 
 from __future__ import annotations
@@ -29,6 +32,7 @@ from fastapi import APIRouter, Depends, FastAPI, Request
 from sqlalchemy import orm
 
 from velyrix import errors
+from velyrix.agent import fleet_targets
 from velyrix.agent.checks.monitor import HealthMonitor
 from velyrix.agent.collectors.sim import twin_sample, twin_telemetry
 from velyrix.agent.collectors.twin import TwinCollector
@@ -69,6 +73,26 @@ def install(app: FastAPI) -> FastAPI:
     app.include_router(router)
     app.include_router(proactive.router)
     return app
+
+
+EXPORTER_PORT = 9501
+"""Default port of ``velyrix up``'s fleet exporter (``velyrix sim exporter`` defaults to 9500, the agent to 9402)."""
+
+
+def serve_exporter(
+    region: SimRegion, host: str = "127.0.0.1", port: int = EXPORTER_PORT, *, advance_every_s: float = 1.0
+) -> fleet_targets.FleetServer:
+    """The fleet exporter of ``region``'s nodes on ``host:port`` (0: a free port), as ``velyrix sim exporter
+    --per-node`` serves it: ``/sd`` lists one target per node, ``/nodes/<hostname>/metrics`` is that node's
+    exposition. The region is caught up to its clock every ``advance_every_s`` wall seconds (with
+    ``--agent-step`` the clock only moves with the agents, and this adds nothing). A port in use raises
+    ``InvalidInputError``; ``close()`` stops it."""
+    return fleet_targets.FleetServer(
+        fleet_targets.FleetTargets(region, advance_every_s=advance_every_s),
+        host,
+        port,
+        hint="choose another --exporter-port (0: no exporter)",
+    )
 
 
 HEARTBEAT_S = 86400.0
