@@ -55,7 +55,7 @@ class Up:
     ) -> None:
         """``node_counts``: twin nodes per type (default: ``twin_nodes`` H200 nodes); ``exporter``: serve the
         twin's fleet exporter too (``velyrix up --exporter-port``) on a free port, at ``self.exporter``."""
-        self.app = twin_agents.install(create_app(db_url))
+        self.app = create_app(db_url)
         self.runtime = FleetRuntime.twin(
             self.app.state.sessionmaker,
             "us-east-1",

@@ -112,7 +112,7 @@ def up(
     epoch_s = common.parse_utc(start, "--start").timestamp() if start else None
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s %(message)s")
     logging.getLogger("httpx").setLevel(logging.WARNING)  # the twin agents' requests: one line each otherwise
-    app = twin_agents.install(create_app(noc_sweep_s=sweeping.interval_for(speed, settings.load().noc.sweep_s)))
+    app = create_app(noc_sweep_s=sweeping.interval_for(speed, settings.load().noc.sweep_s))
 
     home = private_files.private_dir(settings.load().paths.home, tighten=True)
     runtime = FleetRuntime.twin(
