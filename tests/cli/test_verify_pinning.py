@@ -109,3 +109,54 @@ def test_without_login_or_key_a_report_is_not_trusted_and_public_key_works_offli
     assert unknown.exit_code == 1 and "INVALID" in unknown.stdout and "no key is pinned" in unknown.stdout
     offline = velyrix("verify", "acceptance", str(path), "--public-key", signing.public_key_b64("us-east-1"))
     assert offline.exit_code == 0 and "given with --public-key" in offline.stdout
+
+
+CERTIFICATE = {
+    "kind": "velyrix.sanitization-certificate/v1",
+    "region": "us-east-1",
+    "cluster": {"id": "cls_1", "name": "acme"},
+    "subject": {"kind": "node", "name": "use1-h200-su00-n00"},
+    "sanitization": {"method": "purge", "technique": ["nvme-format-crypto-erase"], "tool": "nvme-cli"},
+    "verification": {"method": "read-back", "passed": True},
+    "performed_by": "velyrix reconciler",
+    "performed_at": "2026-12-01T14:00:00Z",
+    "certificate_id": "san_1",
+}
+"""A sanitization certificate's report (the fields ``velyrix verify sanitization`` prints)."""
+
+
+def test_a_sanitization_certificate_re_signed_with_another_key_is_invalid(
+    plane: tuple[str, str], velyrix: Any, tmp_path: Path
+) -> None:
+    """``verify sanitization`` trusts the region key pinned at login, as ``verify acceptance`` does."""
+    from velyrix.controlplane.evidence import sanitization
+
+    assert CERTIFICATE["kind"] == sanitization.KIND
+    url, key = plane
+    assert velyrix("login", "--endpoint", url, "--api-key", key).exit_code == 0
+    genuine = signing.sign(CERTIFICATE, "us-east-1")
+    path = tmp_path / "node-use1-h200-su00-n00.json"
+    path.write_text(json.dumps(genuine))
+    ok = velyrix("verify", "sanitization", str(path))
+    assert ok.exit_code == 0 and "valid" in ok.stdout and "pinned for us-east-1" in ok.stdout, ok.stdout
+    assert "not pinned" not in ok.stdout
+    path.write_text(json.dumps(_resigned(genuine)))
+    forged = velyrix("verify", "sanitization", str(path))
+    assert forged.exit_code == 1 and "INVALID" in forged.stdout and "another key than the pinned one" in forged.stdout
+
+
+def test_without_login_or_key_a_certificate_is_not_trusted_and_public_key_works_offline(
+    velyrix: Any, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("VELYRIX_HOME", str(tmp_path / "cli"))
+    monkeypatch.setenv("VELYRIX_SIGNING_KEY_DIR", str(tmp_path / "keys"))
+    monkeypatch.delenv("VELYRIX_ENDPOINT", raising=False)
+    monkeypatch.delenv("VELYRIX_API_KEY", raising=False)
+    path = tmp_path / "cert.json"
+    path.write_text(json.dumps(signing.sign(CERTIFICATE, "us-east-1")))
+    unknown = velyrix("verify", "sanitization", str(path))
+    assert unknown.exit_code == 1 and "INVALID" in unknown.stdout and "no key is pinned" in unknown.stdout
+    offline = velyrix("verify", "sanitization", str(path), "--public-key", signing.public_key_b64("us-east-1"))
+    assert offline.exit_code == 0 and "given with --public-key" in offline.stdout
+    bad = velyrix("verify", "sanitization", str(path), "--public-key", "not-a-key")
+    assert bad.exit_code == 2 and "not a base64 Ed25519 public key" in bad.stderr

@@ -224,7 +224,7 @@ def seed_for(route: APIRoute, world: World, obj: str, owner: Any) -> None:
         s.commit()
 
 
-NO_TWIN = {"sim.faults", "sim.events", "volume_data.write", "volume_data.read"}
+NO_TWIN = {"sim.faults", "sim.events", "sim.proactive", "volume_data.write", "volume_data.read"}
 """The app under test runs without a digital twin: a role with the scope gets 409 ``no_twin``."""
 NO_KEY_MANAGER = {
     "customer_keys.create": (403, "cmk_endpoint_not_allowed"),

@@ -177,3 +177,15 @@ def test_report_that_loses_a_race_answers_503_busy_and_keeps_nothing(client: Any
         app.app.state.report_handler = saved
     assert resp.status_code == 503 and resp.json()["code"] == "busy"
     assert client.get(f"/v1/nodes/{node['id']}/report", headers=auth(world.provider["operator"])).status_code == 404
+
+
+def test_the_service_mounts_the_twin_routes_which_answer_no_twin_without_one(client: Any, world: World) -> None:
+    """The composition root (``velyrix.ops.service.create_app``) mounts the twin's node telemetry and proactive
+    report; on a control plane without a twin they answer 409 ``no_twin`` like the other ``/v1/sim`` routes."""
+    node = register(client, world)
+    telemetry = client.get(f"/v1/sim/nodes/{node['name']}/telemetry", headers=auth(node["node_token"]))
+    assert telemetry.status_code == 409 and telemetry.json()["code"] == "no_twin", telemetry.text
+    foreign = client.get("/v1/sim/nodes/use1-h200-su00-n00/telemetry", headers=auth(node["node_token"]))
+    assert foreign.status_code == 403 and foreign.json()["code"] == "forbidden"
+    proactive = client.get("/v1/sim/proactive", headers=auth(world.provider["operator"]))
+    assert proactive.status_code == 409 and proactive.json()["code"] == "no_twin"

@@ -57,7 +57,7 @@ class Twin:
     """The running system on a hand-moved twin clock."""
 
     def __init__(self, db_url: str, nodes: int) -> None:
-        self.app = twin_agents.install(create_app(db_url))
+        self.app = create_app(db_url)
         self.runtime = FleetRuntime.twin(
             self.app.state.sessionmaker,
             "us-east-1",

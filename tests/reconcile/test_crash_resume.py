@@ -54,6 +54,7 @@ class Server:
         }
         self.env.pop("VELYRIX_DATABASE_URL", None)
         self.args = ["up", "--no-delays", "--port", str(port), "--nodes", "hgx-h200-8g=96", "--seed", "1"]
+        self.args += ["--exporter-port", str(free_port())]  # not the default port: tests run side by side
         self.standby = self._spawn()
         self.proc = self.standby
 

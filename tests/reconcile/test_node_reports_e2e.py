@@ -46,10 +46,16 @@ class Up:
     real uvicorn on a free loopback port."""
 
     def __init__(
-        self, db_url: str, twin_nodes: int, agent_interval_s: float = 0.0, node_counts: dict[str, int] | None = None
+        self,
+        db_url: str,
+        twin_nodes: int,
+        agent_interval_s: float = 0.0,
+        node_counts: dict[str, int] | None = None,
+        exporter: bool = False,
     ) -> None:
-        """``node_counts``: twin nodes per type (default: ``twin_nodes`` H200 nodes)."""
-        self.app = twin_agents.install(create_app(db_url))
+        """``node_counts``: twin nodes per type (default: ``twin_nodes`` H200 nodes); ``exporter``: serve the
+        twin's fleet exporter too (``velyrix up --exporter-port``) on a free port, at ``self.exporter``."""
+        self.app = create_app(db_url)
         self.runtime = FleetRuntime.twin(
             self.app.state.sessionmaker,
             "us-east-1",
@@ -85,10 +91,13 @@ class Up:
                 self.app.state.sessionmaker, self.runtime.sim, self.url, interval_s=agent_interval_s
             )
             self.agents.start()
+        self.exporter = twin_agents.serve_exporter(self.runtime.sim, port=0) if exporter and self.runtime.sim else None
 
     def stop(self) -> None:
         if self.agents is not None:
             self.agents.stop()
+        if self.exporter is not None:
+            self.exporter.close()
         self.http.close()
         self.runtime.stop()
         self.server.should_exit = True

@@ -50,6 +50,8 @@ def _replica(home: Path, url: str, port: int) -> subprocess.Popen[bytes]:
             "hgx-h200-8g=96",
             "--seed",
             "1",
+            "--exporter-port",  # each replica its own (the default port is one per machine)
+            str(postgres.free_port()),
         ],
         env=env,
         stdout=subprocess.DEVNULL,

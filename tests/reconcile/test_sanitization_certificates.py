@@ -73,6 +73,8 @@ def test_after_destroy_the_tenant_downloads_and_verifies_one_certificate_per_nod
     for path in out.iterdir():
         ok = velyrix("verify", "sanitization", str(path), "--public-key", key)
         assert ok.exit_code == 0 and "valid" in ok.stdout and "purged" in ok.stdout, ok.stdout + ok.stderr
+    pinned = velyrix("verify", "sanitization", str(out / f"node-{nodes[0]}.json"))  # the region key, pinned now
+    assert pinned.exit_code == 0 and "pinned now" in pinned.stdout and "not pinned" not in pinned.stdout, pinned.stdout
     node_cert = json.loads((out / f"node-{nodes[0]}.json").read_text())["report"]
     assert node_cert["standard"] == "NIST SP 800-88 Rev. 2" and node_cert["sanitization"]["method"] == "purge"
     assert node_cert["verification"]["passed"] and node_cert["performed_by"].startswith("reconciler/teardown")

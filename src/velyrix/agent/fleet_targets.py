@@ -125,13 +125,19 @@ class _Handler(BaseHTTPRequestHandler):
 class FleetServer:
     """``FleetTargets`` served on ``host:port`` (0 = a free port); ``close()`` stops server and advancer."""
 
-    def __init__(self, targets: FleetTargets, host: str = "127.0.0.1", port: int = 0):
+    def __init__(
+        self,
+        targets: FleetTargets,
+        host: str = "127.0.0.1",
+        port: int = 0,
+        *,
+        hint: str = "choose another --port (0 picks a free one)",
+    ):
+        """``hint``: what the error says to do when ``port`` is taken."""
         try:
             self.httpd = ThreadingHTTPServer((host, port), _Handler)
         except OSError as exc:
-            raise errors.InvalidInputError(
-                f"cannot listen on {host}:{port}: {exc.strerror}", hint="choose another --port (0 picks a free one)"
-            ) from exc
+            raise errors.InvalidInputError(f"cannot listen on {host}:{port}: {exc.strerror}", hint=hint) from exc
         self.httpd.daemon_threads = True
         self.httpd.request_queue_size = 1024  # Prometheus opens many scrapes at once
         self.host, self.port = host, int(self.httpd.server_address[1])

@@ -77,30 +77,43 @@ def verify_sanitization(
     file: Path = typer.Argument(
         ..., help="A certificate from `velyrix report sanitization --out DIR`.", show_default=False
     ),
-    public_key: str = typer.Option(None, "--public-key", help="Pin the region's key (GET /v1/acceptance/keys/REGION)."),
+    public_key: str = typer.Option(
+        None,
+        "--public-key",
+        help="Check against this key (base64, from GET /v1/acceptance/keys/REGION), offline. Default: the "
+        "region's key pinned at login (velyrix login), like SSH's known_hosts.",
+    ),
 ) -> None:
-    """Verify a sanitization certificate's Ed25519 signature offline; exit 0 when valid, 1 when not."""
-    from velyrix import errors
+    """Verify a sanitization certificate's Ed25519 signature against its region's pinned key (or --public-key),
+    offline; exit 0 when valid, 1 when not (a certificate signed by any other key is INVALID)."""
+    from velyrix.cli import region_signed
     from velyrix.controlplane.evidence import sanitization
     from velyrix.controlplane.reconcile import signing
 
-    try:
-        signed = json.loads(file.read_text())
-    except (OSError, ValueError) as exc:
-        raise errors.InvalidInputError(
-            f"cannot read {file}: {exc}", hint="download certificates with: velyrix report sanitization NAME --out DIR"
-        ) from None
-    result = signing.verify(signed, public_key)
+    region_signed.check_public_key(public_key)
     con = common.console()
     con.soft_wrap = True
-    rep = signed.get("report", {})
-    if result.valid and rep.get("kind") == sanitization.KIND:
-        con.print(
-            f"[green]valid[/]: {result.reason} ({result.key_id}); {rep['subject']['kind']} {rep['subject']['name']} "
-            f"{rep['sanitization']['method']}d at {rep['performed_at']}, verification "
-            + ("passed" if rep["verification"]["passed"] else "FAILED")
-            + ("" if public_key else " [yellow](key not pinned: use --public-key to check who signed)[/]")
-        )
-        return
-    con.print(f"[red]INVALID[/]: {result.reason if not result.valid else 'not a sanitization certificate'}")
-    raise typer.Exit(1)
+    try:
+        signed = region_signed.read(file, "download certificates with: velyrix report sanitization NAME --out DIR")
+    except region_signed.DuplicateKeyError as dup:
+        con.print(f"[red]INVALID[/]: {common.safe(dup)}")
+        raise typer.Exit(1) from None
+    if not (isinstance(signed, dict) and isinstance(signed.get("report"), dict) and "signature" in signed):
+        signing.verify(signed if isinstance(signed, dict) else {})  # raises: not a signed document (exit 2)
+    rep = signed["report"]
+    if rep.get("kind") != sanitization.KIND:
+        con.print("[red]INVALID[/]: not a sanitization certificate")
+        raise typer.Exit(1)
+    key, source = region_signed.trusted(rep.get("region"), public_key, "report.region")
+    if key is None:
+        con.print(f"[red]INVALID[/]: cannot tell who signed it: {common.safe(source)}")
+        raise typer.Exit(1)
+    result = signing.verify(signed, key)
+    if not result.valid:
+        con.print(f"[red]INVALID[/]: {common.safe(result.reason)} ({common.safe(source)})")
+        raise typer.Exit(1)
+    con.print(
+        f"[green]valid[/]: {result.reason} ({result.key_id}, {common.safe(source)}); {rep['subject']['kind']} "
+        f"{rep['subject']['name']} {rep['sanitization']['method']}d at {rep['performed_at']}, verification "
+        + ("passed" if rep["verification"]["passed"] else "FAILED")
+    )

@@ -3,9 +3,7 @@
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
-from typing import Any
 
 import typer
 
@@ -85,6 +83,12 @@ def up(
     start: str = typer.Option(
         None, "--start", help="UTC time the twin's clock starts at, e.g. 2026-11-01T00:00:00Z (default: now)."
     ),
+    exporter_port: int = typer.Option(
+        9501,  # velyrix.ops.twin_agents.EXPORTER_PORT (not imported here: the CLI starts without the API's imports)
+        "--exporter-port",
+        help="Serve the twin nodes' metrics on this port, one Prometheus target per node listed at /sd "
+        "(http_sd_configs), on the wall clock (0: no exporter).",
+    ),
 ) -> None:
     """Run the control plane with a digital-twin region as its fleet (API, reconcilers, twin, a node agent
     per twin node that reports to the API, and the NOC's escalation sweeps on the twin's clock; long-running)."""
@@ -106,7 +110,7 @@ def up(
     epoch_s = common.parse_utc(start, "--start").timestamp() if start else None
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s %(message)s")
     logging.getLogger("httpx").setLevel(logging.WARNING)  # the twin agents' requests: one line each otherwise
-    app = twin_agents.install(create_app(noc_sweep_s=sweeping.interval_for(speed, settings.load().noc.sweep_s)))
+    app = create_app(noc_sweep_s=sweeping.interval_for(speed, settings.load().noc.sweep_s))
 
     home = private_files.private_dir(settings.load().paths.home, tighten=True)
     runtime = FleetRuntime.twin(
@@ -122,6 +126,9 @@ def up(
     runtime.attach(app)
     if spontaneous and runtime.sim is not None:
         runtime.sim.enable_spontaneous()
+    exporter = None
+    if exporter_port > 0 and runtime.sim is not None:  # before the threads start: a port in use stops here
+        exporter = twin_agents.serve_exporter(runtime.sim, host, exporter_port)
     runtime.start()
     agents = None
     if agent_interval_s > 0 and runtime.sim is not None:
@@ -139,12 +146,15 @@ def up(
         f"velyrix up: {region} twin with {len(runtime.sim.nodes) if runtime.sim else 0} "
         f"nodes, API on {'https' if tls_options else 'http'}://{host}:{port}"
         + (f", one agent per node every {agent_interval_s:g} s" if agents else ", no node agents")
+        + (f", node metrics listed at {exporter.sd_url}" if exporter else "")
     )
     try:
         uvicorn.run(app, host=host, port=port, log_level="warning", loop="uvloop", http="httptools", **tls_options)
     finally:
         if agents is not None:
             agents.stop()
+        if exporter is not None:
+            exporter.close()
         runtime.stop()
 
 
@@ -243,23 +253,21 @@ def verify_acceptance(
 ) -> None:
     """Verify the Ed25519 signature of an acceptance report against the region's pinned key (or
     --public-key); exit 0 when valid, 1 when not (a report signed by any other key is INVALID)."""
-    from velyrix import errors
+    from velyrix.cli import region_signed
     from velyrix.controlplane.reconcile import signing
 
-    _check_public_key(public_key)
+    region_signed.check_public_key(public_key)
     con = common.console()
     try:
-        signed = json.loads(file.read_text(), object_pairs_hook=_pairs)
-    except _DuplicateKey as dup:  # two values under one key: which one was signed is ambiguous
+        signed = region_signed.read(file, "save a report with: velyrix report acceptance NAME --json > FILE")
+    except region_signed.DuplicateKeyError as dup:
         con.print(f"[red]INVALID[/]: {common.safe(dup)}")
         raise typer.Exit(1) from None
-    except (OSError, ValueError) as exc:
-        raise errors.InvalidInputError(
-            f"cannot read {file}: {exc}", hint="save a report with: velyrix report acceptance NAME --json > FILE"
-        ) from None
     if not (isinstance(signed, dict) and isinstance(signed.get("report"), dict) and "signature" in signed):
         signing.verify(signed if isinstance(signed, dict) else {})  # raises: not a signed document (exit 2)
-    key, source = (public_key, "given with --public-key") if public_key else _region_key(signed)
+    cluster = signed["report"].get("cluster")
+    region = cluster.get("region") if isinstance(cluster, dict) else None
+    key, source = region_signed.trusted(region, public_key, "report.cluster.region")
     if key is None:
         con.print(f"[red]INVALID[/]: cannot tell who signed it: {common.safe(source)}")
         raise typer.Exit(1)
@@ -273,51 +281,6 @@ def verify_acceptance(
         return
     con.print(f"[red]INVALID[/]: {common.safe(result.reason)} ({common.safe(source)})")
     raise typer.Exit(1)
-
-
-def _region_key(signed: Any) -> tuple[str | None, str]:
-    """The trusted key of the report's region (``cli.known_keys.trusted_key``)."""
-    from velyrix.cli import known_keys
-
-    report = signed.get("report") if isinstance(signed, dict) else None
-    cluster = report.get("cluster") if isinstance(report, dict) else None
-    region = cluster.get("region") if isinstance(cluster, dict) else None
-    if not isinstance(region, str) or not region:
-        return None, "the report names no region (report.cluster.region)"
-    return known_keys.trusted_key(region)
-
-
-class _DuplicateKey(Exception):
-    pass
-
-
-def _pairs(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
-    out: dict[str, Any] = {}
-    for key, value in pairs:
-        if key in out:
-            raise _DuplicateKey(f"the document holds the key {json.dumps(key)} twice in one object")
-        out[key] = value
-    return out
-
-
-def _check_public_key(public_key: str | None) -> None:
-    """``--public-key``: base64 of a raw 32-byte Ed25519 key, else a clear input error (exit 2)."""
-    import base64
-    import binascii
-
-    from velyrix import errors
-
-    if public_key is None:
-        return
-    try:
-        raw = base64.b64decode(public_key, validate=True)
-    except (binascii.Error, ValueError):
-        raw = b""
-    if len(raw) != 32:
-        raise errors.InvalidInputError(
-            f"--public-key {public_key!r} is not a base64 Ed25519 public key (32 bytes)",
-            hint="copy public_key from GET /v1/acceptance/keys/REGION",
-        )
 
 
 def demo(

@@ -17,7 +17,8 @@ Counted (only failures on nodes in production when they began, and whose outcome
   the node, or the node leaving production) at or after the fault fired, or caught before it; ``detection_s``: from the
   fault firing to that action (simulated s).
 
-``GET /v1/sim/proactive`` (operators) answers it on ``velyrix up``; ``velyrix report proactive`` prints it.
+``GET /v1/sim/proactive`` (operators; ``velyrix.ops.twin_routes``) answers it on ``velyrix up``;
+``velyrix report proactive`` prints it.
 """
 
 from __future__ import annotations
@@ -29,17 +30,12 @@ from dataclasses import dataclass, field
 from typing import Any
 
 import sqlalchemy as sa
-from fastapi import APIRouter, Depends, Request
 from sqlalchemy import orm
 
-from velyrix.controlplane.api import schemas
-from velyrix.controlplane.api.context import Ctx, require
-from velyrix.controlplane.api.routes.sim import NoTwinError
+from velyrix.controlplane import scoping
 from velyrix.controlplane.db import models
 from velyrix.controlplane.db.models import cloud as models_cloud
 from velyrix.fleet import states
-
-router = APIRouter(prefix="/v1/sim", tags=["sim"], responses=schemas.PROBLEM_RESPONSES)
 
 
 @dataclass(frozen=True)
@@ -185,12 +181,7 @@ def report(session: orm.Session, region: Any, epoch_s: float) -> dict[str, Any]:
     }
 
 
-@router.get("/proactive", name="sim.proactive")
-def proactive(request: Request, ctx: Ctx = Depends(require("fleet:operate"))) -> dict[str, Any]:
-    """The twin's spontaneous failures against what the control plane did: the share caught before their
-    fault, and every fault detected (operators; ``velyrix report proactive``)."""
-    runtime = getattr(request.app.state, "fleet", None)
-    if runtime is None or runtime.sim is None:
-        raise NoTwinError(hint="start the control plane with `velyrix up --spontaneous-faults`")
-    with request.app.state.sessionmaker() as session:
-        return report(session, runtime.sim, getattr(runtime.clock, "epoch_s", 0.0))
+def api_report(scope: scoping.Scope, region: Any, epoch_s: float) -> dict[str, Any]:
+    """``report`` on the session of an operator's request scope (``GET /v1/sim/proactive``,
+    ``velyrix.ops.twin_routes``)."""
+    return report(scope.session, region, epoch_s)

@@ -1,6 +1,8 @@
 """The control-plane service as it runs: the API (``velyrix.controlplane``) composed with what the ops layer
 adds to it (node reports' verdicts carried out by ``remediation.node_reports``). ``velyrix server`` and ``velyrix up``
-serve this app; ``create_app`` takes the same arguments as ``velyrix.controlplane.api.create_app``."""
+serve this app; ``create_app`` takes the same arguments as ``velyrix.controlplane.api.create_app``. This is the
+composition root: every router of the running service is mounted here (``ROUTERS``, ``KEYED_ROUTERS``), and
+no other module mounts routes."""
 
 from __future__ import annotations
 
@@ -9,6 +11,7 @@ from typing import Any
 from fastapi import APIRouter, FastAPI
 
 from velyrix.controlplane.api import app as controlplane_api
+from velyrix.ops import twin_routes
 from velyrix.ops.billing import routes as billing_routes
 from velyrix.ops.noc import intake_routes, pagerduty_routes, pagerduty_views, statuspage_routes
 from velyrix.ops.noc import routes as noc_routes
@@ -19,8 +22,10 @@ OPS_ROUTERS: tuple[APIRouter, ...] = (
     pagerduty_routes.router,
     statuspage_routes.router,
     billing_routes.router,
+    twin_routes.router,
 )
-"""Routers the ops layer adds (NOC incidents; billing, SLA contracts and reports)."""
+"""Routers the ops layer adds (NOC incidents; billing, SLA contracts and reports; the twin's node telemetry and
+proactive report, which answer 409 ``no_twin`` until a twin is attached: ``velyrix up``)."""
 
 ROUTERS: tuple[APIRouter, ...] = (*controlplane_api.ROUTERS, *OPS_ROUTERS)
 """Every router of the service as it runs (the authorization matrix is built from this table)."""

@@ -1,9 +1,6 @@
-"""Every twin node observed: the node agent of each twin node, run inside ``velyrix up``, and the twin's
-telemetry endpoint that agents in other processes read their node through.
+"""Every twin node observed: the node agent of each twin node, run inside ``velyrix up`` (agents in other
+processes read their twin node through ``velyrix.ops.twin_routes``).
 
-- ``router``: ``GET /v1/sim/nodes/{hostname}/telemetry`` answers, to that node's own token (scope
-  ``nodes:report``), what the twin's devices show now (``velyrix.agent.collectors.sim.twin_telemetry``):
-  the twin's hardware lives in this process, so this is how ``velyrix agent --collector twin`` reads it.
 - ``TwinAgents``: one ``velyrix.agent.node_agent.NodeAgent`` per twin node (the ``twin`` collector bound to
   the node's live state, the agent's own health monitor, a ``Reporter`` with the node's own token), ticked
   on the agent's poll cadence in one thread, reporting over HTTP to the API like any agent. When an
@@ -14,6 +11,9 @@ telemetry endpoint that agents in other processes read their node through.
   a large twin takes minutes whatever the machine's speed, and every node is judged every ``S`` simulated
   seconds. Agents then send a poll whose evidence and verdict did not change only as a heartbeat
   (``NodeAgent.unchanged_every_s``).
+- ``serve_exporter``: the fleet exporter of the same twin nodes (``velyrix up --exporter-port``, default
+  ``EXPORTER_PORT``): one Prometheus target per node listed at ``/sd`` (``velyrix.agent.fleet_targets``), read
+  from the devices the agents read, flow counters on the wall clock (docs/telemetry.md "Clocks").
 """
 
 from __future__ import annotations
@@ -21,54 +21,46 @@ from __future__ import annotations
 import logging
 import threading
 import time
-from typing import Any
 
 import httpx
 import sqlalchemy as sa
-from fastapi import APIRouter, Depends, FastAPI, Request
 from sqlalchemy import orm
 
-from velyrix import errors
+from velyrix.agent import fleet_targets
 from velyrix.agent.checks.monitor import HealthMonitor
-from velyrix.agent.collectors.sim import twin_sample, twin_telemetry
+from velyrix.agent.collectors.sim import twin_sample
 from velyrix.agent.collectors.twin import TwinCollector
 from velyrix.agent.node_agent import NodeAgent
 from velyrix.agent.reporting import Reporter
 from velyrix.controlplane import node_health
-from velyrix.controlplane.api import schemas
-from velyrix.controlplane.api.context import Ctx, require
-from velyrix.controlplane.api.routes.sim import NoTwinError
 from velyrix.controlplane.db import models
 from velyrix.fleet.drivers.sim import SimRegion
 from velyrix.health.drains import InMemorySeam
-from velyrix.ops import proactive
 
 log = logging.getLogger("velyrix.twin_agents")
-
-router = APIRouter(prefix="/v1/sim", tags=["sim"], responses=schemas.PROBLEM_RESPONSES)
 
 AGENT_INTERVAL_S = 5.0
 """Default poll cadence of the twin's node agents (wall seconds)."""
 
 
-@router.get("/nodes/{hostname}/telemetry", name="sim.telemetry")
-def telemetry(hostname: str, request: Request, ctx: Ctx = Depends(require("nodes:report"))) -> dict[str, Any]:
-    """What the twin node's hardware shows now (a ``NodeSample`` in JSON, stamped with the twin's clock),
-    for that node's own agent (its node token)."""
-    if ctx.principal.name != f"node:{hostname}":
-        raise errors.PermissionDeniedError("a node token reads its own node only", scope="nodes:report")
-    runtime = getattr(request.app.state, "fleet", None)
-    if runtime is None or runtime.sim is None:
-        raise NoTwinError(hint="start the control plane with `velyrix up` to run on the twin")
-    return twin_telemetry(runtime.sim, hostname)
+EXPORTER_PORT = 9501
+"""Default port of ``velyrix up``'s fleet exporter (``velyrix sim exporter`` defaults to 9500, the agent to 9402)."""
 
 
-def install(app: FastAPI) -> FastAPI:
-    """Mount the twin's telemetry endpoint and its proactive report (``velyrix.ops.proactive``) on ``app``
-    (``velyrix up``); returns ``app``."""
-    app.include_router(router)
-    app.include_router(proactive.router)
-    return app
+def serve_exporter(
+    region: SimRegion, host: str = "127.0.0.1", port: int = EXPORTER_PORT, *, advance_every_s: float = 1.0
+) -> fleet_targets.FleetServer:
+    """The fleet exporter of ``region``'s nodes on ``host:port`` (0: a free port), as ``velyrix sim exporter
+    --per-node`` serves it: ``/sd`` lists one target per node, ``/nodes/<hostname>/metrics`` is that node's
+    exposition. The region is caught up to its clock every ``advance_every_s`` wall seconds (with
+    ``--agent-step`` the clock only moves with the agents, and this adds nothing). A port in use raises
+    ``InvalidInputError``; ``close()`` stops it."""
+    return fleet_targets.FleetServer(
+        fleet_targets.FleetTargets(region, advance_every_s=advance_every_s),
+        host,
+        port,
+        hint="choose another --exporter-port (0: no exporter)",
+    )
 
 
 HEARTBEAT_S = 86400.0
