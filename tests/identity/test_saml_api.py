@@ -1,0 +1,245 @@
+"""SAML single sign-on at the API level against the test IdP of ``saml_idp`` (pysaml2 signing with
+xmlsec1): a signed assertion answering Velyrix's AuthnRequest signs the user in with the role its groups
+map to; every bad response (signature stripped or wrapped, content changed after signing, another key,
+expired, wrong audience, recipient or destination, replayed, unsolicited) answers 401 with its stable
+code, makes no session and leaves a denied ``auth.login`` audit event."""
+
+from __future__ import annotations
+
+import base64
+import re
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import httpx
+import pytest
+import sqlalchemy as sa
+
+from tests.identity.conftest import Served
+from tests.identity.saml_idp import Idp, make_key, read_request, saml_idp
+
+USERS = {
+    "alice@acme.example": {"name": "Alice", "groups": ["gpu-admins"]},
+    "bob@acme.example": {"name": "Bob", "groups": []},
+    "mallory@acme.example": {"name": "Mallory", "groups": ["gpu-admins"]},
+}
+
+
+def make_tenant(app: Any, name: str) -> str:
+    """A tenant called ``name`` and the secret of its owner key."""
+    from velyrix.controlplane.auth import principals
+    from velyrix.controlplane.db import models
+
+    with app.state.sessionmaker() as s:
+        tenant = models.Tenant(name=name, display_name=name)
+        s.add(tenant)
+        s.flush()
+        _, secret = principals.issue_key(s, tenant_id=tenant.id, name=f"{name} owner", role="owner")
+        s.commit()
+        return secret
+
+
+def add_provider(url: str, owner_key: str, idp: Idp) -> str:
+    """The id of the tenant's SAML identity provider ``corp`` (made through the API)."""
+    body = {
+        "name": "corp",
+        "kind": "saml",
+        "issuer": idp.entity_id,
+        "saml_metadata": idp.metadata(),
+        "allowed_domains": ["acme.example"],
+        "group_map": {"gpu-admins": "owner"},
+        "default_role": "viewer",
+    }
+    made = httpx.post(f"{url}/v1/identity-providers", json=body, headers={"Authorization": f"Bearer {owner_key}"})
+    assert made.status_code == 201, made.text
+    return str(made.json()["id"])
+
+
+@dataclass
+class Flow:
+    """A login started at Velyrix: the AuthnRequest's id, the ACS and the SP entity id it names."""
+
+    request_id: str
+    acs: str
+    audience: str
+
+
+@dataclass
+class Saml:
+    served: Served
+    idp: Idp
+    provider: str
+
+    def start(self) -> Flow:
+        resp = httpx.get(f"{self.served.url}/auth/saml/{self.provider}/login", follow_redirects=False)
+        assert resp.status_code == 303 and resp.headers["location"].startswith(self.idp.url + "/sso?")
+        request = read_request(resp.headers["location"])
+        return Flow(request.id, request.assertion_consumer_service_url, request.issuer.text)
+
+    def respond(self, flow: Flow, email: str = "alice@acme.example", **opt: Any) -> str:
+        given = {"acs": flow.acs, "audience": flow.audience, "in_response_to": flow.request_id, **opt}
+        return self.idp.respond(email, **given)
+
+    def post(self, flow: Flow, saml_response: str) -> httpx.Response:
+        return httpx.post(flow.acs, data={"SAMLResponse": saml_response}, follow_redirects=False)
+
+    def sessions(self) -> int:
+        from velyrix.controlplane.db.models.identity import UserSession
+
+        with self.served.app.state.sessionmaker() as s:
+            return int(s.scalar(sa.select(sa.func.count()).select_from(UserSession)) or 0)
+
+    def denied(self, code: str) -> list[Any]:
+        from velyrix.controlplane.db import models
+
+        with self.served.app.state.sessionmaker() as s:
+            stmt = sa.select(models.AuditEvent).where(
+                models.AuditEvent.action == "auth.login", models.AuditEvent.error_code == code
+            )
+            return list(s.scalars(stmt))
+
+
+@pytest.fixture
+def saml(served: Served, tmp_path: Path) -> Iterator[Saml]:
+    owner = make_tenant(served.app, "acme")
+    with saml_idp(tmp_path, USERS) as idp:
+        yield Saml(served, idp, add_provider(served.url, owner, idp))
+
+
+def test_a_signed_assertion_signs_the_user_in_with_the_role_of_its_groups(saml: Saml) -> None:
+    flow = saml.start()
+    resp = saml.post(flow, saml.respond(flow))
+    assert resp.status_code == 303 and resp.headers["location"] == "/ui", resp.text
+    cookie = resp.cookies.get("velyrix_session")
+    assert cookie
+    page = httpx.get(f"{saml.served.url}/ui", cookies={"velyrix_session": cookie})
+    assert page.status_code == 200 and "alice@acme.example" in page.text and "(owner)" in page.text
+    bob = saml.start()
+    resp = saml.post(bob, saml.respond(bob, "bob@acme.example"))
+    page = httpx.get(f"{saml.served.url}/ui", cookies={"velyrix_session": resp.cookies["velyrix_session"]})
+    assert "(viewer)" in page.text  # no mapped group: the default role
+    assert saml.sessions() == 2
+
+
+SIGNATURE = r"<(\w+:)?Signature[ >].*?</\1Signature>"
+
+
+def _strip_signature(xml: str) -> str:
+    return re.sub(SIGNATURE, "", xml, flags=re.S)
+
+
+def _b64(xml: str) -> str:
+    return base64.b64encode(xml.encode()).decode()
+
+
+def _evil(saml: Saml, flow: Flow) -> str:
+    """An unsigned assertion for mallory (owner by her group), as an attacker would write it."""
+    return saml.idp.assertion_xml(
+        "mallory@acme.example", acs=flow.acs, audience=flow.audience, in_response_to=flow.request_id
+    )
+
+
+def _response(saml: Saml, flow: Flow, assertions: str) -> str:
+    return _b64(saml.idp.response_xml(assertions, acs=flow.acs, in_response_to=flow.request_id))
+
+
+def _signed_bob(saml: Saml, flow: Flow) -> str:
+    return saml.idp.sign(
+        saml.idp.assertion_xml("bob@acme.example", acs=flow.acs, audience=flow.audience, in_response_to=flow.request_id)
+    )
+
+
+def _stripped(saml: Saml, flow: Flow) -> str:
+    return _response(saml, flow, _strip_signature(_signed_bob(saml, flow)))
+
+
+def _second_assertion(saml: Saml, flow: Flow) -> str:
+    return _response(saml, flow, _evil(saml, flow) + _signed_bob(saml, flow))
+
+
+def _signed_moved(saml: Saml, flow: Flow) -> str:
+    hidden = "<samlp:Extensions>" + _signed_bob(saml, flow) + "</samlp:Extensions>"
+    return _response(saml, flow, hidden + _evil(saml, flow))
+
+
+def _signature_copied(saml: Saml, flow: Flow) -> str:
+    signature = re.search(SIGNATURE, _signed_bob(saml, flow), flags=re.S)
+    assert signature
+    evil = _evil(saml, flow)
+    at = evil.index("</saml:Issuer>") + len("</saml:Issuer>")
+    return _response(saml, flow, evil[:at] + signature.group(0) + evil[at:])
+
+
+def _changed_after_signing(saml: Saml, flow: Flow) -> str:
+    signed = _signed_bob(saml, flow).replace("bob@acme.example", "mallory@acme.example")
+    assert "mallory" in signed
+    return _response(saml, flow, signed)
+
+
+def _other_key(saml: Saml, flow: Flow) -> str:
+    (saml.idp.key_file.parent / "forger").mkdir(exist_ok=True)
+    key_file, cert = make_key(saml.idp.key_file.parent / "forger")
+    forger = Idp(saml.idp.entity_id, key_file, cert, USERS, saml.idp.url)
+    given = {"acs": flow.acs, "audience": flow.audience, "in_response_to": flow.request_id}
+    return forger.respond("mallory@acme.example", **given, embed_cert=True)  # its own certificate in KeyInfo
+
+
+BAD: dict[str, tuple[Callable[[Saml, Flow], str], str]] = {
+    "signature stripped": (_stripped, "identity_saml_unsigned"),
+    "never signed": (lambda s, f: s.respond(f, signed=False), "identity_saml_unsigned"),
+    "second unsigned assertion inserted": (_second_assertion, "identity_saml_signature_wrapping"),
+    "signed assertion moved into Extensions": (_signed_moved, "identity_saml_signature_wrapping"),
+    "signature copied onto another assertion": (_signature_copied, "identity_saml_signature_wrapping"),
+    "content changed after signing": (_changed_after_signing, "identity_saml_signature_invalid"),
+    "signed by another key": (_other_key, "identity_saml_signature_invalid"),
+    "signed with RSA-SHA1": (lambda s, f: s.respond(f, sha1=True), "identity_saml_weak_algorithm"),
+    "expired": (lambda s, f: s.respond(f, shift_s=-900), "identity_saml_expired"),
+    "not yet valid": (lambda s, f: s.respond(f, shift_s=900), "identity_saml_not_yet_valid"),
+    "wrong audience": (lambda s, f: s.respond(f, audience="https://other.example/sp"), "identity_saml_wrong_audience"),
+    "wrong recipient": (lambda s, f: s.respond(f, recipient="http://127.0.0.1:9/acs"), "identity_saml_wrong_recipient"),
+    "wrong destination": (
+        lambda s, f: s.respond(f, destination="http://127.0.0.1:9/acs"),
+        "identity_saml_wrong_destination",
+    ),
+    "unsolicited": (
+        lambda s, f: s.idp.respond("alice@acme.example", acs=f.acs, audience=f.audience, in_response_to="_never"),
+        "identity_saml_unsolicited",
+    ),
+    "not XML": (lambda s, f: _b64("<html>"), "identity_saml_response_malformed"),
+}
+
+
+@pytest.mark.parametrize("case", list(BAD))
+def test_a_bad_response_gets_no_session_and_leaves_an_audit_event(saml: Saml, case: str) -> None:
+    make, code = BAD[case]
+    flow = saml.start()
+    resp = saml.post(flow, make(saml, flow))
+    assert resp.status_code == 401, resp.text
+    assert resp.headers["content-type"].startswith("application/problem+json")
+    assert resp.json()["code"] == code, resp.json()
+    assert "velyrix_session" not in resp.headers.get("set-cookie", "")
+    assert saml.sessions() == 0
+    events = saml.denied(code)
+    assert len(events) == 1 and events[0].outcome == "denied" and events[0].status_code == 401
+
+
+def test_a_replayed_response_and_a_reused_assertion_id_are_refused(saml: Saml) -> None:
+    flow = saml.start()
+    good = saml.respond(flow, assertion_id="_fixed-assertion-id")
+    assert saml.post(flow, good).status_code == 303
+    again = saml.post(flow, good)
+    assert again.status_code == 401 and again.json()["code"] == "identity_saml_replayed"
+    other = saml.start()  # the same assertion id signed again for a new login
+    reused = saml.post(other, saml.respond(other, assertion_id="_fixed-assertion-id"))
+    assert reused.status_code == 401 and reused.json()["code"] == "identity_saml_replayed"
+    assert saml.sessions() == 1 and len(saml.denied("identity_saml_replayed")) == 2
+
+
+def test_the_sp_metadata_names_the_acs_and_wants_signed_assertions(saml: Saml) -> None:
+    flow = saml.start()
+    meta = httpx.get(f"{saml.served.url}/auth/saml/{saml.provider}/metadata")
+    assert meta.status_code == 200
+    assert f'entityID="{flow.audience}"' in meta.text and flow.acs in meta.text
+    assert 'WantAssertionsSigned="true"' in meta.text
