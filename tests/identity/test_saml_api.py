@@ -243,3 +243,35 @@ def test_the_sp_metadata_names_the_acs_and_wants_signed_assertions(saml: Saml) -
     assert meta.status_code == 200
     assert f'entityID="{flow.audience}"' in meta.text and flow.acs in meta.text
     assert 'WantAssertionsSigned="true"' in meta.text
+
+
+def test_metadata_of_another_entity_or_without_a_certificate_is_refused(served: Served, tmp_path: Path) -> None:
+    owner = make_tenant(served.app, "acme")
+    with saml_idp(tmp_path, USERS) as idp:
+        good = idp.metadata()
+        bad = {
+            "another entity": {"issuer": "https://other.example/idp", "saml_metadata": good},
+            "no certificate": {
+                "issuer": idp.entity_id,
+                "saml_metadata": re.sub(r"<md:KeyDescriptor.*?</md:KeyDescriptor>", "", good),
+            },
+            "not XML": {"issuer": idp.entity_id, "saml_metadata": "<md:EntityDescriptor"},
+        }
+        for case, fields in bad.items():
+            body = {"name": "corp", "kind": "saml", **fields}
+            resp = httpx.post(
+                f"{served.url}/v1/identity-providers", json=body, headers={"Authorization": f"Bearer {owner}"}
+            )
+            assert resp.status_code == 422 and resp.json()["code"] == "invalid_input", (case, resp.text)
+        listed = httpx.get(f"{served.url}/v1/identity-providers", headers={"Authorization": f"Bearer {owner}"})
+        assert listed.json()["items"] == []
+
+
+def test_clock_skew_is_bounded_at_120_seconds(saml: Saml) -> None:
+    late = saml.start()  # ended 60 s ago: within the tolerated skew
+    assert saml.post(late, saml.respond(late, lifetime_s=300, shift_s=-360)).status_code == 303
+    too_late = saml.start()  # ended 150 s ago
+    refused = saml.post(too_late, saml.respond(too_late, lifetime_s=300, shift_s=-450))
+    assert refused.status_code == 401 and refused.json()["code"] == "identity_saml_expired"
+    early = saml.start()  # valid from 60 s from now (NotBefore is 30 s before the shifted instant)
+    assert saml.post(early, saml.respond(early, shift_s=90)).status_code == 303

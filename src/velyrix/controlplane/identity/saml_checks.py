@@ -148,3 +148,30 @@ def check(root: Any, *, acs_url: str, entity_id: str, now: dt.datetime) -> Shape
     _check_window(not_before, not_after, now)
     assert not_after is not None
     return Shape(irt, aid, not_after)
+
+
+MD = "{urn:oasis:names:tc:SAML:2.0:metadata}"
+REDIRECT = "urn:oasis:names:tc:SAML:2.0:bindings:HTTP-Redirect"
+
+
+def check_metadata(xml: str, issuer: str) -> None:
+    """``InvalidInputError`` (422) unless ``xml`` is IdP metadata of entity ``issuer`` with a signing
+    certificate and a single sign-on service of the HTTP-Redirect binding (what a login needs)."""
+    try:
+        root = SafeTree.fromstring(xml.encode())
+    except (ElementTree.ParseError, DefusedXmlException) as exc:
+        raise errors.InvalidInputError(f"saml_metadata is not XML: {exc}", hint="the IdP's metadata XML") from exc
+    if root.tag != MD + "EntityDescriptor" or root.get("entityID") != issuer:
+        raise errors.InvalidInputError(
+            f"saml_metadata describes entity {root.get('entityID')!r}, not the issuer {issuer!r}",
+            hint="issuer must be the IdP's entityID",
+        )
+    idp = root.find(MD + "IDPSSODescriptor")
+    certs = [] if idp is None else list(idp.iter(DS + "X509Certificate"))
+    sso = [] if idp is None else [s for s in idp.iter(MD + "SingleSignOnService") if s.get("Binding") == REDIRECT]
+    if not certs or not sso:
+        raise errors.InvalidInputError(
+            "saml_metadata lacks an IDPSSODescriptor with a signing certificate and an HTTP-Redirect "
+            "SingleSignOnService",
+            hint="export the metadata of the IdP's SAML application",
+        )
