@@ -36,7 +36,12 @@ class ProviderIn(BaseModel):
     issuer: str = Field(min_length=1, max_length=500, description="OIDC issuer URL or the SAML IdP's entity id")
     client_id: str = Field("", max_length=200)
     client_secret: str = Field("", max_length=500, description="OIDC confidential client secret (never returned)")
-    saml_metadata: str = Field("", max_length=200_000, description="SAML IdP metadata XML")
+    saml_metadata: str = Field(
+        "",
+        max_length=200_000,
+        description="SAML IdP metadata XML: an EntityDescriptor of the entity `issuer` with an IDPSSODescriptor, its"
+        " signing certificate and an HTTP-Redirect SingleSignOnService (else 422 invalid_input)",
+    )
     allowed_domains: list[str] = Field(default_factory=list, max_length=50)
     role_claim: str = Field("", max_length=100)
     role_map: dict[str, Annotated[str, Field(json_schema_extra=_ROLE)]] = Field(default_factory=dict, max_length=50)
