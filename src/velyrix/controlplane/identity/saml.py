@@ -22,6 +22,7 @@ from saml2.client import Saml2Client
 from saml2.config import SPConfig
 from saml2.saml import NAMEID_FORMAT_EMAILADDRESS
 from sqlalchemy import orm
+from sqlalchemy.exc import IntegrityError
 
 from velyrix.controlplane.db.models.identity import IdentityProvider, SeenAssertion
 from velyrix.controlplane.identity import oidc
@@ -30,6 +31,7 @@ from velyrix.controlplane.identity.saml_checks import SKEW_S, Shape, refused
 XMLSEC1 = "/usr/bin/xmlsec1"
 EMAIL_ATTRIBUTES = ("email", "mail", "emailAddress", "urn:oid:0.9.2342.19200300.100.1.3")
 NAME_ATTRIBUTES = ("displayName", "name", "cn")
+MAX_EMAIL = 254
 
 
 def entity_id(base: str, provider: IdentityProvider) -> str:
@@ -105,8 +107,11 @@ def remember(session: orm.Session, shape: Shape, now: dt.datetime) -> None:
     if session.get(SeenAssertion, shape.assertion_id) is not None:
         raise refused("this assertion was already used to log in (a replay)", "replayed")
     expires = shape.not_on_or_after + dt.timedelta(seconds=SKEW_S)
-    session.add(SeenAssertion(assertion_id=shape.assertion_id, expires_at=expires))
-    session.flush()
+    try:
+        with session.begin_nested():  # a concurrent login with the same assertion id loses here
+            session.add(SeenAssertion(assertion_id=shape.assertion_id, expires_at=expires))
+    except IntegrityError as error:
+        raise refused("this assertion was already used to log in (a replay)", "replayed") from error
 
 
 def _first(ava: dict[str, Any], names: tuple[str, ...]) -> str | None:
@@ -126,6 +131,8 @@ def identity(provider: IdentityProvider, parsed: Any) -> oidc.Identity:
     email = _first(ava, EMAIL_ATTRIBUTES)
     if email is None and getattr(name_id, "format", None) == NAMEID_FORMAT_EMAILADDRESS:
         email = subject
+    if email is not None and len(email) > MAX_EMAIL:
+        email = None  # no address is that long (RFC 5321 section 4.5.3.1.3): treated as missing
     claims = {
         "sub": subject,
         "email": email,

@@ -70,8 +70,12 @@ def _spend(session: orm.Session, idp: IdentityProvider, request_id: str) -> Logi
         raise saml_checks.refused("this login was already finished (a replayed response)", "replayed")
     if flow.expires_at <= now:
         raise saml_checks.refused("the login was started more than ten minutes ago", "flow_expired", hint="again")
-    flow.used_at = now
-    session.commit()
+    spent = session.execute(
+        sa.update(LoginFlow).where(LoginFlow.id == flow.id, LoginFlow.used_at.is_(None)).values(used_at=now)
+    )
+    session.commit()  # at once: a response posted twice at the same moment finishes one login
+    if getattr(spent, "rowcount", 0) != 1:
+        raise saml_checks.refused("this login was already finished (a replayed response)", "replayed")
     return flow
 
 
