@@ -275,3 +275,28 @@ def test_clock_skew_is_bounded_at_120_seconds(saml: Saml) -> None:
     assert refused.status_code == 401 and refused.json()["code"] == "identity_saml_expired"
     early = saml.start()  # valid from 60 s from now (NotBefore is 30 s before the shifted instant)
     assert saml.post(early, saml.respond(early, shift_s=90)).status_code == 303
+
+
+def test_velyrix_login_sso_callback_gets_a_key_through_saml(saml: Saml) -> None:
+    """The loopback flow of ``velyrix login --sso``: the ACS answers the CLI's callback with a one-time code
+    that, with the PKCE verifier, becomes a key of the user's role; the code works once."""
+    from velyrix.controlplane.identity import oidc
+
+    verifier, challenge = oidc.pkce_pair()
+    callback = "http://127.0.0.1:9/callback"
+    resp = httpx.get(
+        f"{saml.served.url}/auth/saml/{saml.provider}/login",
+        params={"cli_redirect": callback, "cli_challenge": challenge},
+    )
+    request = read_request(resp.headers["location"])
+    flow = Flow(request.id, request.assertion_consumer_service_url, request.issuer.text)
+    answer = saml.post(flow, saml.respond(flow))
+    assert answer.status_code == 303 and answer.headers["location"].startswith(callback + "?code=")
+    code = answer.headers["location"].split("code=", 1)[1]
+    token = httpx.post(f"{saml.served.url}/auth/cli/token", json={"code": code, "code_verifier": verifier})
+    assert token.status_code == 200 and token.json()["role"] == "owner", token.text
+    listed = httpx.get(f"{saml.served.url}/v1/clusters", headers={"Authorization": f"Bearer {token.json()['api_key']}"})
+    assert listed.status_code == 200
+    again = httpx.post(f"{saml.served.url}/auth/cli/token", json={"code": code, "code_verifier": verifier})
+    assert again.status_code == 400 and again.json()["code"] == "identity_code_invalid"
+    assert saml.sessions() == 0
