@@ -284,11 +284,14 @@ def test_velyrix_login_sso_callback_gets_a_key_through_saml(saml: Saml) -> None:
 
     verifier, challenge = oidc.pkce_pair()
     callback = "http://127.0.0.1:9/callback"
-    resp = httpx.get(
-        f"{saml.served.url}/auth/saml/{saml.provider}/login",
+    resp = httpx.get(  # what velyrix login --sso --tenant acme opens: the tenant's SAML IdP, through Velyrix
+        f"{saml.served.url}/auth/acme/login",
         params={"cli_redirect": callback, "cli_challenge": challenge},
+        follow_redirects=True,
     )
-    request = read_request(resp.headers["location"])
+    assert resp.status_code == 200 and "Test IdP sign-in" in resp.text
+    assert [r.url.path for r in resp.history] == ["/auth/acme/login", f"/auth/saml/{saml.provider}/login"]
+    request = read_request(str(resp.url))
     flow = Flow(request.id, request.assertion_consumer_service_url, request.issuer.text)
     answer = saml.post(flow, saml.respond(flow))
     assert answer.status_code == 303 and answer.headers["location"].startswith(callback + "?code=")
