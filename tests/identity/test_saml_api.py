@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import base64
 import re
+import shutil
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -103,6 +104,8 @@ class Saml:
 
 @pytest.fixture
 def saml(served: Served, tmp_path: Path) -> Iterator[Saml]:
+    if shutil.which("xmlsec1") is None:
+        pytest.skip("needs Debian's xmlsec1 (scripts/apt-packages.txt)")
     owner = make_tenant(served.app, "acme")
     with saml_idp(tmp_path, USERS) as idp:
         yield Saml(served, idp, add_provider(served.url, owner, idp))
@@ -208,6 +211,10 @@ BAD: dict[str, tuple[Callable[[Saml, Flow], str], str]] = {
         "identity_saml_unsolicited",
     ),
     "not XML": (lambda s, f: _b64("<html>"), "identity_saml_response_malformed"),
+    "the IdP refused the user": (
+        lambda s, f: _b64(base64.b64decode(s.respond(f)).decode().replace("status:Success", "status:Responder", 1)),
+        "identity_saml_provider_refused",
+    ),
 }
 
 

@@ -29,6 +29,7 @@ MAX_RESPONSE_BYTES = 256 * 1024
 SAMLP = "{urn:oasis:names:tc:SAML:2.0:protocol}"
 SAML = "{urn:oasis:names:tc:SAML:2.0:assertion}"
 DS = "{http://www.w3.org/2000/09/xmldsig#}"
+SUCCESS = "urn:oasis:names:tc:SAML:2.0:status:Success"
 STRONG = {
     "http://www.w3.org/2001/04/xmldsig-more#rsa-sha256",
     "http://www.w3.org/2001/04/xmldsig-more#rsa-sha384",
@@ -128,6 +129,10 @@ def check(root: Any, *, acs_url: str, entity_id: str, now: dt.datetime) -> Shape
     """The ``Shape`` of a response fit to be verified, else the refusal naming what is wrong."""
     if root.get("Destination") != acs_url:
         raise refused(f"response is addressed to {root.get('Destination')!r}, not this ACS", "wrong_destination")
+    status = root.find(f"{SAMLP}Status/{SAMLP}StatusCode")
+    if status is None or status.get("Value") != SUCCESS:
+        value = "none" if status is None else str(status.get("Value"))[:200]
+        raise refused(f"the IdP did not vouch for the user (status {value})", "provider_refused")
     assertion = _only_assertion(root)
     aid = _check_signed(assertion)
     audiences = [a.text for a in assertion.iter(SAML + "Audience")]
