@@ -310,3 +310,13 @@ def test_velyrix_login_sso_callback_gets_a_key_through_saml(saml: Saml) -> None:
     again = httpx.post(f"{saml.served.url}/auth/cli/token", json={"code": code, "code_verifier": verifier})
     assert again.status_code == 400 and again.json()["code"] == "identity_code_invalid"
     assert saml.sessions() == 0
+
+
+def test_the_host_header_of_the_acs_post_cannot_move_the_audience(saml: Saml) -> None:
+    """The ACS and audience are the ones the AuthnRequest named (held in the login flow)."""
+    flow = saml.start()
+    elsewhere = f"http://evil.example/auth/saml/{saml.provider}"
+    forged = saml.respond(flow, acs=f"{elsewhere}/acs", audience=f"{elsewhere}/metadata")
+    resp = httpx.post(flow.acs, data={"SAMLResponse": forged}, headers={"Host": "evil.example"})
+    assert resp.status_code == 401 and resp.json()["code"] == "identity_saml_wrong_destination"
+    assert saml.sessions() == 0

@@ -24,6 +24,7 @@ from saml2.saml import NAMEID_FORMAT_EMAILADDRESS
 from sqlalchemy import orm
 from sqlalchemy.exc import IntegrityError
 
+from velyrix import errors
 from velyrix.controlplane.db.models.identity import IdentityProvider, SeenAssertion
 from velyrix.controlplane.identity import oidc
 from velyrix.controlplane.identity.saml_checks import SKEW_S, Shape, refused
@@ -46,7 +47,12 @@ def acs_url(base: str, provider: IdentityProvider) -> str:
 def client(provider: IdentityProvider, base: str) -> Saml2Client:
     """A pysaml2 SP client for ``provider``: assertions must be signed, unsolicited responses refused."""
     if shutil.which(XMLSEC1) is None:
-        raise refused("xmlsec1 is not installed on this server", "unavailable", hint="apt-get install xmlsec1")
+        raise errors.IdentityError(
+            "xmlsec1 is not installed on this server",
+            reason="saml_unavailable",
+            status=503,
+            hint="apt-get install xmlsec1",
+        )
     conf = SPConfig()
     conf.load(
         {
@@ -77,7 +83,9 @@ def start(provider: IdentityProvider, base: str, relay_state: str) -> tuple[str,
             entityid=provider.issuer, relay_state=relay_state, binding=BINDING_HTTP_REDIRECT
         )
     except Exception as exc:  # pysaml2 raises bare exceptions for a metadata without this IdP or binding
-        raise refused(f"the IdP metadata cannot start a login: {exc}", "metadata_invalid", hint=None) from exc
+        raise errors.IdentityError(
+            f"the IdP metadata cannot start a login: {str(exc)[:200]}", reason="saml_metadata_invalid", status=502
+        ) from exc
     location = dict(info["headers"])["Location"]
     return str(request_id), str(location)
 

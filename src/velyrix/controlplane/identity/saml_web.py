@@ -42,7 +42,8 @@ def saml_login(provider: str, request: Request, cli_redirect: str = "", cli_chal
     session = login.open_session(request)
     idp = _provider(session, provider)
     request_id, location = saml.start(idp, _base(request), relay_state=idp.id)
-    login.begin(session, idp, request_id, cli_redirect=cli_redirect, cli_challenge=cli_challenge)
+    flow = login.begin(session, idp, request_id, cli_redirect=cli_redirect, cli_challenge=cli_challenge)
+    flow.result = {"base": _base(request)}  # the ACS and audience this request named, whatever Host comes later
     session.commit()
     return RedirectResponse(location, status_code=303)
 
@@ -93,7 +94,7 @@ def saml_acs(
     try:
         idp = _provider(session, provider)
         tenant_id = idp.tenant_id
-        flow, user = _accept(session, idp, _base(request), SAMLResponse)
+        flow, user = _accept(session, idp, SAMLResponse)
     except errors.VelyrixError as exc:
         session.rollback()
         login.record(session, info, tenant_id=tenant_id, action="auth.login", target="login/saml", refusal=exc)
@@ -104,11 +105,13 @@ def saml_acs(
     return web.finish(request, session, flow, user, "saml")
 
 
-def _accept(session: orm.Session, idp: IdentityProvider, base: str, saml_response: str) -> tuple[LoginFlow, Any]:
+def _accept(session: orm.Session, idp: IdentityProvider, saml_response: str) -> tuple[LoginFlow, Any]:
+    """The flow and user of a response that passes every check (the flow is spent whatever follows)."""
     now = models.utcnow()
     root = saml_checks.decode(saml_response)
+    flow = _spend(session, idp, saml_checks.peek_in_response_to(root))
+    base = str(flow.result.get("base", ""))
     shape = saml_checks.check(root, acs_url=saml.acs_url(base, idp), entity_id=saml.entity_id(base, idp), now=now)
-    flow = _spend(session, idp, shape.in_response_to)
     verified = saml.verify(idp, base, saml_response, shape)
     saml.remember(session, shape, now)
     user = login.upsert_user(session, idp, saml.identity(idp, verified))
