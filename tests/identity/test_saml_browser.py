@@ -1,7 +1,8 @@
 """SAML single sign-on end to end in headless Chromium against the test IdP of ``saml_idp`` (its login
 form, then its auto-submitted HTTP-POST to Velyrix's ACS): a user of tenant A signs in, sees only tenant
 A's clusters, signs out, and the old cookie answers 401; a user who registered a security key (Chromium's
-virtual authenticator, user verification on) is asked for it after the IdP vouched for them."""
+virtual authenticator, user verification on) is asked for it after the IdP vouched for them, and again
+when creating an owner key."""
 
 from __future__ import annotations
 
@@ -90,7 +91,7 @@ def test_saml_sign_in_sees_own_tenant_only_then_logout_ends_the_session(browser:
     context.close()
 
 
-def test_saml_sign_in_asks_for_the_security_key(browser: Any, sso: Sso) -> None:  # noqa: F811
+def test_saml_sign_in_asks_for_the_security_key_then_again_for_an_owner_key(browser: Any, sso: Sso) -> None:  # noqa: F811
     context = browser.new_context()
     page = context.new_page()
     cdp, authenticator = _security_key(context, page)
@@ -112,5 +113,14 @@ def test_saml_sign_in_asks_for_the_security_key(browser: Any, sso: Sso) -> None:
     login = [e for e in sso.events("auth.login") if e.actor.endswith("(mallory@acme.example)")][-1]
     assert login.detail["method"] == "saml" and login.detail["second_factor"] == "webauthn"
     assert [e for e in sso.events("auth.mfa_required") if e.actor.endswith("(mallory@acme.example)")]
+
+    page.click("#security")  # an owner key needs the security key again (step-up)
+    page.click("#create-owner-key")
+    page.wait_for_selector("#status:has-text('created')")
+    assert page.inner_text("#secret").startswith("vlx_")
+    steps = [e for e in sso.events("mfa.step_up") if e.actor.endswith("(mallory@acme.example)")]
+    assert [e.outcome for e in steps] == ["success"]
+    refusals = [e for e in sso.events("api_keys.create") if e.error_code == "identity_step_up_required"]
+    assert refusals and refusals[-1].actor.endswith("(mallory@acme.example)")
     _logout_then_401(page, context, sso)
     context.close()
