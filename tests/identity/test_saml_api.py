@@ -232,7 +232,22 @@ def test_a_bad_response_gets_no_session_and_leaves_an_audit_event(saml: Saml, ca
     assert len(events) == 1 and events[0].outcome == "denied" and events[0].status_code == 401
 
 
-def test_a_replayed_response_and_a_reused_assertion_id_are_refused(saml: Saml) -> None:
+@pytest.fixture
+def saml_pg(home: Path, pg_server: Any, tmp_path: Path) -> Iterator[Saml]:
+    """``saml`` on a real PostgreSQL database."""
+    from velyrix.ops.service import create_app
+
+    with Served(create_app(pg_server.create_database("saml_replay"))) as served:
+        owner = make_tenant(served.app, "acme")
+        with saml_idp(tmp_path, USERS) as idp:
+            yield Saml(served, idp, add_provider(served.url, owner, idp))
+
+
+@pytest.mark.parametrize("database", ["sqlite", "postgresql"])
+def test_a_replayed_response_and_a_reused_assertion_id_are_refused(
+    request: pytest.FixtureRequest, database: str
+) -> None:
+    saml: Saml = request.getfixturevalue("saml" if database == "sqlite" else "saml_pg")
     flow = saml.start()
     good = saml.respond(flow, assertion_id="_fixed-assertion-id")
     assert saml.post(flow, good).status_code == 303
