@@ -30,6 +30,7 @@ SLOW = (
     "tests/identity/test_tls.py::test_login_verifies_the_certificate_and_the_agent_reports_over_tls",
     "tests/identity/test_scim.py::test_scim2_tester_passes_every_check",  # the third-party SCIM conformance suite
     "tests/identity/test_oidc_browser.py",  # Chromium through a real OpenID provider
+    "tests/identity/test_saml_browser.py",  # Chromium through the pysaml2 test IdP
     "tests/reconcile/test_running_cloud_e2e.py",  # the running cloud: server, twin and agents in processes
 )
 """Tests marked ``slow`` (``make unit`` skips them; ``make test`` runs everything). Listed here, in one place."""

@@ -115,6 +115,10 @@ def test_api_answers_generated_requests_within_its_schema(
     def run(case: Any) -> None:
         if mode is GenerationMode.POSITIVE:
             assume(path != "/v1/clusters" or method != "POST" or _fits_workload_rules(case.body))
+            # a SAML provider's metadata must be its IdP's metadata XML (saml_checks.check_metadata), a rule
+            # its schema states in words only: generated strings are never that
+            saml = path == "/v1/identity-providers" and isinstance(case.body, dict) and case.body.get("kind") == "saml"
+            assume(method != "POST" or not saml)
             keys.fresh(case)
         calls.append(1)
         case.call_and_validate(headers=headers, excluded_checks=[negative_data_rejection])

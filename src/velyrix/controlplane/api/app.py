@@ -41,7 +41,7 @@ from velyrix.controlplane.audit import checkpoints
 from velyrix.controlplane.db import engine as engine_mod
 from velyrix.controlplane.db import migrate as migrate_mod
 from velyrix.controlplane.db import pooling
-from velyrix.controlplane.identity import mfa_web, scim, tls, web
+from velyrix.controlplane.identity import mfa_web, saml_web, scim, tls, web
 
 ROUTERS = (
     health.router,
@@ -63,7 +63,7 @@ ROUTERS = (
     customer_keys.router,
     volume_data.router,
 )
-BROWSER_ROUTERS = (web.router, mfa_web.router, scim.router)
+BROWSER_ROUTERS = (web.router, saml_web.router, mfa_web.router, scim.router)
 """Sign-in pages and SCIM (``velyrix.controlplane.identity``): outside the /v1 OpenAPI document."""
 
 
@@ -73,7 +73,7 @@ def _mount_order() -> tuple[APIRouter, ...]:
     Behind the 80-odd ``/v1`` routes, matching alone doubled the work of a ``GET /ui``
     (bench/bench_identity.py)."""
     rest = tuple(r for r in ROUTERS if r is not health.router)
-    return (health.router, web.router, *rest, mfa_web.router, scim.router)
+    return (health.router, web.router, *rest, saml_web.router, mfa_web.router, scim.router)
 
 
 def create_app(database_url: str | None = None, *, engine: sa.Engine | None = None, migrate: bool = True) -> FastAPI:

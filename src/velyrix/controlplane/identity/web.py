@@ -29,9 +29,19 @@ router = APIRouter(tags=["identity"])
 def oidc_login(
     tenant: str, request: Request, provider: str | None = None, cli_redirect: str = "", cli_challenge: str = ""
 ) -> Response:
-    """Send the browser to the tenant's OpenID provider (authorization code + PKCE)."""
+    """Send the browser to the tenant's OpenID provider (authorization code + PKCE), or, for a tenant that
+    signs in through SAML only, to ``/auth/saml/{provider}/login`` (so ``velyrix login --sso`` works for both)."""
     session = login.open_session(request)
-    idp = login.provider_named(session, tenant, provider, "oidc")
+    try:
+        idp = login.provider_named(session, tenant, provider, "oidc")
+    except errors.NotFoundError as missing:
+        try:
+            saml_idp = login.provider_named(session, tenant, provider, "saml")
+        except errors.NotFoundError:
+            raise missing from None
+        target = request.url_for("auth.saml_login", provider=saml_idp.id)
+        cli = {k: v for k, v in (("cli_redirect", cli_redirect), ("cli_challenge", cli_challenge)) if v}
+        return RedirectResponse(str(target.include_query_params(**cli)), status_code=303)
     begun = oidc.start(idp, str(request.url_for("auth.oidc_callback")))
     login.begin(
         session,

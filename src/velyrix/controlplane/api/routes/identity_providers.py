@@ -13,7 +13,7 @@ from velyrix.controlplane.api import schemas
 from velyrix.controlplane.api.context import Ctx, require
 from velyrix.controlplane.auth import roles
 from velyrix.controlplane.db.models.identity import IdentityProvider
-from velyrix.controlplane.identity import login
+from velyrix.controlplane.identity import login, saml_checks
 
 router = APIRouter(prefix="/v1/identity-providers", tags=["identity"], responses=schemas.PROBLEM_RESPONSES)
 _NAME = r"^[a-z][a-z0-9-]{0,62}$"
@@ -36,7 +36,12 @@ class ProviderIn(BaseModel):
     issuer: str = Field(min_length=1, max_length=500, description="OIDC issuer URL or the SAML IdP's entity id")
     client_id: str = Field("", max_length=200)
     client_secret: str = Field("", max_length=500, description="OIDC confidential client secret (never returned)")
-    saml_metadata: str = Field("", max_length=200_000, description="SAML IdP metadata XML")
+    saml_metadata: str = Field(
+        "",
+        max_length=200_000,
+        description="SAML IdP metadata XML: an EntityDescriptor of the entity `issuer` with an IDPSSODescriptor, its"
+        " signing certificate and an HTTP-Redirect SingleSignOnService (else 422 invalid_input)",
+    )
     allowed_domains: list[str] = Field(default_factory=list, max_length=50)
     role_claim: str = Field("", max_length=100)
     role_map: dict[str, Annotated[str, Field(json_schema_extra=_ROLE)]] = Field(default_factory=dict, max_length=50)
@@ -88,6 +93,8 @@ def create(body: ProviderIn, ctx: Ctx = Depends(require("tenants:write"))) -> di
         raise errors.InvalidInputError("an OIDC provider needs client_id", hint="the client registered at the issuer")
     if body.kind == "saml" and not body.saml_metadata:
         raise errors.InvalidInputError("a SAML provider needs saml_metadata", hint="the IdP's metadata XML")
+    if body.kind == "saml":
+        saml_checks.check_metadata(body.saml_metadata, body.issuer)
     if ctx.scope.exists(IdentityProvider, name=body.name):
         raise errors.ConflictError(f"identity provider '{body.name}' exists", hint="pick another name")
     row = ctx.scope.add(IdentityProvider(tenant_id=ctx.principal.tenant_id, **body.model_dump()))
