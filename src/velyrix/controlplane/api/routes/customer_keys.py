@@ -60,8 +60,8 @@ class Credential(BaseModel):
         raise errors.KeyInvalidError(f"a {provider} grant needs {wanted}")
 
 
-_SET = {"type": "string", "minLength": 1}
-_LOCATORS = {
+_SET: dict[str, Any] = {"type": "string", "minLength": 1}
+_LOCATORS: dict[str, dict[str, Any]] = {
     "pkcs11": {
         "pkcs11": {"type": "object"},
         "kmip": {"type": "null"},
