@@ -32,6 +32,19 @@ SLOW = (
     "tests/identity/test_oidc_browser.py",  # Chromium through a real OpenID provider
     "tests/identity/test_saml_browser.py",  # Chromium through the pysaml2 test IdP
     "tests/reconcile/test_running_cloud_e2e.py",  # the running cloud: server, twin and agents in processes
+    "tests/reconcile/test_spontaneous_faults.py::test_up_with_spontaneous_faults_acts_on_precursors_before_the_fault",
+    "tests/reconcile/test_up_exporter.py::test_velyrix_up_serves_the_exporter_and_refuses_a_port_in_use",  # processes
+    "tests/cli/test_demo_home.py",  # the whole `velyrix demo` in a process
+    "tests/controlplane/test_server_without_reconcilers.py",  # `velyrix server` in a process
+    "tests/agent/test_agent_tls.py",  # `velyrix server --tls-cert` and `velyrix agent` processes
+    "tests/controlplane/test_siem_receivers.py",  # real rsyslog and syslog-ng daemons
+    "tests/noc/test_alertmanager.py",  # a real Alertmanager (and Prometheus) daemon
+    "tests/identity/test_saml_api.py",  # every response signed by xmlsec1 in a process (the bad-input suite)
+    "tests/identity/test_mfa_api.py",  # a real uvicorn and a software FIDO2 authenticator per test
+    "tests/controlplane/test_customer_keys.py",  # SoftHSM2 tokens and a PyKMIP server over mutual TLS
+    "tests/reconcile/test_state_apply.py",  # whole plan/apply/destroy runs against a served control plane
+    "tests/reconcile/test_fleet_api_cli.py",  # the CLI end to end against a served twin
+    "tests/noc/test_twin_month.py",  # a month on the twin's clock
 )
 """Tests marked ``slow`` (``make unit`` skips them; ``make test`` runs everything). Listed here, in one place."""
 

@@ -243,7 +243,7 @@ def saml_pg(home: Path, pg_server: Any, tmp_path: Path) -> Iterator[Saml]:
             yield Saml(served, idp, add_provider(served.url, owner, idp))
 
 
-@pytest.mark.parametrize("database", ["sqlite", "postgresql"])
+@pytest.mark.parametrize("database", ["sqlite", pytest.param("postgresql", marks=pytest.mark.postgres)])
 def test_a_replayed_response_and_a_reused_assertion_id_are_refused(
     request: pytest.FixtureRequest, database: str
 ) -> None:

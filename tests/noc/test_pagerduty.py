@@ -84,6 +84,7 @@ class Served:
 
     def stop(self) -> None:
         self.http.close()
+        self.server.force_exit = True  # the client's keep-alive connection would hold a graceful stop 10 s
         self.server.should_exit = True
         self.thread.join(10)
         self.app.state.engine.dispose()
