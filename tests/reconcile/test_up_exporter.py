@@ -26,7 +26,9 @@ from velyrix.testing.postgres import free_port
 @pytest.fixture
 def plane(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[Up]:
     monkeypatch.setenv("VELYRIX_HOME", str(tmp_path))
-    up = Up(f"sqlite:///{tmp_path / 'velyrix.db'}", twin_nodes=3, agent_interval_s=0.2, exporter=True)
+    # The agents poll once at start, then the test polls them itself: an agent acting on the injected XID
+    # (the ladder's reboot clears the kernel's XID log) must not race the scrape that looks for it.
+    up = Up(f"sqlite:///{tmp_path / 'velyrix.db'}", twin_nodes=3, agent_interval_s=3600.0, exporter=True)
     yield up
     up.stop()
 
@@ -84,7 +86,13 @@ def test_up_serves_every_twin_node_and_an_injected_fault_shows_in_the_scrape(
     for other in sorted(fleet - {victim}):  # the other nodes' series are untouched
         assert xid_series(scrape(base, listed[other]["labels"]["__metrics_path__"])) == {}
     assert plane.agents is not None
-    until("the node's agent reporting the XID", lambda: "79" in str(plane.agents.agents[victim].monitor.last))
+    agent = plane.agents.agents[victim]
+
+    def reported() -> bool:
+        agent.tick()  # one poll: collect, judge, report
+        return "79" in str(agent.monitor.last)
+
+    until("the node's agent reporting the XID", reported)
 
 
 def _up(home: Path, port: int, exporter_port: int) -> subprocess.Popen[str]:
