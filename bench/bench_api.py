@@ -7,6 +7,7 @@ rounds; the figure is the median of the per-round throughput ratios (target >= 0
 
 from __future__ import annotations
 
+import contextlib
 import json
 import multiprocessing
 import os
@@ -18,6 +19,7 @@ import subprocess
 import sys
 import tempfile
 import time
+from collections.abc import Iterator
 from pathlib import Path
 
 ROUNDS = 5
@@ -88,32 +90,46 @@ def _httpx(url: str, headers: dict[str, str]) -> float:
     return sum(counts) / (time.monotonic() - start)
 
 
+@contextlib.contextmanager
+def served(home: Path) -> Iterator[str]:
+    """``velyrix server`` on a free loopback port with ``home`` as VELYRIX_HOME (its SQLite default):
+    yields the base URL once the port accepts connections; stopped (killed after 10 s) on exit."""
+    port = _free_port()
+    env = {**os.environ, "VELYRIX_HOME": str(home)}
+    env.pop("VELYRIX_DATABASE_URL", None)
+    server = subprocess.Popen(
+        [sys.executable, "-m", "velyrix.cli.main", "server", "--port", str(port)],
+        env=env,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
+    try:
+        deadline = time.monotonic() + 30
+        while True:
+            try:
+                socket.create_connection(("127.0.0.1", port), timeout=0.2).close()
+                break
+            except OSError:
+                if time.monotonic() > deadline or server.poll() is not None:
+                    raise RuntimeError("the API server did not start") from None
+                time.sleep(0.1)
+        yield f"http://127.0.0.1:{port}"
+    finally:
+        server.terminate()
+        try:
+            server.wait(timeout=10)
+        except subprocess.TimeoutExpired:
+            server.kill()
+            server.wait()
+
+
 def main() -> None:
     tool = "wrk" if shutil.which("wrk") else "httpx"
     load = _wrk if tool == "wrk" else _httpx
     with tempfile.TemporaryDirectory(prefix="velyrix-bench-") as tmp:
         home = Path(tmp)
         key, cluster_id = _setup(home)
-        port = _free_port()
-        env = {**os.environ, "VELYRIX_HOME": str(home)}
-        env.pop("VELYRIX_DATABASE_URL", None)
-        server = subprocess.Popen(
-            [sys.executable, "-m", "velyrix.cli.main", "server", "--port", str(port)],
-            env=env,
-            stdout=subprocess.DEVNULL,
-            stderr=subprocess.DEVNULL,
-        )
-        try:
-            base = f"http://127.0.0.1:{port}"
-            deadline = time.monotonic() + 30
-            while True:
-                try:
-                    socket.create_connection(("127.0.0.1", port), timeout=0.2).close()
-                    break
-                except OSError:
-                    if time.monotonic() > deadline or server.poll() is not None:
-                        raise RuntimeError("the API server did not start") from None
-                    time.sleep(0.1)
+        with served(home) as base:
             auth = {"Authorization": f"Bearer {key}"}
             load(f"{base}/healthz", {})  # warm-up
             load(f"{base}/v1/clusters/{cluster_id}", auth)
@@ -124,9 +140,6 @@ def main() -> None:
                 bare.append(b)
                 authed.append(a)
                 ratios.append(a / b)
-        finally:
-            server.terminate()
-            server.wait(timeout=10)
     print(f"load generator: {tool}, {CONNECTIONS} connections, {SECONDS_PER_RUN} s per run, {ROUNDS} rounds alternated")
     for label, runs in (("GET /healthz (bare)", bare), ("GET /v1/clusters/{id} (authenticated)", authed)):
         print(f"{label:40s} median {statistics.median(runs):8.0f} req/s  runs {[round(x) for x in runs]}")

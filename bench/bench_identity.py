@@ -10,12 +10,10 @@ from __future__ import annotations
 import json
 import os
 import shutil
-import socket
 import statistics
 import subprocess
 import sys
 import tempfile
-import time
 from pathlib import Path
 
 from bench import bench_api
@@ -57,26 +55,7 @@ def main() -> None:
     with tempfile.TemporaryDirectory(prefix="velyrix-bench-") as tmp:
         home = Path(tmp)
         made = _setup(home)
-        port = bench_api._free_port()
-        env = {**os.environ, "VELYRIX_HOME": str(home)}
-        env.pop("VELYRIX_DATABASE_URL", None)
-        server = subprocess.Popen(
-            [sys.executable, "-m", "velyrix.cli.main", "server", "--port", str(port)],
-            env=env,
-            stdout=subprocess.DEVNULL,
-            stderr=subprocess.DEVNULL,
-        )
-        try:
-            base = f"http://127.0.0.1:{port}"
-            deadline = time.monotonic() + 30
-            while True:
-                try:
-                    socket.create_connection(("127.0.0.1", port), timeout=0.2).close()
-                    break
-                except OSError:
-                    if time.monotonic() > deadline or server.poll() is not None:
-                        raise RuntimeError("the API server did not start") from None
-                    time.sleep(0.1)
+        with bench_api.served(home) as base:
             routes = {
                 "GET /healthz (bare)": (f"{base}/healthz", {}),
                 "GET /ui (session cookie)": (f"{base}/ui", {"Cookie": f"velyrix_session={made['cookie']}"}),
@@ -91,13 +70,6 @@ def main() -> None:
             for _ in range(ROUNDS):
                 for label, (url, headers) in routes.items():
                     runs[label].append(load(url, headers))
-        finally:
-            server.terminate()
-            try:
-                server.wait(timeout=10)
-            except subprocess.TimeoutExpired:
-                server.kill()
-                server.wait()
     secs = bench_api.SECONDS_PER_RUN
     print(f"load generator: {tool}, {bench_api.CONNECTIONS} connections, {secs} s per run, {ROUNDS} rounds alternated")
     bare = runs["GET /healthz (bare)"]
