@@ -86,6 +86,11 @@ class Scope:
         self.principal = principal
 
     @property
+    def session_open(self) -> bool:
+        """Whether this scope has made its session (its uncommitted changes live there)."""
+        return self._session is not None
+
+    @property
     def session(self) -> orm.Session:
         """The session of this scope (created on first use)."""
         if self._session is None:

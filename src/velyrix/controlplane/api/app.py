@@ -16,7 +16,7 @@ from sqlalchemy import orm
 import velyrix
 from velyrix import settings
 from velyrix.controlplane import audit
-from velyrix.controlplane.api import access_log, context, docs_ui, edge, pool, problems, response_cap
+from velyrix.controlplane.api import access_log, context, docs_ui, edge, inline, pool, problems, response_cap
 from velyrix.controlplane.api.routes import (
     acceptance,
     api_keys,
@@ -41,7 +41,7 @@ from velyrix.controlplane.audit import checkpoints
 from velyrix.controlplane.db import engine as engine_mod
 from velyrix.controlplane.db import migrate as migrate_mod
 from velyrix.controlplane.db import pooling
-from velyrix.controlplane.identity import mfa_web, saml_web, scim, tls, web
+from velyrix.controlplane.identity import mfa_web, saml_web, scim, tls, verified, web
 
 ROUTERS = (
     health.router,
@@ -98,6 +98,8 @@ def create_app(database_url: str | None = None, *, engine: sa.Engine | None = No
     app.state.sessionmaker = orm.sessionmaker(engine, expire_on_commit=False)
     app.state.schema_head = migrate_mod.head()
     app.state.db_shared = engine.dialect.name == "sqlite"  # one connection per request: see context.require
+    app.state.inline_reader = inline.reader_for(engine)  # SQLite: reads on the event loop (api/inline.py)
+    app.state.principal_cache = verified.for_engine(engine) if app.state.inline_reader else None
     configured = settings.load()
     sizes = pooling.config(engine.dialect.name, configured.database)
     app.state.db_gate = pool.Gate(pooling.slots_of(engine, sizes), sizes.wait_s)
@@ -130,6 +132,8 @@ def _audit_checkpoints(app: FastAPI) -> None:
             yield
         finally:
             publisher.stop()
+            if _app.state.inline_reader is not None:
+                _app.state.inline_reader.close()
 
     app.router.lifespan_context = lifespan
 

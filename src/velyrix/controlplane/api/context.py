@@ -21,7 +21,7 @@ from starlette.concurrency import run_in_threadpool
 
 from velyrix import errors
 from velyrix.controlplane import audit, scoping
-from velyrix.controlplane.api import pool
+from velyrix.controlplane.api import inline, pool
 from velyrix.controlplane.auth import principals
 from velyrix.controlplane.db import models
 from velyrix.controlplane.identity import keyuse, resolve, sessions
@@ -139,17 +139,31 @@ class Ctx:
         """``fn(*args)`` (a database call) from an async route; see ``run_db``."""
         return await run_db(self.request, fn, *args)
 
+    async def read(self, fn: Callable[[scoping.Scope], T]) -> T:
+        """``fn(scope)``, a read of a few rows: on the event loop for SQLite (``api/inline.py``, no worker
+        thread), else (PostgreSQL, the inline connection in use or busy) ``fn(self.scope)`` in a worker
+        thread. ``fn`` only reads through the scope it is given."""
+        reader: inline.Reader | None = self.request.app.state.inline_reader
+        if reader is not None and not self.scope.session_open:
+            with reader.connection() as conn:
+                if conn is not None:
+                    try:
+                        return fn(scoping.Scope(None, self.principal, connection=conn))
+                    except inline.Busy:
+                        pass
+        return await self.run(fn, self.scope)
+
     async def answer_row(
         self, model: type[BaseModel], table: Any, row_id: str, kind: str, out: Callable[[Any], dict[str, Any]]
     ) -> Response:
-        """The row ``row_id`` of ``table`` answered as ``model`` with its ETag (``respond``): read and
-        serialized in a worker thread, as a large row (a cluster's plan) takes a while to dump."""
+        """The row ``row_id`` of ``table`` answered as ``model`` with its ETag (``respond``), read and
+        serialized by ``read``."""
 
-        def answer() -> Response:
-            row = self.scope.read(table, row_id, kind)
+        def answer(scope: scoping.Scope) -> Response:
+            row = scope.read(table, row_id, kind)
             return respond(model, out(row), row)
 
-        return await self.run(answer)
+        return await self.read(answer)
 
     def commit(self) -> None:
         """Commit the change and its audit event together."""
@@ -243,6 +257,48 @@ def _connect_and_authenticate(
         raise
 
 
+async def _authenticate_inline(
+    request: Request, reader: inline.Reader, token: str | None
+) -> principals.Principal | None:
+    """The principal, read on the event loop (``api/inline.py``); a write the lookup calls for (a
+    session's ``last_seen_at``, once a minute, or its end) runs in a worker thread on a pooled
+    connection. ``None`` when the inline connection is in use or busy (then the caller reads in a thread)."""
+    with reader.connection() as conn:
+        if conn is None:
+            return None
+        try:
+            checked = resolve.check(conn, token, *_session_of(request), cache=request.app.state.principal_cache)
+        except inline.Busy:
+            return None
+    if checked.write is not None:
+        await _take_slot(request)
+
+        def write() -> None:
+            with request.app.state.engine.connect() as own:
+                sessions.apply(own, checked)
+
+        await run_in_threadpool(write)
+    return sessions.outcome(checked)
+
+
+async def _principal(request: Request, token: str | None) -> tuple[sa.Connection | None, principals.Principal]:
+    """(the connection kept for the request's reads, or None; the authenticated principal)."""
+    state = request.app.state
+    if state.inline_reader is not None:
+        found = await _authenticate_inline(request, state.inline_reader, token)
+        if found is not None:
+            await _take_slot(request)
+            return None, found
+    await _take_slot(request)
+    if state.db_shared:
+        # SQLite: one pooled connection serves the key lookup and the reads of the request (closed
+        # by RequestIdMiddleware); cheaper than a connection per query.
+        conn, principal = await run_in_threadpool(_connect_and_authenticate, state.engine, token, _session_of(request))
+        request.state.conn = conn
+        return conn, principal
+    return None, await run_in_threadpool(_authenticate, state.engine, token, _session_of(request))
+
+
 def require(scope_name: str) -> Callable[..., Awaitable[Ctx]]:
     """Dependency: authenticate, then demand ``scope_name`` (401 / 403). ``.required_scope`` on the
     returned function lets tests build the authorization matrix from the route table."""
@@ -251,17 +307,7 @@ def require(scope_name: str) -> Callable[..., Awaitable[Ctx]]:
         state = request.app.state
         token = credentials.credentials if credentials else None
         _refuse_unknown_query_parameters(request)
-        await _take_slot(request)
-        if state.db_shared:
-            # SQLite: one pooled connection serves the key lookup and the reads of the request (closed
-            # by RequestIdMiddleware); cheaper than a connection per query.
-            conn, principal = await run_in_threadpool(
-                _connect_and_authenticate, state.engine, token, _session_of(request)
-            )
-            request.state.conn = conn
-        else:
-            conn = None
-            principal = await run_in_threadpool(_authenticate, state.engine, token, _session_of(request))
+        conn, principal = await _principal(request, token)
         request.state.principal = principal
         is_key = principal.user_id is None and principal.role != principals.NODE_ROLE
         if is_key and keyuse.due(principal.key_id):

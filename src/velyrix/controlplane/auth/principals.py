@@ -4,8 +4,9 @@ their creator's rights."""
 from __future__ import annotations
 
 import datetime as dt
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
+from typing import Any
 
 import sqlalchemy as sa
 from sqlalchemy import orm
@@ -48,15 +49,23 @@ class Principal:
             raise errors.PermissionDeniedError(scope=scope)
 
 
-def authenticate(session: orm.Session | sa.Connection, token: str | None, now: dt.datetime | None = None) -> Principal:
+def authenticate(
+    session: orm.Session | sa.Connection,
+    token: str | None,
+    now: dt.datetime | None = None,
+    first: Callable[[Any, dict[str, Any]], Any] | None = None,
+) -> Principal:
     """The principal of ``token``; ``AuthenticationError`` (401) when it is missing, malformed, unknown,
-    expired or revoked. Looked up on every request, so revocation takes effect on the next one."""
+    expired or revoked. Looked up on every request, so revocation takes effect on the next one.
+    ``first(statement, params)`` reads the key's row (default: on ``session``; the API's cache of
+    verified rows, ``identity/verified.py``, is checked against the credential generation)."""
     if token is not None and token.startswith(keys.NODE_PREFIX):
         return authenticate_node(session, token, now)
     if token is None or not keys.looks_valid(token):
         raise errors.AuthenticationError()
     # A column select, not an ORM entity: this runs on every request (see bench/bench_api.py).
-    row = session.execute(_BY_DIGEST, {"digest": keys.digest(token)}).first()
+    params = {"digest": keys.digest(token)}
+    row = first(_BY_DIGEST, params) if first is not None else session.execute(_BY_DIGEST, params).first()
     now = now or models.utcnow()
     if row is None or row.revoked_at is not None or (row.expires_at is not None and row.expires_at <= now):
         raise errors.AuthenticationError()

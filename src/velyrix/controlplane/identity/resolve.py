@@ -6,8 +6,9 @@ from __future__ import annotations
 import sqlalchemy as sa
 from sqlalchemy import orm
 
+from velyrix import errors
 from velyrix.controlplane.auth import principals
-from velyrix.controlplane.identity import sessions
+from velyrix.controlplane.identity import sessions, verified
 
 MUTATING = frozenset({"POST", "PUT", "PATCH", "DELETE"})
 
@@ -23,3 +24,44 @@ def authenticate(
     if token is not None or not cookie:
         return principals.authenticate(conn, token)
     return sessions.authenticate(conn, cookie, mutating=method in MUTATING, csrf=csrf)
+
+
+def check(
+    conn: sa.Connection,
+    token: str | None,
+    cookie: str | None = None,
+    method: str = "GET",
+    csrf: str | None = None,
+    cache: verified.Cache | None = None,
+) -> sessions.Checked:
+    """``authenticate``'s reads only: the principal, or the refusal with the write it calls for
+    (``sessions.apply``, then ``sessions.outcome``); refusals that need no write are raised. With a
+    ``cache`` (``verified``), a row of the current credential generation stands in for the lookup
+    when the checks pass on it without a write; otherwise they run again on the row read afresh."""
+    if cache is None:
+        return _check(conn, token, cookie, method, csrf, None)
+    source = cache.source(conn)
+    try:
+        checked = _check(conn, token, cookie, method, csrf, source.first)
+    except errors.VelyrixError:
+        if source.hit is None:
+            raise
+        checked = None
+    if source.hit is not None and (checked is None or checked.principal is None or checked.write is not None):
+        cache.drop(source.hit)
+        return _check(conn, token, cookie, method, csrf, source.fresh)
+    assert checked is not None  # a refusal without a cached row was raised above
+    return checked
+
+
+def _check(
+    conn: sa.Connection,
+    token: str | None,
+    cookie: str | None,
+    method: str,
+    csrf: str | None,
+    first: verified.First | None,
+) -> sessions.Checked:
+    if token is not None or not cookie:
+        return sessions.Checked(principals.authenticate(conn, token, first=first))
+    return sessions.check(conn, cookie, mutating=method in MUTATING, csrf=csrf, first=first)

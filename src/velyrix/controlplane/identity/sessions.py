@@ -11,6 +11,8 @@ import datetime as dt
 import hashlib
 import hmac
 import secrets
+from collections.abc import Callable
+from dataclasses import dataclass
 from typing import Any
 
 import sqlalchemy as sa
@@ -116,24 +118,40 @@ def _refusal(row: Any, now: dt.datetime) -> str | None:
     return None
 
 
-def authenticate(
-    conn: sa.Connection | orm.Session, secret: str, *, mutating: bool = False, csrf: str | None = None
-) -> Principal:
-    """The principal of a session cookie: the user with the scopes of their role. ``AuthenticationError``
-    (401) when the session is unknown, ended, expired, idle or its user deactivated; a session found idle
-    or expired is ended here (once), and ``last_seen_at`` is moved on at most once a minute. A
-    ``mutating`` request must carry the CSRF token (403 ``identity_csrf_failed``) and, where the
-    tenant's policy requires MFA, come from a session whose user proved a second factor (403
-    ``identity_mfa_enrollment_required``: register a security key at ``/ui/security`` first)."""
-    row = conn.execute(_BY_SECRET, {"digest": digest(secret)}).first()
+@dataclass(frozen=True)
+class Checked:
+    """What ``check`` found, before any write: the principal (None when refused), the refusal to raise,
+    and the write the finding calls for (``apply``): ``("touch", session id, None)`` to move
+    ``last_seen_at`` on, ``("end", session id, reason)`` to end a session found idle, expired or of a
+    deactivated user."""
+
+    principal: Principal | None
+    refusal: errors.VelyrixError | None = None
+    write: tuple[str, str, str | None] | None = None
+    at: dt.datetime | None = None
+
+
+def check(
+    conn: sa.Connection | orm.Session,
+    secret: str,
+    *,
+    mutating: bool = False,
+    csrf: str | None = None,
+    first: Callable[[Any, dict[str, Any]], Any] | None = None,
+) -> Checked:
+    """The reads of ``authenticate`` (one query, no write): raises the refusals that need no write
+    (unknown session, CSRF, MFA enrollment), returns the others in ``Checked.refusal``. ``first``: as
+    for ``principals.authenticate``."""
+    params = {"digest": digest(secret)}
+    row = first(_BY_SECRET, params) if first is not None else conn.execute(_BY_SECRET, params).first()
     if row is None:
         raise errors.AuthenticationError("unknown or ended session", hint="log in again")
     now = models.utcnow()
     why = _refusal(row, now)
     if why is not None:
-        if why in ("expired", "idle", "user_deactivated"):
-            _end(conn, row.id, why, now)
-        raise errors.AuthenticationError(f"session {why.replace('_', ' ')}", hint="log in again")
+        refusal = errors.AuthenticationError(f"session {why.replace('_', ' ')}", hint="log in again")
+        ends = why in ("expired", "idle", "user_deactivated")
+        return Checked(None, refusal, ("end", row.id, why) if ends else None, now)
     if mutating:
         check_csrf(secret, csrf)
         if row.mfa_at is None and row.mfa_required is not False:
@@ -143,10 +161,7 @@ def authenticate(
                 status=403,
                 hint="register a security key at /ui/security, then sign in again",
             )
-    if (now - row.last_seen_at).total_seconds() >= TOUCH_INTERVAL_S:
-        conn.execute(sa.update(_S).where(_S.id == row.id).values(last_seen_at=now))
-        conn.commit()
-    return Principal(
+    principal = Principal(
         key_id=row.id,
         name=row.user_name,
         tenant_id=row.tenant_id,
@@ -156,6 +171,45 @@ def authenticate(
         user_id=row.user_id,
         mfa_at=row.mfa_at,
     )
+    due = (now - row.last_seen_at).total_seconds() >= TOUCH_INTERVAL_S
+    return Checked(principal, None, ("touch", row.id, None) if due else None, now)
+
+
+def apply(conn: sa.Connection | orm.Session, checked: Checked) -> None:
+    """Carry out ``checked.write`` on ``conn`` (committed there); nothing when there is none."""
+    if checked.write is None:
+        return
+    kind, session_id, reason = checked.write
+    now = checked.at or models.utcnow()
+    if kind == "end":
+        _end(conn, session_id, reason or "ended", now)
+        return
+    conn.execute(sa.update(_S).where(_S.id == session_id).values(last_seen_at=now))
+    conn.commit()
+
+
+def outcome(checked: Checked) -> Principal:
+    """The principal of ``checked``, or its refusal raised (after ``apply``)."""
+    if checked.principal is None:
+        assert checked.refusal is not None
+        raise checked.refusal
+    return checked.principal
+
+
+def authenticate(
+    conn: sa.Connection | orm.Session, secret: str, *, mutating: bool = False, csrf: str | None = None
+) -> Principal:
+    """The principal of a session cookie: the user with the scopes of their role. ``AuthenticationError``
+    (401) when the session is unknown, ended, expired, idle or its user deactivated; a session found idle
+    or expired is ended here (once), and ``last_seen_at`` is moved on at most once a minute. A
+    ``mutating`` request must carry the CSRF token (403 ``identity_csrf_failed``) and, where the
+    tenant's policy requires MFA, come from a session whose user proved a second factor (403
+    ``identity_mfa_enrollment_required``: register a security key at ``/ui/security`` first).
+    ``check``, then ``apply`` on the same ``conn``: the API does the read and the rare write apart
+    (``api/context.py``)."""
+    checked = check(conn, secret, mutating=mutating, csrf=csrf)
+    apply(conn, checked)
+    return outcome(checked)
 
 
 def _end(conn: sa.Connection | orm.Session, session_id: str, reason: str, now: dt.datetime) -> None:

@@ -219,7 +219,7 @@ async def home(request: Request, ctx: Ctx = Depends(require("clusters:read"))) -
     p = ctx.principal
     c = models.Cluster
     listed = ctx.scope.select(c).with_only_columns(c.name, c.region, c.phase).order_by(c.id).limit(200)
-    rows = await ctx.run(ctx.scope.rows, listed)
+    rows = await ctx.read(lambda scope: scope.rows(listed))
     items = "".join(
         f"<tr><td class='cluster'>{html.escape(c.name)}</td><td>{html.escape(c.region)}</td>"
         f"<td>{html.escape(c.phase)}</td></tr>"

@@ -1,0 +1,114 @@
+"""Verified principals, cached per process and checked on every request by one number.
+
+A key's or session's row, as authentication read it (``auth/principals.py``, ``identity/sessions.py``),
+is kept under the SHA-256 it was looked up by, with the credential generation read just before it
+(``db/models/credentials.py``). The database's own triggers move the generation on, in the same
+transaction, at every revocation, rotation, deactivation, role change, policy change and logout, and when
+a session's last use moves on (once a minute per session in use), on whichever replica it happens. A
+request reads the generation first (one row, no SQLAlchemy on the way); while it is unchanged the cached
+row stands in for the lookup, otherwise the whole cache is dropped. So a revoked credential answers 401
+on the very next request, as without the cache.
+
+A cached row only ever serves a clean success: when the checks of authentication on a cached row
+refuse it or call for a write (expiry, idle timeout, ``last_seen_at`` due), the row is read again and
+the checks run on the fresh row (another replica may have moved ``last_seen_at`` on).
+
+Used where the generation is cheaper to read than the lookup it saves: SQLite, in-process
+(``api/inline.py``). On PostgreSQL both are one round trip, and the API looks keys up directly."""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Callable
+from typing import Any
+
+import sqlalchemy as sa
+
+from velyrix.controlplane.db.models import credentials
+
+log = logging.getLogger("velyrix.identity")
+MAX_ENTRIES = 10_000
+"""Rows kept at most; the cache is dropped whole when full (each credential is then looked up once more)."""
+_GENERATION = "SELECT generation FROM credential_generation WHERE id = 1"
+
+First = Callable[[Any, dict[str, Any]], Any]
+"""``first(statement, params)``: the first row of ``statement`` (a lookup by ``:digest``), or None."""
+
+
+class Cache:
+    """Rows of verified credentials under (statement, digest), valid for one credential generation."""
+
+    def __init__(self, max_entries: int = MAX_ENTRIES) -> None:
+        self.max_entries = max_entries
+        self._generation: int | None = None
+        self._rows: dict[tuple[int, str], Any] = {}
+
+    def source(self, conn: sa.Connection) -> Source:
+        """A row source for one authentication on ``conn``: reads the generation now (before any lookup,
+        so that a change committed after it is seen by the next request), dropping stale rows."""
+        raw = conn.connection.dbapi_connection
+        assert raw is not None
+        generation = int(raw.execute(_GENERATION).fetchone()[0])
+        if generation != self._generation:
+            self._rows = {}
+            self._generation = generation
+        return Source(self, conn)
+
+    def _get(self, key: tuple[int, str]) -> Any:
+        return self._rows.get(key)
+
+    def _put(self, key: tuple[int, str], row: Any) -> None:
+        rows = self._rows
+        if len(rows) >= self.max_entries:
+            rows = self._rows = {}
+        rows[key] = row
+
+    def drop(self, key: tuple[int, str]) -> None:
+        self._rows.pop(key, None)
+
+
+class Source:
+    """``first`` for one authentication: the cached row when there is one (``hit`` is then set), else
+    the row read on the connection (and cached); ``fresh`` always reads."""
+
+    def __init__(self, cache: Cache, conn: sa.Connection) -> None:
+        self._cache, self._conn = cache, conn
+        self.hit: tuple[int, str] | None = None
+
+    def first(self, statement: Any, params: dict[str, Any]) -> Any:
+        key = (id(statement), str(params["digest"]))
+        row = self._cache._get(key)
+        if row is not None:
+            self.hit = key
+            return row
+        return self.fresh(statement, params)
+
+    def fresh(self, statement: Any, params: dict[str, Any]) -> Any:
+        row = self._conn.execute(statement, params).first()
+        if row is not None:
+            self._cache._put((id(statement), str(params["digest"])), row)
+        return row
+
+
+def for_engine(engine: sa.Engine) -> Cache | None:
+    """A ``Cache`` when ``engine``'s database has the generation and every trigger that moves it
+    (``credentials.WATCHED_TABLES``), else ``None`` (and a warning: a migration that rebuilt one of
+    those tables without its trigger would otherwise leave revoked credentials cached)."""
+    names = {
+        "sqlite": "SELECT name FROM sqlite_master WHERE type = 'trigger'",
+        "postgresql": "SELECT tgname FROM pg_trigger WHERE NOT tgisinternal",
+    }
+    query = names.get(engine.dialect.name)
+    if query is None:
+        return None
+    with engine.connect() as conn:
+        if not sa.inspect(conn).has_table(credentials.CredentialGeneration.__tablename__):
+            return None
+        triggers = [str(name) for (name,) in conn.execute(sa.text(query))]
+    missing = [
+        t for t in credentials.WATCHED_TABLES if not any(n.startswith(f"{t}_credential_generation") for n in triggers)
+    ]
+    if missing:
+        log.warning("credential generation triggers missing on %s: principals are not cached", ", ".join(missing))
+        return None
+    return Cache()
