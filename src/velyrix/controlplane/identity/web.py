@@ -212,14 +212,12 @@ def _page(title: str, body: str) -> str:
 async def home(request: Request, ctx: Ctx = Depends(require("clusters:read"))) -> HTMLResponse:
     """The signed-in page: who, which tenant, its clusters; logout and owner-key forms (CSRF-protected).
 
-    Async, its reads through ``ctx.run`` (a worker thread), like ``clusters.get``: a sync route would
-    hold the dependency's pooled connection from a worker thread while further requests' dependencies
-    wait for the pool on the event loop, which then cannot finish the first ones (bench/bench_identity.py
-    measured 0 req/s at 16 connections)."""
+    Async, its read through ``ctx.read`` (on the event loop for SQLite, else a worker thread), like
+    ``clusters.get``: a sync route would hold the dependency's pooled connection from a worker thread
+    while further requests' dependencies wait for the pool on the event loop, which then cannot finish
+    the first ones (bench/bench_identity.py measured 0 req/s at 16 connections)."""
     p = ctx.principal
-    c = models.Cluster
-    listed = ctx.scope.select(c).with_only_columns(c.name, c.region, c.phase).order_by(c.id).limit(200)
-    rows = await ctx.read(lambda scope: scope.rows(listed))
+    rows = await ctx.read(lambda scope: scope.columns(models.Cluster, ("name", "region", "phase"), 200))
     items = "".join(
         f"<tr><td class='cluster'>{html.escape(c.name)}</td><td>{html.escape(c.region)}</td>"
         f"<td>{html.escape(c.phase)}</td></tr>"

@@ -1,0 +1,115 @@
+"""The API caches verified keys and sessions (``identity/verified.py``) and checks them against the
+credential generation that the database's triggers move on (migration ``0022``): a key revoked, a
+session ended or a user deactivated, through the API, by another replica on the same database or by a
+statement straight in the database, answers 401 on the very next request of a warm cache; a database
+whose triggers are gone gets no cache at all."""
+
+from __future__ import annotations
+
+import datetime as dt
+from pathlib import Path
+from typing import Any
+
+import httpx
+import sqlalchemy as sa
+
+from tests.identity.conftest import Served
+
+
+def _tenant_key_and_session(app: Any) -> tuple[str, str, str, str]:
+    """(owner key, its id, a viewer's session cookie, that user's id) of a new tenant."""
+    from velyrix.controlplane.auth import principals
+    from velyrix.controlplane.db import models
+    from velyrix.controlplane.db.models.identity import User
+    from velyrix.controlplane.identity import sessions
+
+    with app.state.sessionmaker() as s:
+        tenant = models.Tenant(name="acme", display_name="acme")
+        s.add(tenant)
+        s.flush()
+        key, secret = principals.issue_key(s, tenant_id=tenant.id, name="owner", role="owner")
+        user = User(tenant_id=tenant.id, user_name="alice@acme.example", role="viewer", groups=[], scim={})
+        s.add(user)
+        s.flush()
+        _, cookie = sessions.start(s, user, "oidc")
+        s.commit()
+        return secret, key.id, cookie, user.id
+
+
+def _warm(url: str, key: str, cookie: str) -> None:
+    for _ in range(3):  # the first lookup fills the cache, the next ones are served from it
+        assert httpx.get(f"{url}/v1/clusters", headers={"Authorization": f"Bearer {key}"}).status_code == 200
+        assert httpx.get(f"{url}/ui", cookies={"velyrix_session": cookie}).status_code == 200
+
+
+def test_the_cache_is_used_and_a_revocation_through_the_api_answers_401_next(served: Served) -> None:
+    key, key_id, cookie, _ = _tenant_key_and_session(served.app)
+    _warm(served.url, key, cookie)
+    assert served.app.state.principal_cache is not None and served.app.state.principal_cache._rows
+    auth = {"Authorization": f"Bearer {key}"}
+    assert httpx.delete(f"{served.url}/v1/api-keys/{key_id}", headers=auth).status_code == 200
+    refused = httpx.get(f"{served.url}/v1/clusters", headers=auth)
+    assert refused.status_code == 401 and refused.json()["code"] == "unauthenticated"
+
+
+def test_changes_straight_in_the_database_answer_401_on_the_next_request(served: Served) -> None:
+    from velyrix.controlplane.db import models
+    from velyrix.controlplane.db.models.identity import User
+
+    key, key_id, cookie, user_id = _tenant_key_and_session(served.app)
+    _warm(served.url, key, cookie)
+    # another process on the same database (a second replica, ``velyrix admin``): its own engine
+    other = sa.create_engine(served.app.state.engine.url)
+    try:
+        with other.begin() as conn:
+            conn.execute(sa.update(User).where(User.id == user_id).values(active=False))
+        assert httpx.get(f"{served.url}/ui", cookies={"velyrix_session": cookie}).status_code == 401
+        now = dt.datetime.now(dt.UTC)
+        with other.begin() as conn:
+            conn.execute(sa.update(models.ApiKey).where(models.ApiKey.id == key_id).values(revoked_at=now))
+        auth = {"Authorization": f"Bearer {key}"}
+        assert httpx.get(f"{served.url}/v1/clusters", headers=auth).status_code == 401
+    finally:
+        other.dispose()
+
+
+def test_a_second_replica_on_the_same_database_sees_a_revocation_at_once(served: Served) -> None:
+    from velyrix.ops.service import create_app
+
+    key, key_id, cookie, _ = _tenant_key_and_session(served.app)
+    with Served(create_app(str(served.app.state.engine.url))) as replica:
+        _warm(served.url, key, cookie)
+        _warm(replica.url, key, cookie)
+        auth = {"Authorization": f"Bearer {key}"}
+        assert httpx.delete(f"{replica.url}/v1/api-keys/{key_id}", headers=auth).status_code == 200
+        assert httpx.get(f"{served.url}/v1/clusters", headers=auth).status_code == 401
+        csrf_less_logout = httpx.post(f"{served.url}/auth/logout", cookies={"velyrix_session": cookie})
+        assert csrf_less_logout.status_code == 403  # refused, the session goes on
+        assert httpx.get(f"{replica.url}/ui", cookies={"velyrix_session": cookie}).status_code == 200
+        from velyrix.controlplane.identity import sessions
+
+        logout = httpx.post(
+            f"{served.url}/auth/logout",
+            cookies={"velyrix_session": cookie},
+            data={"csrf": sessions.csrf_token(cookie)},
+        )
+        assert logout.status_code == 200
+        assert httpx.get(f"{replica.url}/ui", cookies={"velyrix_session": cookie}).status_code == 401
+
+
+def test_a_database_without_the_triggers_gets_no_cache(tmp_path: Path) -> None:
+    from velyrix.controlplane.db import engine as engine_mod
+    from velyrix.controlplane.db import migrate
+    from velyrix.controlplane.identity import verified
+
+    url = f"sqlite:///{tmp_path / 'v.db'}"
+    migrate.upgrade(url)
+    engine = engine_mod.make_engine(url)
+    try:
+        assert verified.for_engine(engine) is not None
+        with engine.begin() as conn:  # what rebuilding the table in a later migration would do
+            conn.execute(sa.text("DROP TRIGGER users_credential_generation_0"))
+            conn.execute(sa.text("DROP TRIGGER users_credential_generation_1"))
+        assert verified.for_engine(engine) is None
+    finally:
+        engine.dispose()
