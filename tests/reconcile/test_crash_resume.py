@@ -187,12 +187,12 @@ def test_sigkill_at_random_points_then_resume(tmp_path: Path) -> None:
 def _check_twin_matches_database(sm: orm.sessionmaker[orm.Session], state_file: Path) -> None:
     """The twin's hardware (saved across the kills like real hardware) agrees with the database: delivered
     nodes carry their cluster's VLAN and partition key; free nodes carry no tenant network or data."""
-    import json
-
-    from velyrix.controlplane.reconcile import tables
+    from velyrix.controlplane.reconcile import tables, twin_state
     from velyrix.fleet import states
 
-    twin = json.loads(state_file.read_text())["nodes"]
+    saved = twin_state.load(state_file)  # the snapshot with the journal of touched nodes replayed
+    assert saved is not None
+    twin = saved["nodes"]
     with sm() as s:
         nets: dict[str, dict[str, int]] = {}
         for a in s.scalars(sa.select(tables.NetworkAllocation)):

@@ -19,7 +19,6 @@ from velyrix.controlplane.db import models
 from velyrix.controlplane.reconcile import locks
 from velyrix.controlplane.reconcile.store import move
 from velyrix.fleet import states
-from velyrix.fleet.hardware import StoredHardware
 
 
 @dataclass(frozen=True)
@@ -41,41 +40,70 @@ def choose(free: list[Candidate], count: int, *, near_su: int | None = None) -> 
        (``near_su`` first, for replacements), so other SUs stay whole; 3. if no single SU fits, from the SUs
        with the most free nodes. Within an SU, lowest slots first. Deterministic for the same input.
     """
-    if count > len(free):
-        raise ValueError(f"{count} nodes requested, {len(free)} free")
     by_su: dict[int, list[Candidate]] = defaultdict(list)
     for c in sorted(free, key=lambda c: (c.su, c.slot)):
         by_su[c.su].append(c)
-    chosen: list[Candidate] = []
+    units = {su: (len(nodes), nodes[0].su_nodes) for su, nodes in by_su.items()}
+    return [c.name for su, take in choose_units(units, count, near_su=near_su) for c in by_su[su][:take]]
+
+
+def choose_units(units: dict[int, tuple[int, int]], count: int, *, near_su: int | None = None) -> list[tuple[int, int]]:
+    """``choose`` on counts: ``units`` maps SU -> (free nodes in it, its size in nodes); returns
+    ``(su, how many of its lowest free slots)`` in the order taken (``ValueError`` if fewer are free)."""
+    free = sum(n for n, _ in units.values())
+    if count > free:
+        raise ValueError(f"{count} nodes requested, {free} free")
+    left = {su: n for su, (n, _) in units.items() if n > 0}
+    taken: list[tuple[int, int]] = []
+    chosen = 0
     if near_su is None:
-        for su in sorted(by_su):
-            if len(chosen) + by_su[su][0].su_nodes > count:
-                continue
-            if len(by_su[su]) == by_su[su][0].su_nodes:
-                chosen.extend(by_su.pop(su))
-    rest = count - len(chosen)
+        for su in sorted(left):
+            size = units[su][1]
+            if chosen + size <= count and left[su] == size:
+                taken.append((su, left.pop(su)))
+                chosen += size
+    rest = count - chosen
     while rest > 0:
-        fitting = [su for su in by_su if len(by_su[su]) >= rest]
+        fitting = [su for su in left if left[su] >= rest]
         if near_su in fitting:
             su = near_su
         elif fitting:
-            su = min(fitting, key=lambda s: (len(by_su[s]), s))
+            su = min(fitting, key=lambda s: (left[s], s))
         else:
-            su = max(by_su, key=lambda s: (len(by_su[s]), -s))
-        take = by_su.pop(su)[:rest]
-        chosen.extend(take)
-        rest -= len(take)
-    return [c.name for c in chosen]
+            su = max(left, key=lambda s: (left[s], -s))
+        take = min(left.pop(su), rest)
+        taken.append((su, take))
+        rest -= take
+    return taken
 
 
-def _candidate(node: models.Node) -> Candidate:
-    hw = StoredHardware.from_dict(node.hardware)
-    return Candidate(
-        name=node.name,
-        su=hw.su or 0,
-        slot=hw.slot or 0,
-        su_nodes=catalog.region(node.region).scalable_unit_nodes if hw.su_nodes is None else hw.su_nodes,
+_POSITION_SU = sa.func.coalesce(models.Node.hardware[("position", "su")].as_integer(), 0)
+_POSITION_SLOT = sa.func.coalesce(models.Node.hardware[("position", "slot")].as_integer(), 0)
+_POSITION_SU_NODES = models.Node.hardware[("position", "su_nodes")].as_integer()
+"""A node's place from its ``hardware`` column, read by the database (``StoredHardware``'s ``su``, ``slot``,
+``su_nodes``): allocation never loads or decodes the rows of the pool."""
+
+
+def _free_where(region: str, node_type: str) -> tuple[sa.ColumnElement[bool], ...]:
+    return (
+        models.Node.region == region,
+        models.Node.node_type == node_type,
+        models.Node.provisioning_state == states.AVAILABLE,
+        models.Node.fleet_stage == states.PRODUCTION,
+        models.Node.cluster_id.is_(None),
     )
+
+
+def free_units(session: orm.Session, region: str, node_type: str) -> dict[int, tuple[int, int]]:
+    """The free nodes of ``node_type`` in ``region`` counted per scalable unit, in SQL: SU -> (free nodes,
+    the SU's size in nodes; the region's ``scalable_unit_nodes`` where the hardware does not say)."""
+    default = catalog.region(region).scalable_unit_nodes
+    rows = session.execute(
+        sa.select(_POSITION_SU, sa.func.count(), sa.func.max(_POSITION_SU_NODES))
+        .where(*_free_where(region, node_type))
+        .group_by(_POSITION_SU)
+    ).all()
+    return {int(su): (int(n), default if size is None else int(size)) for su, n, size in rows}
 
 
 @dataclass(frozen=True)
@@ -194,17 +222,9 @@ def allocate(
     if count <= 0:
         return []
     locks.hold(session, f"allocate/{cluster.region}/{cluster.node_type}")
-    free_rows = session.scalars(
-        sa.select(models.Node).where(
-            models.Node.region == cluster.region,
-            models.Node.node_type == cluster.node_type,
-            models.Node.provisioning_state == states.AVAILABLE,
-            models.Node.fleet_stage == states.PRODUCTION,
-            models.Node.cluster_id.is_(None),
-        )
-    ).all()
+    units = free_units(session, cluster.region, cluster.node_type)
     reserve = 0 if replacement else spare_reserve(session, cluster.region, cluster.node_type)
-    usable = len(free_rows) - reserve
+    usable = sum(n for n, _ in units.values()) - reserve
     if count > usable:
         what = "replacement node" if replacement else f"{cluster.node_type} nodes"
         raise errors.CapacityError(
@@ -212,8 +232,16 @@ def allocate(
             + (f" ({reserve} more held back as spares)" if reserve else ""),
             hint="lower node_count, wait for capacity to free up, or choose another region or node type",
         )
-    names = set(choose([_candidate(n) for n in free_rows], count, near_su=near_su))
-    chosen = [n for n in free_rows if n.name in names]
+    chosen: list[models.Node] = []
+    for su, take in choose_units(units, count, near_su=near_su):
+        chosen.extend(
+            session.scalars(
+                sa.select(models.Node)
+                .where(*_free_where(cluster.region, cluster.node_type), _POSITION_SU == su)
+                .order_by(_POSITION_SLOT, models.Node.name)
+                .limit(take)
+            )
+        )
     for node in chosen:
         node.cluster_id = cluster.id
         node.tenant_id = cluster.tenant_id

@@ -45,7 +45,18 @@ from velyrix.fleet import states
 from velyrix.fleet.drivers import base
 from velyrix.fleet.hardware import StoredHardware
 
-__all__ = ["Step", "fail", "heal", "needs_work", "reconcile", "replace", "set_phase", "spec_digest", "work_of"]
+__all__ = [
+    "Step",
+    "fail",
+    "heal",
+    "needs_work",
+    "reconcile",
+    "replace",
+    "set_phase",
+    "settled",
+    "spec_digest",
+    "work_of",
+]
 
 
 def _pending(st: Step) -> None:
@@ -181,25 +192,62 @@ def _out_of_service(node: models.Node) -> bool:
 
 def needs_work(cluster: models.Cluster, work: models.ClusterWork | None, session: orm.Session | None = None) -> bool:
     """Cheap check: whether ``reconcile`` has anything to do. Settled clusters need none unless their spec
-    changed, nodes are on their way out, or (with ``session``) a delivered node was taken out of service."""
+    changed, nodes are on their way out, or (with ``session``) a delivered node was taken out of service.
+    A settled cluster costs the same whatever its size: no work row is read and the node check is two
+    index lookups (``_OUT_OF_SERVICE``)."""
     if cluster.phase == phases.DELETED:
         return False
     if cluster.desired_state == "absent" or cluster.phase not in phases.SETTLED_PHASES or work is None:
         return True
-    if work.spec_digest != spec_digest(cluster.spec) or any(e.release for e in node_entry.load(work.nodes).values()):
+    if work.spec_digest != spec_digest(cluster.spec) or work.releasing:
         return True
     if session is None or cluster.phase == phases.FAILED:
         return False
-    return bool(
-        session.scalar(
-            sa.select(sa.func.count())
-            .select_from(models.Node)
-            .where(
-                models.Node.cluster_id == cluster.id,
-                sa.or_(models.Node.fleet_stage != states.PRODUCTION, models.Node.provisioning_state == states.FAILED),
-            )
-        )
+    return bool(session.scalar(_OUT_OF_SERVICE, {"cid": cluster.id}))
+
+
+_NOT_IN_PRODUCTION = tuple(s for s in states.FLEET_STAGES if s != states.PRODUCTION)
+_OUT_OF_SERVICE = sa.select(
+    sa.or_(
+        sa.exists().where(
+            models.Node.cluster_id == sa.bindparam("cid"), models.Node.fleet_stage.in_(_NOT_IN_PRODUCTION)
+        ),
+        sa.exists().where(
+            models.Node.cluster_id == sa.bindparam("cid"), models.Node.provisioning_state == states.FAILED
+        ),
     )
+)
+"""Whether any node of cluster ``:cid`` is out of service; each EXISTS is a range of one
+``ix_nodes_cluster_*`` index (``models.reconcile_work``), not a scan of the cluster's nodes."""
+
+
+_PROBE = sa.select(
+    models.Cluster.phase,
+    models.Cluster.desired_state,
+    models.Cluster.version,
+    models.ClusterWork.settled_version,
+    models.ClusterWork.releasing,
+    _OUT_OF_SERVICE.scalar_subquery(),
+).join(models.ClusterWork, models.ClusterWork.cluster_id == models.Cluster.id)
+
+
+def settled(session: orm.Session, cluster_id: str) -> bool:
+    """Whether a full ``reconcile`` of ``cluster_id`` would find nothing to do, from one statement that reads
+    no JSON: the cluster row unchanged since a full check found it settled (its ``version`` against
+    ``cluster_work.settled_version``), no node leaving, none out of service. False means: look properly."""
+    row = session.execute(_PROBE.where(models.Cluster.id == cluster_id), {"cid": cluster_id}).first()
+    if row is None:
+        return False
+    phase, desired, version, seen, releasing, out = row
+    if desired == "absent" or phase not in phases.SETTLED_PHASES or releasing or seen != version:
+        return False
+    return phase == phases.FAILED or not out
+
+
+def _mark_settled(session: orm.Session, cluster: models.Cluster, work: models.ClusterWork) -> None:
+    session.flush()  # the cluster's version as it will be committed
+    if work.settled_version != cluster.version:
+        work.settled_version = cluster.version
 
 
 def _heal(st: Step) -> None:
@@ -243,11 +291,12 @@ def heal(
         driver=cast(base.Driver, None),
         settings=settings or phases.ReconcileSettings(),
         members=members,
-        entries=node_entry.load(work.nodes),
+        loaded=node_entry.fetch(session, cluster.id),
     )
+    st.entries = dict(st.loaded)
     before = len(work.replacements or [])
     _heal(st)
-    work.nodes = node_entry.dump(st.entries)
+    st.save()
     session.flush()
     return list(work.replacements[before:])
 
@@ -285,6 +334,7 @@ def reconcile(
     settings = settings or phases.ReconcileSettings()
     work = work_of(session, cluster)
     if not needs_work(cluster, work, session):
+        _mark_settled(session, cluster, work)
         return None
     members = {n.name: n for n in session.scalars(sa.select(models.Node).where(models.Node.cluster_id == cluster.id))}
     st = Step(
@@ -294,8 +344,9 @@ def reconcile(
         driver=driver,
         settings=settings,
         members=members,
-        entries=node_entry.load(work.nodes),
+        loaded=node_entry.fetch(session, cluster.id),
     )
+    st.entries = dict(st.loaded)
     try:
         if cluster.desired_state == "absent":
             teardown.destroy(st)
@@ -316,4 +367,4 @@ def reconcile(
             st.wait()
         return st.requeue_s
     finally:
-        work.nodes = node_entry.dump(st.entries)
+        st.save()

@@ -88,6 +88,8 @@ class Reconciler:
             with self.sessionmaker() as s:
                 if not locks.try_claim(s, f"cluster/{cluster_id}"):
                     return self.settings.poll_s
+                if cluster_mod.settled(s, cluster_id):  # one statement, whatever the cluster's size
+                    return None
                 cluster = s.get(models.Cluster, cluster_id)
                 if cluster is None:
                     return None
@@ -125,7 +127,7 @@ class Reconciler:
                 work=work,
                 driver=self.driver,
                 settings=self.settings,
-                entries=node_entry.load(work.nodes),
+                entries=node_entry.fetch(s, cluster.id),
             )
             cluster_mod.fail(
                 st,

@@ -3,22 +3,22 @@
 ``velyrix up`` and ``velyrix demo`` build one with ``FleetRuntime.twin(...)``, call ``start`` (enrolls and
 burns in the twin's nodes, then reconciles in a background thread) and ``attach(app)`` (the sim routes
 find it in ``app.state.fleet``). After a restart the twin is built again from the same seed
-and, with a ``state_file``, gets back what the driver had done to its nodes (saved before every reconcile
-commit, so it is never behind the database); the reconcilers resubmit what the database says is in flight.
+and, with a ``state_file``, gets back what the driver had done to its nodes (the nodes it touched are saved
+before every reconcile commit, ``twin_state``, so it is never behind the database); the reconcilers resubmit
+what the database says is in flight.
 """
 
 from __future__ import annotations
 
-import json
 import threading
 from pathlib import Path
 from typing import Any
 
 from sqlalchemy import orm
 
-from velyrix import catalog, private_files
+from velyrix import catalog
 from velyrix.controlplane.evidence import firmware
-from velyrix.controlplane.reconcile import enrollment, phases
+from velyrix.controlplane.reconcile import enrollment, phases, twin_state
 from velyrix.controlplane.reconcile.runner import Reconciler
 from velyrix.fleet import clock
 from velyrix.fleet.drivers import base
@@ -76,23 +76,22 @@ class FleetRuntime:
         runtime.clock = clock.TwinClock(sim.clock, epoch_s)
         if state_file is not None:
             runtime.state_file = state_file
-            if state_file.exists():
-                sim.restore(json.loads(state_file.read_text()))
+            runtime._journal = twin_state.TwinJournal(state_file, sim)
+            runtime._journal.restore()
+            runtime._sim_driver = driver
             runtime.reconciler.before_commit = runtime.save_twin
         return runtime
 
     state_file: Path | None = None
-    _saved_calls = -1
+    _journal: twin_state.TwinJournal | None = None
+    _sim_driver: SimDriver | None = None
 
     def save_twin(self) -> None:
-        """Write the twin's node state to ``state_file`` atomically, when the driver changed anything."""
-        if self.sim is None or self.state_file is None:
+        """Save the state of the twin's nodes the driver touched since the last save (``twin_state``: one
+        appended journal line, or a new snapshot now and then); nothing when it touched none."""
+        if self._journal is None or self._sim_driver is None:
             return
-        calls = getattr(self.driver, "calls", 0)
-        if calls == self._saved_calls:
-            return
-        private_files.write_private(self.state_file, json.dumps(self.sim.state()).encode())
-        self._saved_calls = calls
+        self._journal.save(self._sim_driver.take_touched())
 
     def enroll(self) -> int:
         """Enroll the driver's nodes that the database does not know and run their intake to the end

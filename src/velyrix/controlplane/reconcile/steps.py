@@ -16,7 +16,7 @@ from sqlalchemy import orm
 from velyrix import errors
 from velyrix.controlplane import status
 from velyrix.controlplane.db import models
-from velyrix.controlplane.reconcile import allocation, phases
+from velyrix.controlplane.reconcile import allocation, node_entry, phases
 from velyrix.controlplane.reconcile.node_entry import NodeEntry
 from velyrix.controlplane.reconcile.store import move
 from velyrix.fleet import states
@@ -29,8 +29,8 @@ STEP_ORDER = {s: i for i, s in enumerate(phases.STEPS)}
 
 @dataclass
 class Step:
-    """Everything one reconcile step works on. ``entries`` is ``work.nodes`` parsed (``node_entry.load``);
-    the caller stores it back with ``node_entry.dump``."""
+    """Everything one reconcile step works on. ``entries`` is the cluster's work rows (``node_entry.fetch``),
+    ``loaded`` what they were when read; ``save`` writes back the entries the step changed."""
 
     session: orm.Session
     cluster: models.Cluster
@@ -39,6 +39,7 @@ class Step:
     settings: phases.ReconcileSettings
     members: dict[str, models.Node] = field(default_factory=dict)
     entries: dict[str, NodeEntry] = field(default_factory=dict)
+    loaded: dict[str, NodeEntry] = field(default_factory=dict)
     requeue_s: float | None = None
     rewind: bool = False
 
@@ -50,6 +51,14 @@ class Step:
     def rid(self, kind: str, name: str) -> str:
         e = self.entries[name]
         return f"{self.cluster.id}/{e.seq}/{kind}/{name}/{e.attempt}"
+
+    def save(self) -> None:
+        """Store the entries this step changed (``node_entry.store``) and the count of nodes leaving; any
+        change also bumps ``work``'s version, so a concurrent step on the same cluster fails at flush."""
+        if node_entry.store(self.session, self.cluster.id, self.loaded, self.entries):
+            self.work.releasing = sum(1 for e in self.entries.values() if e.release)
+            self.work.updated_at = models.utcnow()
+        self.loaded = dict(self.entries)
 
     def live(self) -> dict[str, NodeEntry]:
         """Entries of nodes that belong to the cluster (not being released)."""
@@ -68,7 +77,7 @@ def work_of(session: orm.Session, cluster: models.Cluster) -> models.ClusterWork
             cluster_id=cluster.id,
             spec_digest="",
             generation=1,
-            nodes={},
+            releasing=0,
             replacements=[],
             cluster_results=[],
             network={},

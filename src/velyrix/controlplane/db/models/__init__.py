@@ -27,6 +27,7 @@ from velyrix.controlplane.db.models.keys import CustomerKey, CustomerKeyGrant, V
 from velyrix.controlplane.db.models.mfa import MfaChallenge
 from velyrix.controlplane.db.models.noc_intake import EventIntegration, NodeDegradation
 from velyrix.controlplane.db.models.reconcile import AcceptanceReport, ClusterWork, NetworkAllocation
+from velyrix.controlplane.db.models.reconcile_work import ClusterWorkNode  # noqa: F401
 from velyrix.controlplane.db.models.resources import (
     ApiKey,
     AuditEvent,

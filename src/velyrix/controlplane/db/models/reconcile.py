@@ -54,9 +54,9 @@ class AcceptanceReport(Base):
 class ClusterWork(Base):
     """Reconcile bookkeeping of one cluster: per-node progress, replacements, retries, the next wake-up.
 
-    ``nodes`` maps node name -> a ``reconcile.node_entry.NodeEntry`` as JSON (``{"step": ..., "attempt": int,
-    "seq": int, "results": [...]}``); steps go ``allocated`` -> ``provisioned`` -> ``networked`` -> ``storage``
-    -> ``accepted``.
+    Per-node progress is one ``cluster_work_nodes`` row per node (``models.reconcile_work``, since migration
+    ``0015``); steps go ``allocated`` -> ``provisioned`` -> ``networked`` -> ``storage`` -> ``accepted``.
+    ``releasing`` counts those rows with a ``release`` set, so a settled cluster is checked without them.
     """
 
     __tablename__ = "cluster_work"
@@ -68,7 +68,11 @@ class ClusterWork(Base):
     spec_digest: Mapped[str] = mapped_column(sa.String(64), default="")
     """SHA-256 of the spec last reconciled: a change (node_count, storage) restarts allocation."""
     generation: Mapped[int] = mapped_column(default=1)
-    nodes: Mapped[dict[str, Any]] = mapped_column(default=dict)
+    releasing: Mapped[int] = mapped_column(default=0)
+    """Nodes of the cluster on their way out (``cluster_work_nodes.release`` set), kept by ``node_entry.store``."""
+    settled_version: Mapped[int | None] = mapped_column()
+    """The cluster row's ``version`` when a full check last found it settled: while it is unchanged, the next
+    pass needs no more than ``reconcile.cluster.settled`` (no spec digest, no work row decoded)."""
     replacements: Mapped[list[Any]] = mapped_column(default=list)
     cluster_results: Mapped[list[Any]] = mapped_column(default=list)
     network: Mapped[dict[str, Any]] = mapped_column(default=dict)

@@ -24,6 +24,10 @@ from velyrix.fleet.drivers.sim.storage import SimStorage
 STORAGE_EFFICIENCY = 0.92
 """Share of the tier model's nominal bandwidth the twin's storage test measures (assumption: above the
 planners' p10 derate, below nominal)."""
+CATCH_UP_WALL_S = 0.2
+"""A request completing sees the twin's devices as of at most this many wall seconds ago
+(``SimRegion.catch_up``): bringing the whole fleet up to the clock for every completed request made intake
+of an n-node twin cost n^2 node steps. The runtime's ticker steps the fleet every wall second anyway."""
 
 
 @dataclass(frozen=True)
@@ -65,6 +69,7 @@ class SimDriver(base.Driver):
         self.storage = SimStorage()
         """The storage tier's objects (ciphertext only; ``velyrix.fleet.drivers.sim.storage``)."""
         self.calls = 0
+        self._touched: set[str] = set()
         """Requests actually executed (not deduplicated) — tests check idempotence with it."""
 
     # --- test hooks -----------------------------------------------------------------------------
@@ -119,7 +124,7 @@ class SimDriver(base.Driver):
         now = self.region.clock.now()
         if now < self._due[request_id]:
             return op
-        self.region.advance(0.0)
+        self.region.catch_up(CATCH_UP_WALL_S)
         effect = self._effects.pop(request_id)
         self.calls += 1
         failure = self._fail_next.pop((op.kind, op.node), None)
@@ -128,12 +133,20 @@ class SimDriver(base.Driver):
         else:
             try:
                 with self.region.lock:
+                    self._touched.add(op.node)
                     op.result = effect()
                 op.status = base.SUCCEEDED
             except errors.VelyrixError as exc:
                 op.status, op.error, op.retryable = base.FAILED, exc.message, False
         op.finished_at_s = max(now, self._due[request_id])
         return op
+
+    def take_touched(self) -> set[str]:
+        """Hostnames whose requests ran since the last call (what the driver may have changed on them:
+        ``SimRegion.STATE_FIELDS``); the set starts over."""
+        with self.region.lock:
+            touched, self._touched = self._touched - {""}, set()
+            return touched
 
     def list_nodes(self) -> list[str]:
         return list(self.region.nodes)

@@ -10,6 +10,7 @@ import math
 import threading
 import time
 import uuid
+from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Any
 
@@ -206,14 +207,16 @@ class SimRegion:
     STATE_FIELDS = ("image", "networks", "mounts", "tenant_data", "firmware", "powered")
     """What the driver changes on a node (the twin's "hardware truth" of provisioning)."""
 
-    def state(self) -> dict[str, Any]:
-        """The driver-visible state of every node and the clock, as JSON-able data (see ``restore``)."""
+    def state(self, hostnames: Iterable[str] | None = None) -> dict[str, Any]:
+        """The driver-visible state of every node (or only of ``hostnames``) and the clock, as JSON-able data
+        (see ``restore``)."""
         with self.lock:
+            names = self.nodes if hostnames is None else [h for h in hostnames if h in self.nodes]
             return {
                 "region": self.name,
                 "seed": self.seed,
                 "clock_s": self.clock.now(),
-                "nodes": {h: {f: getattr(n, f) for f in self.STATE_FIELDS} for h, n in self.nodes.items()},
+                "nodes": {h: {f: getattr(self.nodes[h], f) for f in self.STATE_FIELDS} for h in names},
             }
 
     def restore(self, state: dict[str, Any]) -> None:
@@ -309,6 +312,16 @@ class SimRegion:
             self.trends = [t for t in self.trends if t.until_s > end]
             self._last_s, self._last_wall_s = end, time.time()
             return end
+
+    def catch_up(self, max_age_wall_s: float) -> float:
+        """``advance(0.0)`` unless the devices were brought up to the clock less than ``max_age_wall_s`` wall
+        seconds ago: a caller that needs the twin only roughly current (a driver request completing) costs
+        one step of the fleet per ``max_age_wall_s``, not one per call. Returns the simulated time (s) the
+        devices stand at."""
+        with self.lock:
+            if time.time() - self._last_wall_s < max_age_wall_s:
+                return self._last_s
+            return self.advance(0.0)
 
     def advanced_at(self) -> tuple[float, float]:
         """``(simulated s, wall Unix s)`` of the last ``advance``: the time the devices' counters stand at,

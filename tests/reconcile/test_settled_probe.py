@@ -1,0 +1,66 @@
+"""A settled cluster costs the reconcile loop one statement (``cluster.settled``), and that shortcut never
+hides work: a changed spec, a node taken out of service or a deletion is acted on by the loop's own path
+(``Reconciler.reconcile_one``), not only by ``settle``."""
+
+from __future__ import annotations
+
+import sqlalchemy as sa
+
+from tests.reconcile.world import World
+from velyrix.controlplane.db import models
+from velyrix.controlplane.reconcile import cluster as cluster_mod
+from velyrix.controlplane.reconcile import phases
+from velyrix.controlplane.reconcile.store import move
+from velyrix.fleet import states
+
+
+def _loop(world: World, cid: str, passes: int = 200) -> None:
+    """What the runtime's loop does for one cluster: ``reconcile_one`` until it says settled (None)."""
+    for _ in range(passes):
+        if world.runtime.reconciler.reconcile_one(cid) is None:
+            return
+    raise AssertionError(f"{cid} still busy after {passes} passes")
+
+
+def _settled(world: World, cid: str) -> bool:
+    with world.sessionmaker() as s:
+        return cluster_mod.settled(s, cid)
+
+
+def test_a_ready_cluster_is_settled_until_its_spec_changes(world: World) -> None:
+    cid = world.declare("train", 8)
+    _loop(world, cid)
+    _loop(world, cid)  # the full check that records the settled version
+    assert world.cluster(cid).phase == phases.READY and _settled(world, cid)
+    world.update(cid, node_count=16)
+    assert not _settled(world, cid)
+    _loop(world, cid)
+    assert world.cluster(cid).phase == phases.READY and len(world.nodes(cluster_id=cid)) == 16
+    world.check_invariants()
+
+
+def test_a_node_taken_out_of_service_ends_the_shortcut_and_is_replaced(world: World) -> None:
+    cid = world.declare("train", 8)
+    _loop(world, cid)
+    _loop(world, cid)
+    victim = world.nodes(cluster_id=cid)[3].name
+    with world.sessionmaker() as s:
+        node = s.scalar(sa.select(models.Node).where(models.Node.name == victim))
+        assert node is not None
+        move(s, node, states.QUARANTINED, actor="test", reason="health")
+        s.commit()
+    assert not _settled(world, cid)  # the cluster row itself did not change
+    _loop(world, cid)
+    members = {n.name for n in world.nodes(cluster_id=cid)}
+    assert victim not in members and len(members) == 8 and world.cluster(cid).phase == phases.READY
+    world.check_invariants()
+
+
+def test_a_deletion_ends_the_shortcut(world: World) -> None:
+    cid = world.declare("train", 8)
+    _loop(world, cid)
+    _loop(world, cid)
+    world.destroy(cid)
+    assert not _settled(world, cid)
+    _loop(world, cid)
+    assert world.cluster(cid).phase == phases.DELETED and not world.nodes(cluster_id=cid)
