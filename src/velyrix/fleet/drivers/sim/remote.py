@@ -209,8 +209,9 @@ class TwinClient(base.Driver):
         body = resp.json()
         if resp.status_code == 404 and body.get("code") == "not_found":
             raise errors.NotFoundError(body.get("message"))
-        if resp.status_code != 200:
-            raise errors.RemoteError(body.get("message", resp.text[:300]), code=body.get("code", "?"), status=502)
+        if resp.status_code != 200:  # the twin's own error (``unknown_name``, ``invalid_input``...) and status
+            message = str(body.get("message", resp.text))[:300]
+            raise errors.RemoteError(message, code=str(body.get("code", "?")), status=resp.status_code)
         return body["value"]
 
     def ledger(self) -> list[dict[str, Any]]:
