@@ -39,7 +39,7 @@ def main() -> None:
     print(f"twin of {NODES:,} nodes built in {time.perf_counter() - start:.1f} s; exporter RSS {rss_mib():,.0f} MiB")
     # each node rendered once per scrape interval by the worker (what rendering on request cost); scrapes
     # serve the last rendering (agent.fleet_targets)
-    targets = FleetTargets(region, advance_every_s=INTERVAL_S / 4, refresh_s=INTERVAL_S)
+    targets = FleetTargets(region, advance_every_s=INTERVAL_S, refresh_s=INTERVAL_S)
     server = FleetServer(targets)
     targets.warm.wait()
     print(

@@ -22,6 +22,7 @@ request cost). ``/sd`` is built once (nodes do not come and go in a twin).
 
 from __future__ import annotations
 
+import gzip
 import json
 import logging
 import threading
@@ -111,12 +112,12 @@ class FleetTargets:
         except Exception:  # one node's failure must not stop the others' refresh
             log.exception("rendering %s failed", host)
             return
-        if body is not None:
-            self._rendered[host] = body
+        if body is not None:  # kept gzipped: ~10x smaller (10,000 nodes: ~60 MB, not ~600 MB), sent as is
+            self._rendered[host] = gzip.compress(body, compresslevel=1, mtime=0)
 
     def exposition(self, host: str) -> bytes | None:
-        """What a scrape of ``host`` gets: its last rendering (rendered now only before its first one);
-        ``None`` for a hostname the region does not have."""
+        """What a scrape of ``host`` gets, gzipped: its last rendering (rendered now only before its first
+        one); ``None`` for a hostname the region does not have."""
         body = self._rendered.get(host)
         if body is None and host in self.region.nodes:
             self._refresh(host)
@@ -156,13 +157,17 @@ class _Handler(BaseHTTPRequestHandler):
     def do_GET(self) -> None:  # http.server naming
         path = self.path.split("?", 1)[0]
         body: bytes | None
-        status, ctype = 200, "text/plain"
+        status, ctype, encoding = 200, "text/plain", ""
         if path == "/sd":
             body, ctype = self.targets.sd_document(self.address), "application/json"
         elif path.startswith(PREFIX) and path.endswith(SUFFIX):
             body, ctype = self.targets.exposition(path[len(PREFIX) : -len(SUFFIX)]), CONTENT_TYPE
             if body is None:
                 body, status, ctype = b"no such node; see /sd\n", 404, "text/plain"
+            elif "gzip" in self.headers.get("Accept-Encoding", ""):
+                encoding = "gzip"  # Prometheus asks for it
+            else:
+                body = gzip.decompress(body)
         elif path in ("/", "/healthz"):
             body = b"velyrix sim exporter: per-node targets at /sd\n"
         else:
@@ -170,6 +175,8 @@ class _Handler(BaseHTTPRequestHandler):
         try:
             self.send_response(status)
             self.send_header("Content-Type", ctype)
+            if encoding:
+                self.send_header("Content-Encoding", encoding)
             self.send_header("Content-Length", str(len(body)))
             self.end_headers()
             self.wfile.write(body)
@@ -178,6 +185,12 @@ class _Handler(BaseHTTPRequestHandler):
 
     def log_message(self, format: str, *args: object) -> None:  # keep scrapes out of the log
         log.debug(format, *args)
+
+
+class _Server(ThreadingHTTPServer):
+    def handle_error(self, request: object, client_address: object) -> None:  # socketserver naming
+        # a scraper that gave up mid-request (its scrape_timeout) is not worth a traceback on stderr
+        log.debug("request from %s failed", client_address, exc_info=True)
 
 
 class FleetServer:
@@ -193,7 +206,7 @@ class FleetServer:
     ):
         """``hint``: what the error says to do when ``port`` is taken."""
         try:
-            self.httpd = ThreadingHTTPServer((host, port), _Handler)
+            self.httpd = _Server((host, port), _Handler)
         except OSError as exc:
             raise errors.InvalidInputError(f"cannot listen on {host}:{port}: {exc.strerror}", hint=hint) from exc
         self.httpd.daemon_threads = True
