@@ -56,6 +56,10 @@ def server(
     from velyrix.controlplane import status
 
     if fleet_driver:
+        if workers > 1:
+            from velyrix import errors
+
+            raise errors.InvalidInputError("--fleet-driver runs one worker per replica", hint="run more replicas")
         return _replica(host, port, tls_options, fleet_driver, fleet_token_file, region, lease_s, lease_shards)
     common.console(stderr=True).print(
         f"velyrix server: API on http://{host}:{port}; [yellow]{status.NO_RECONCILER}[/]", highlight=False
