@@ -3,9 +3,12 @@ each node's own small exposition."""
 
 from __future__ import annotations
 
+import time
+
 import httpx
 import pytest
 
+from velyrix.agent.collectors.sim import region_lock
 from velyrix.agent.fleet_targets import FleetServer, FleetTargets
 from velyrix.fleet.drivers.sim import SimClock, SimRegion
 from velyrix.testing.prometheus import PrometheusServer, prometheus_binary
@@ -46,3 +49,25 @@ def test_prometheus_discovers_and_scrapes_every_node(fleet) -> None:
         assert sorted(r["metric"]["Hostname"] for r in up) == sorted(region.nodes)
         per_node = prom.query_by("count by (Hostname) (DCGM_FI_DEV_GPU_UTIL)", "Hostname")
         assert per_node == dict.fromkeys(region.nodes, 8.0)
+
+
+def test_a_scrape_answers_while_the_region_is_locked_and_later_shows_new_readings(fleet) -> None:
+    """Scrapes serve each node's last rendering: one arriving during a long advance of the region (its locks
+    held) still answers at once, and the worker's next round brings the node's new state."""
+    region, server = fleet
+    assert server.targets.warm.wait(30)
+    host = next(iter(region.nodes))
+    url = f"http://127.0.0.1:{server.port}/nodes/{host}/metrics"
+    with region_lock(region), region.lock:  # what advancing 10,000 nodes holds for seconds
+        locked = httpx.get(url, timeout=5)
+    assert locked.status_code == 200 and f'Hostname="{host}"' in locked.text
+    region.nodes[host].load_pct = 100.0
+
+    def util() -> set[str]:
+        lines = httpx.get(url).text.splitlines()
+        return {line.rsplit(" ", 1)[1] for line in lines if line.startswith("DCGM_FI_DEV_GPU_UTIL{")}
+
+    deadline = time.monotonic() + 30
+    while util() != {"100.0"}:
+        assert time.monotonic() < deadline, util()
+        time.sleep(0.1)

@@ -43,6 +43,7 @@ COMMANDS: tuple[tuple[str, tuple[str, ...]], ...] = (
     ("apply", ("apply", "destroy", "status")),
     ("fleet", ("up", "demo", "sim", "report", "verify", "node")),
     ("sim_exporter", ("sim",)),  # after fleet: joins its `sim` group
+    ("sim_serve", ("sim",)),  # after sim_exporter: joins the `sim` group
     ("server", ("server", "db", "admin")),
     ("login", ("login",)),
     ("keys", ("keys",)),

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Any
 
 import typer
 
@@ -28,10 +29,18 @@ def server(
     tls_cert: Path = typer.Option(None, "--tls-cert", help="serve HTTPS with this PEM certificate (chain)"),
     tls_key: Path = typer.Option(None, "--tls-key", help="the certificate's PEM private key"),
     tls_min_version: str = typer.Option("1.3", "--tls-min-version", help="1.3 (default) or 1.2 to allow TLS 1.2"),
+    fleet_driver: str = typer.Option(
+        None, "--fleet-driver", help="Also reconcile, on the twin served at this URL (velyrix sim serve)."
+    ),
+    fleet_token_file: Path = typer.Option(None, "--fleet-token-file", help="The token file `sim serve` wrote."),
+    region: str = typer.Option("us-east-1", "--region", help="With --fleet-driver: the region to reconcile."),
+    lease_s: float = typer.Option(15.0, "--lease-s", help="With --fleet-driver on PostgreSQL: lease period (s)."),
+    lease_shards: int = typer.Option(32, "--lease-shards", help="Shards of the region's clusters leased out."),
 ) -> None:
     """Run the control-plane API (migrates the database first). OpenAPI at /openapi.json, docs at /docs.
 
-    With --tls-cert/--tls-key it serves HTTPS, TLS 1.3 only unless --tls-min-version 1.2, with HSTS."""
+    With --tls-cert/--tls-key it serves HTTPS, TLS 1.3 only unless --tls-min-version 1.2, with HSTS.
+    With --fleet-driver it also reconciles, as one replica of several on one PostgreSQL (docs/production.md)."""
     import logging
 
     import uvicorn
@@ -46,6 +55,12 @@ def server(
     from velyrix.cli import common
     from velyrix.controlplane import status
 
+    if fleet_driver:
+        if workers > 1:
+            from velyrix import errors
+
+            raise errors.InvalidInputError("--fleet-driver runs one worker per replica", hint="run more replicas")
+        return _replica(host, port, tls_options, fleet_driver, fleet_token_file, region, lease_s, lease_shards)
     common.console(stderr=True).print(
         f"velyrix server: API on http://{host}:{port}; [yellow]{status.NO_RECONCILER}[/]", highlight=False
     )
@@ -74,6 +89,38 @@ def server(
             http="httptools",
             **tls_options,
         )
+
+
+def _replica(
+    host: str,
+    port: int,
+    tls_options: dict[str, Any],
+    url: str,
+    token_file: Path | None,
+    region: str,
+    lease_s: float,
+    shards: int,
+) -> None:
+    """The API and a reconciler on the twin at ``url`` (``velyrix.cli.fleet_replica``), one process."""
+    import uvicorn
+
+    from velyrix import errors, settings
+    from velyrix.cli import common, fleet_replica
+    from velyrix.ops.service import create_app
+
+    if token_file is None:
+        raise errors.InvalidInputError("--fleet-driver needs --fleet-token-file", hint="the file sim serve wrote")
+    app = create_app(noc_sweep_s=settings.load().noc.sweep_s)
+    runtime, held = fleet_replica.start(app, url, token_file, region, lease_s=lease_s, shards=shards)
+    common.console(stderr=True).print(
+        f"velyrix server: API on http://{host}:{port}; reconciling {region} on the twin at {url}"
+        + (f" as replica {held.replica} ({shards} shards, {lease_s:g} s leases)" if held else " (SQLite: alone)"),
+        highlight=False,
+    )
+    try:
+        uvicorn.run(app, host=host, port=port, log_level="warning", loop="uvloop", http="httptools", **tls_options)
+    finally:
+        fleet_replica.stop(runtime, held)
 
 
 @db_app.command("upgrade")

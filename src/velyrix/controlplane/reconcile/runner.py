@@ -21,7 +21,7 @@ from sqlalchemy import orm
 from velyrix import errors
 from velyrix.controlplane.db import models
 from velyrix.controlplane.reconcile import cluster as cluster_mod
-from velyrix.controlplane.reconcile import enrollment, locks, node_entry, phases
+from velyrix.controlplane.reconcile import enrollment, leases, locks, node_entry, phases
 from velyrix.fleet.drivers import base
 
 log = logging.getLogger("velyrix.reconcile")
@@ -47,6 +47,9 @@ class Reconciler:
         self.before_commit: Callable[[], None] | None = None
         """Called after the driver acted and before the transaction commits (the twin saves its state here,
         so the hardware is never behind the database after a crash)."""
+        self.leases: leases.Leases | None = None
+        """Set on PostgreSQL replicas (``velyrix server --fleet-driver``): ``run_once`` reconciles only the
+        clusters of the shards this replica holds, and every commit is fenced by the lease's epoch."""
 
     def intake(self) -> int:
         """One fleet intake pass (enrolled -> inspected -> burned in); returns requests still pending."""
@@ -62,6 +65,8 @@ class Reconciler:
     def run_once(self) -> float:
         """Reconcile every cluster that is due; returns how long the loop may sleep (wall s)."""
         now = time.monotonic()
+        if self.leases is not None:
+            self.leases.refresh()  # the heartbeat too: a replica with no cluster yet still counts
         with self.sessionmaker() as s:
             ids = list(
                 s.scalars(
@@ -72,6 +77,10 @@ class Reconciler:
             )
         sleep = self.settings.idle_s
         for cid in ids:
+            if self.leases is not None:
+                self.leases.refresh()  # at most every lease_s / 4
+                if not self.leases.owns(cid):
+                    continue
             due = self._not_before.get(cid, 0.0)
             if due > now:
                 sleep = min(sleep, due - now)
@@ -95,10 +104,15 @@ class Reconciler:
                     return None
                 self._check_timeout(s, cluster)
                 again = cluster_mod.reconcile(s, cluster, self.driver, self.settings)
+                if self.leases is not None:
+                    self.leases.fence(s, cluster_id)  # LeaseLost: roll back, the new holder does it
                 if self.before_commit is not None:
                     self.before_commit()
                 s.commit()
                 return again
+        except leases.LeaseLost as exc:
+            log.info("cluster %s: not committed, %s", cluster_id, exc)
+            return self.settings.poll_s
         except TEMPORARY as exc:
             self.errors += 1
             log.info("cluster %s: temporary error, retrying: %s", cluster_id, exc.__class__.__name__)

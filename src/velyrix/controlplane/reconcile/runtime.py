@@ -97,6 +97,8 @@ class FleetRuntime:
         """Enroll the driver's nodes that the database does not know and run their intake to the end
         (the twin's clock is moved forward so that intake never waits on wall time). Returns nodes enrolled."""
         node_types = {h: n.node_type for h, n in self.sim.nodes.items()} if self.sim else {}
+        if self.sim is None and hasattr(self.driver, "node_types"):  # a twin served by another process
+            node_types = self.driver.node_types()
         with self.sessionmaker() as s:
             count = enrollment.enroll(s, self.driver, self.region, node_types)
             s.commit()

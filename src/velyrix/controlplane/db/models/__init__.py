@@ -65,3 +65,4 @@ __all__ = [
     "new_id",
     "utcnow",
 ]
+from velyrix.controlplane.db.models import leases  # noqa: E402,F401  (reconcile leases between replicas, 0016)
