@@ -227,7 +227,7 @@ def from_dict(raw: dict[str, Any]) -> RolloutSpec:
     w = raw["window"]
     window = WindowSpec(tuple(w["days"]), w["start"], int(w["hours"]), str(w.get("timezone", "UTC")))
     names = {f for f in RolloutSpec.__dataclass_fields__ if f != "window"}
-    kwargs = {k: (tuple(v) if isinstance(v, list) else v) for k, v in raw.items() if k in names}
+    kwargs: dict[str, Any] = {k: (tuple(v) if isinstance(v, list) else v) for k, v in raw.items() if k in names}
     return RolloutSpec(window=window, **kwargs)
 
 

@@ -63,3 +63,4 @@ __all__ = [
     "new_id",
     "utcnow",
 ]
+from velyrix.controlplane.db.models.rollouts import Rollout, RolloutStep  # noqa: F401
