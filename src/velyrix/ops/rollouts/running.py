@@ -30,9 +30,11 @@ def drive(
     *,
     sender: notices.Sender | None = None,
     max_ticks: int = 100_000,
+    poll_s: float = POLL_S,
 ) -> str:
     """Tick the rollout until it rests (finished, halted or paused), advancing the clock (``advance(s)``,
-    simulated seconds) to what it waits for. Returns the final state."""
+    simulated seconds) to what it waits for, or by ``poll_s`` while a driver request runs. Returns the
+    final state."""
     with sessionmaker() as session:
         controller = engine.Controller(session, rollout_id, world, sender)
         for _ in range(max_ticks):
@@ -42,7 +44,7 @@ def drive(
             if out.waiting_until is not None:
                 advance(max(1.0, (out.waiting_until - clock.now()).total_seconds()))
             else:
-                advance(POLL_S)
+                advance(poll_s)
         return controller.rollout.state
 
 

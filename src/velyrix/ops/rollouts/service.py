@@ -157,6 +157,11 @@ def status(session: orm.Session, row: models_rollouts.Rollout) -> dict[str, Any]
             }
         )
     counts = Counter(f"{s.action}:{s.status}" for s in steps)
+    failed = next((s for s in steps if s.action == "gate" and s.status == "done" and not s.detail.get("holds")), None)
+    halted_at = None
+    if failed is not None:
+        i = int(failed.key.split("/")[0][1:])
+        halted_at = {"wave": i, "stage": row.plan["waves"][i]["stage"], "gate": failed.detail}
     rolled_back = sorted(s.node for s in steps if s.key.startswith("rb/return/") and s.status == "done" and s.node)
     return {
         "id": row.id,
@@ -171,6 +176,7 @@ def status(session: orm.Session, row: models_rollouts.Rollout) -> dict[str, Any]
         "waves": waves,
         "steps": dict(sorted(counts.items())),
         "rolled_back_nodes": rolled_back,
+        "halted_at": halted_at,
         "blocks": row.plan.get("blocks", []),
     }
 
