@@ -168,6 +168,13 @@ class Driver(abc.ABC):
         """Reset GPU ``gpu`` of the node (``nvidia-smi -r``: volatile ECC counts clear, pending row remaps
         are applied); the node must run no job on it. Result: ``{"gpu": int, "responsive": bool}``."""
 
+    def upgrade(self, node: str, *, component: str, version: str, request_id: str) -> Operation:
+        """Install ``version`` of catalog component ``component`` (``catalog/data/versions.toml``) and the
+        components that follow it, rebooting when the component needs it; the caller drains first.
+        Result: ``{"component", "from", "to", "booted": bool, "xids": [[gpu, xid], ...]}`` (XIDs logged
+        since the install's boot). Drivers that cannot install components raise ``NotImplementedError``."""
+        raise NotImplementedError(f"{type(self).__name__} cannot upgrade components")
+
     @abc.abstractmethod
     def reboot(self, node: str, *, request_id: str) -> Operation:
         """Reboot the node (power cycle through its BMC); GPUs that fell off the bus come back unless their

@@ -66,3 +66,4 @@ __all__ = [
     "utcnow",
 ]
 from velyrix.controlplane.db.models import leases  # noqa: E402,F401  (reconcile leases between replicas, 0016)
+from velyrix.controlplane.db.models.rollouts import Rollout, RolloutStep  # noqa: E402,F401  (0017)

@@ -14,9 +14,10 @@ from typing import Any
 
 from velyrix import errors
 from velyrix.catalog import reader
+from velyrix.catalog import versions as catalog_versions
 from velyrix.fleet import acceptance
 from velyrix.fleet.drivers import base
-from velyrix.fleet.drivers.sim import models
+from velyrix.fleet.drivers.sim import defects, models
 from velyrix.fleet.drivers.sim.devices import SimNode
 from velyrix.fleet.drivers.sim.region import SimRegion
 from velyrix.fleet.drivers.sim.storage import SimStorage
@@ -67,6 +68,10 @@ class SimDriver(base.Driver):
         self._tampered_firmware: dict[str, set[str]] = {}
         self._secure_boot_off: set[str] = set()
         self.storage = SimStorage()
+        self.defects = defects.Defects()
+        """Bad versions this twin ships (``velyrix.fleet.drivers.sim.defects``)."""
+        self.installs: list[tuple[str, str, str]] = []
+        """(node, component, version) of every install executed, in order: tests check that none repeats."""
         """The storage tier's objects (ciphertext only; ``velyrix.fleet.drivers.sim.storage``)."""
         self.calls = 0
         self._touched: set[str] = set()
@@ -268,6 +273,15 @@ class SimDriver(base.Driver):
             return {"booted_at_s": sim.booted_at_s}
 
         return self._submit("reboot", node, request_id, self.delays.reboot_s, effect)
+
+    def upgrade(self, node: str, *, component: str, version: str, request_id: str) -> base.Operation:
+        delay_s = 60.0 * catalog_versions.component(component).install_minutes if self.delays.reboot_s else 0.0
+
+        def effect() -> dict[str, Any]:
+            self.installs.append((node, component, version))
+            return self.defects.install(self.region.node(node), component, version, self.region.clock.now())
+
+        return self._submit("upgrade", node, request_id, delay_s, effect)
 
     def sanitize(self, node: str, *, request_id: str) -> base.Operation:
         def effect() -> dict[str, Any]:
