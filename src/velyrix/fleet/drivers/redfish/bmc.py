@@ -55,6 +55,12 @@ class BmcEndpoint:
     node_type: str = ""
 
 
+TASK_RUNNING = frozenset(
+    {"New", "Starting", "Running", "Pending", "Stopping", "Suspended", "Interrupted", "Cancelling", "Service"}
+)
+"""Redfish TaskState values of a task that has not ended (Task schema, TaskState enum)."""
+
+
 class BmcError(errors.VelyrixError):
     """A BMC call that did not do what was asked; ``retryable`` when trying again later may help."""
 
@@ -293,23 +299,29 @@ class Bmc:
     def wait_task(
         self, monitor: Any, doing: str, timeout_s: float, poll_s: float, sleep: Callable[[float], None]
     ) -> None:
-        """Poll ``monitor`` until its task finishes; ``BmcTaskError`` when it fails or is still running after
-        ``timeout_s`` (s)."""
+        """Poll ``monitor`` until its task finishes; ``BmcTaskError`` when it ends other than Completed or is
+        still running after ``timeout_s`` (s). The Task resource's own TaskState decides where the BMC names
+        one (a monitor answering 200 before the task ends is not taken for its end)."""
         deadline = time.monotonic() + timeout_s
+        task_uri = getattr(monitor.task, "path", None)
         while True:
             with translated(self.ep, doing):
                 processing = monitor.check_is_processing
-                task = monitor.task
-            state = str(getattr(task.task_state, "value", task.task_state)) if task is not None else None
+                if monitor.task is not None:
+                    task_uri = monitor.task.path
+            state = self.get_json(task_uri, doing).get("TaskState") if task_uri else None
+            if state is not None:
+                processing = state in TASK_RUNNING
             if not processing:
                 if state in (None, "Completed"):
                     return
-                raise BmcTaskError(doing=doing, address=self.ep.address, reason=f"the task ended {state}")
+                raise BmcTaskError(doing=doing, address=self.ep.address, reason=f"the task {task_uri} ended {state}")
             if time.monotonic() >= deadline:
                 raise BmcTaskError(
                     doing=doing,
                     address=self.ep.address,
-                    reason=f"the task {monitor.task_monitor_uri} is still {state or 'running'} after {timeout_s:g} s",
+                    reason=f"the task {task_uri or monitor.task_monitor_uri} is still {state or 'running'} "
+                    f"after {timeout_s:g} s; the node's boot settings were not touched",
                 )
             sleep(poll_s)
 

@@ -84,6 +84,11 @@ class SimDriver(base.Driver):
         self.region.node(node)
         self._secure_boot_off.add(node)
 
+    @property
+    def secure_boot_off(self) -> set[str]:
+        """The nodes booting with Secure Boot off (shared with the twin's Redfish SecureBoot resources)."""
+        return self._secure_boot_off
+
     @staticmethod
     def firmware_image(component: str, version: str) -> bytes:
         """The twin's firmware image of ``component`` at ``version`` (what a vendor would ship)."""
