@@ -11,6 +11,7 @@ for every request, as it does for real servers.
 from __future__ import annotations
 
 import secrets
+import time
 from dataclasses import dataclass
 
 from velyrix.controlplane import bmc_credentials
@@ -80,3 +81,14 @@ def serve(
     runtime.driver = driver
     runtime.reconciler.driver = driver
     return RedfishTwin(bmcs, service, driver)
+
+
+def settle_intake(runtime: FleetRuntime, timeout_s: float = 120.0) -> bool:
+    """Run intake until no node waits on the driver (the Redfish driver's requests finish on its own
+    threads, in wall time); False when some still wait after ``timeout_s``."""
+    deadline = time.monotonic() + timeout_s
+    while time.monotonic() < deadline:
+        if runtime.reconciler.intake() == 0:
+            return True
+        time.sleep(0.02)
+    return False
