@@ -86,6 +86,11 @@ class RedfishDriver(base.Driver):
         self.calls = 0
         """Requests actually executed (not deduplicated)."""
 
+    @property
+    def network(self) -> Any:
+        """The network driver of the fabric (the in-band driver's; None without one)."""
+        return getattr(self.in_band, "network", None)
+
     def close(self) -> None:
         """Stop the worker threads (waits for running requests)."""
         self._pool.shutdown(wait=True)

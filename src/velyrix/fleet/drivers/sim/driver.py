@@ -18,6 +18,7 @@ from velyrix.fleet import acceptance
 from velyrix.fleet.drivers import base
 from velyrix.fleet.drivers.sim import models
 from velyrix.fleet.drivers.sim.devices import SimNode
+from velyrix.fleet.drivers.sim.network import SimNetwork
 from velyrix.fleet.drivers.sim.region import SimRegion
 from velyrix.fleet.drivers.sim.storage import SimStorage
 
@@ -63,6 +64,8 @@ class SimDriver(base.Driver):
         self._tampered_firmware: dict[str, set[str]] = {}
         self._secure_boot_off: set[str] = set()
         self.storage = SimStorage()
+        self.network = SimNetwork(region.clock.now)
+        """The twin's fabric: the clusters' partitions, VLANs and VRFs as applied (``sim.network``)."""
         """The storage tier's objects (ciphertext only; ``velyrix.fleet.drivers.sim.storage``)."""
         self.calls = 0
         """Requests actually executed (not deduplicated) — tests check idempotence with it."""
