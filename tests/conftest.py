@@ -45,6 +45,7 @@ SLOW = (
     "tests/reconcile/test_state_apply.py",  # whole plan/apply/destroy runs against a served control plane
     "tests/reconcile/test_fleet_api_cli.py",  # the CLI end to end against a served twin
     "tests/noc/test_twin_month.py",  # a month on the twin's clock
+    "tests/fleet/redfish/test_up_redfish.py",  # `velyrix up --redfish-port` in a process, DMTF's validator
 )
 """Tests marked ``slow`` (``make unit`` skips them; ``make test`` runs everything). Listed here, in one place."""
 

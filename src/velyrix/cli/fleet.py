@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Any
 
 import typer
 
@@ -89,6 +90,18 @@ def up(
         help="Serve the twin nodes' metrics on this port, one Prometheus target per node listed at /sd "
         "(http_sd_configs), on the wall clock (0: no exporter).",
     ),
+    redfish_port: int = typer.Option(
+        0,
+        "--redfish-port",
+        help="Serve the twin's BMCs over Redfish (/redfish/v1) on this port and provision the twin through "
+        "them with the Redfish driver (0: the twin's own driver).",
+    ),
+    redfish_password_file: Path = typer.Option(
+        None,
+        "--redfish-password-file",
+        help="With --redfish-port: the BMCs' password (user 'velyrix'), read from this file; "
+        "default: a new one in $VELYRIX_HOME/twin-redfish.password (mode 0600).",
+    ),
 ) -> None:
     """Run the control plane with a digital-twin region as its fleet (API, reconcilers, twin, a node agent
     per twin node that reports to the API, and the NOC's escalation sweeps on the twin's clock; long-running)."""
@@ -129,6 +142,7 @@ def up(
     exporter = None
     if exporter_port > 0 and runtime.sim is not None:  # before the threads start: a port in use stops here
         exporter = twin_agents.serve_exporter(runtime.sim, host, exporter_port)
+    redfish = _serve_redfish(runtime, host, redfish_port, redfish_password_file, home) if redfish_port else None
     runtime.start()
     agents = None
     if agent_interval_s > 0 and runtime.sim is not None:
@@ -147,6 +161,7 @@ def up(
         f"nodes, API on {'https' if tls_options else 'http'}://{host}:{port}"
         + (f", one agent per node every {agent_interval_s:g} s" if agents else ", no node agents")
         + (f", node metrics listed at {exporter.sd_url}" if exporter else "")
+        + (f", BMCs on {redfish.service.url}/redfish/v1 (provisioning through Redfish)" if redfish else "")
     )
     try:
         uvicorn.run(app, host=host, port=port, log_level="warning", loop="uvloop", http="httptools", **tls_options)
@@ -156,6 +171,28 @@ def up(
         if exporter is not None:
             exporter.close()
         runtime.stop()
+        if redfish is not None:
+            redfish.close()
+
+
+def _serve_redfish(runtime: Any, host: str, port: int, password_file: Path | None, home: Path) -> Any:
+    """``--redfish-port``: the twin's Redfish service, its password from ``password_file`` or a new private one."""
+    import secrets
+
+    from velyrix import errors, private_files
+    from velyrix.ops import redfish_twin
+
+    if password_file is not None:
+        try:
+            password = password_file.read_text().strip()
+        except OSError as exc:
+            raise errors.InvalidInputError(f"--redfish-password-file {password_file}: {exc.strerror}") from exc
+        if not password:
+            raise errors.InvalidInputError(f"--redfish-password-file {password_file} is empty")
+    else:
+        password = secrets.token_urlsafe(24)
+        private_files.write_private(home / "twin-redfish.password", password.encode())
+    return redfish_twin.serve(runtime, host=host, port=port, password=password)
 
 
 def _check_forward(step_s: float | None, until_days: float | None, agent_interval_s: float) -> None:

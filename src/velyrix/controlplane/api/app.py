@@ -25,6 +25,7 @@ from velyrix.controlplane.api.routes import (
     clusters,
     customer_keys,
     evidence,
+    fabric_config,
     health,
     identity_policy,
     identity_providers,
@@ -62,6 +63,7 @@ ROUTERS = (
     identity_policy.router,
     customer_keys.router,
     volume_data.router,
+    fabric_config.router,
 )
 BROWSER_ROUTERS = (web.router, saml_web.router, mfa_web.router, scim.router)
 """Sign-in pages and SCIM (``velyrix.controlplane.identity``): outside the /v1 OpenAPI document."""

@@ -15,7 +15,7 @@ import sqlalchemy as sa
 from sqlalchemy import orm
 
 from velyrix import errors
-from velyrix.controlplane import status
+from velyrix.controlplane import fabric_artifacts, status
 from velyrix.controlplane.db import models
 from velyrix.controlplane.evidence import firmware
 from velyrix.controlplane.reconcile import (
@@ -151,6 +151,7 @@ def _networking(st: Step) -> None:
         lambda n: st.driver.attach_networks(n, net, request_id=st.rid("networks", n)),
     )
     if done:
+        fabric_artifacts.deliver(st.session, st.cluster, st.driver)  # partitions, VLANs, VRFs onto the gear
         status.set_condition(
             st.cluster,
             "Networked",

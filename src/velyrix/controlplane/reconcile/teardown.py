@@ -7,6 +7,7 @@ from __future__ import annotations
 import dataclasses
 from typing import TYPE_CHECKING
 
+from velyrix.controlplane import fabric_artifacts
 from velyrix.controlplane.db import models
 from velyrix.controlplane.evidence import sanitization
 from velyrix.controlplane.reconcile import networks, phases, volumes
@@ -118,6 +119,7 @@ def destroy(st: Step) -> None:
     if st.entries:
         st.wait()
         return
+    fabric_artifacts.withdraw(st.cluster, st.driver)
     networks.release(st.session, st.cluster)
     if st.work.delete_volumes:
         try:

@@ -22,6 +22,7 @@ import sqlalchemy as sa
 from velyrix.controlplane.db.models import cloud, evidence, identity, noc  # noqa: F401  (their tables join Base.metadata)
 from velyrix.controlplane.db.models.base import Base, UTCDateTime, assign_id, new_id, utcnow
 from velyrix.controlplane.db.models.credentials import CredentialGeneration  # noqa: F401  (0022)
+from velyrix.controlplane.db.models.bmc import BmcCredential  # noqa: F401  (BMC endpoints, sealed: migration 0019)
 from velyrix.controlplane.db.models.health import Incident, NodeCredential, NodeReport, RmaRecord
 from velyrix.controlplane.db.models.keys import CustomerKey, CustomerKeyGrant, VolumeDataKey  # noqa: F401
 from velyrix.controlplane.db.models.mfa import MfaChallenge

@@ -19,6 +19,7 @@ from velyrix.fleet import acceptance
 from velyrix.fleet.drivers import base
 from velyrix.fleet.drivers.sim import defects, models
 from velyrix.fleet.drivers.sim.devices import SimNode
+from velyrix.fleet.drivers.sim.network import SimNetwork
 from velyrix.fleet.drivers.sim.region import SimRegion
 from velyrix.fleet.drivers.sim.storage import SimStorage
 
@@ -68,14 +69,16 @@ class SimDriver(base.Driver):
         self._tampered_firmware: dict[str, set[str]] = {}
         self._secure_boot_off: set[str] = set()
         self.storage = SimStorage()
+        """The storage tier's objects (ciphertext only; ``velyrix.fleet.drivers.sim.storage``)."""
         self.defects = defects.Defects()
         """Bad versions this twin ships (``velyrix.fleet.drivers.sim.defects``)."""
         self.installs: list[tuple[str, str, str]] = []
         """(node, component, version) of every install executed, in order: tests check that none repeats."""
-        """The storage tier's objects (ciphertext only; ``velyrix.fleet.drivers.sim.storage``)."""
+        self.network = SimNetwork(region.clock.now)
+        """The twin's fabric: the clusters' partitions, VLANs and VRFs as applied (``sim.network``)."""
         self.calls = 0
-        self._touched: set[str] = set()
         """Requests actually executed (not deduplicated) — tests check idempotence with it."""
+        self._touched: set[str] = set()
 
     # --- test hooks -----------------------------------------------------------------------------
 
@@ -93,6 +96,11 @@ class SimDriver(base.Driver):
         """Make ``node`` boot with UEFI Secure Boot off (as its Redfish SecureBoot resource would say)."""
         self.region.node(node)
         self._secure_boot_off.add(node)
+
+    @property
+    def secure_boot_off(self) -> set[str]:
+        """The nodes booting with Secure Boot off (shared with the twin's Redfish SecureBoot resources)."""
+        return self._secure_boot_off
 
     @staticmethod
     def firmware_image(component: str, version: str) -> bytes:
