@@ -194,6 +194,11 @@ def render_goodput(con: Any, gp: dict[str, Any]) -> None:
         f"(95% CI {lo:.2%}-{hi:.2%}, {gp['simulation']['replicas']:,} runs of "
         f"{gp['simulation']['horizon_s'] / 86400:g} days)",
     )
+    if "ettr_run_interval" in gp:
+        run_lo, run_hi = gp["ettr_run_interval"]
+        t.add_row(
+            "One run", f"99% of single {gp['simulation']['horizon_s'] / 86400:g}-day runs: {run_lo:.2%}-{run_hi:.2%}"
+        )
     t.add_row(
         "Lost",
         f"{gp['lost_gpu_hours_per_week']:,.0f} GPU-hours/week = {_usd(gp['lost_usd_per_week'])}/week "

@@ -18,6 +18,10 @@ from velyrix import catalog, errors, units
 Z_95 = 1.959963984540054
 """Two-sided 95% normal quantile for the simulated confidence interval."""
 
+RUN_INTERVAL_PCT = (0.5, 99.5)
+"""Percentiles of single simulated runs that bound the per-run interval: 99% of runs of the horizon land
+inside it (the confidence interval above is that of the mean over all replicas, far narrower)."""
+
 
 def _positive(name: str, value: float, *, allow_zero: bool = False, hint: str | None = None) -> float:
     ok = value is not None and math.isfinite(value) and (value >= 0 if allow_zero else value > 0)
@@ -93,6 +97,8 @@ class Simulation:
     ettr_ci: tuple[float, float]
     ettr_std: float
     failures_mean: float
+    ettr_run_interval: tuple[float, float] = (0.0, 1.0)
+    """Where a single run of ``horizon_s`` lands: the ``RUN_INTERVAL_PCT`` percentiles of the replicas."""
 
 
 def simulate_ettr(
@@ -152,6 +158,7 @@ def simulate_ettr(
     mean = float(ettr.mean())
     std = float(ettr.std(ddof=1))
     half = Z_95 * std / math.sqrt(replicas)
+    lo_run, hi_run = (float(x) for x in np.percentile(ettr, RUN_INTERVAL_PCT))
     return Simulation(
         replicas=replicas,
         horizon_s=horizon_s,
@@ -160,6 +167,7 @@ def simulate_ettr(
         ettr_ci=(mean - half, mean + half),
         ettr_std=std,
         failures_mean=float(failures.mean()),
+        ettr_run_interval=(lo_run, hi_run),
     )
 
 
@@ -208,6 +216,8 @@ class GoodputPlan:
         out = asdict(self)
         out["ettr_simulated_ci"] = list(self.ettr_simulated_ci)
         out["simulation"]["ettr_ci"] = list(self.simulation.ettr_ci)
+        out["simulation"]["ettr_run_interval"] = list(self.simulation.ettr_run_interval)
+        out["ettr_run_interval"] = list(self.simulation.ettr_run_interval)
         out["mtti_s"] = self.mttf_h * units.SECONDS_PER_HOUR
         return out
 
