@@ -38,7 +38,7 @@ def measured_table(body: dict[str, Any]) -> Table:
     plan_ettr = "-"
     if c:
         lo, hi = c["planned_run_interval"]
-        plan_ettr = f"{_pct(c['planned_ettr'])} (99% of runs {_pct(lo)}-{_pct(hi)})"
+        plan_ettr = f"{_pct(c['planned_ettr'])} (99% of runs {_pct(lo)}-{_pct(hi)}; {c['planned_model']})"
     t.add_row("ETTR", _pct(m["ettr"]), plan_ettr)
     t.add_row(
         "checkpoint stall",

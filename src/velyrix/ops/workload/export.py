@@ -88,7 +88,7 @@ def write_chart(result: dict[str, Any], path: Path) -> Path:
     if "comparison" in result:
         from velyrix.ops.workload.measure import planned_shares
 
-        plan = planned_shares(result["plan"]["goodput"])
+        plan = planned_shares(result["plan"]["goodput"], result["config"]["policy"])
         bars.bar(
             [p + 0.2 for p in pos],
             [100 * plan[k] for k in ("checkpoint_stall", "restart", "lost_work")],

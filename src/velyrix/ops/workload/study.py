@@ -58,7 +58,7 @@ def simulate(
             "meets_target": plan["storage_plan"].get("meets_target"),
             "target": plan["storage_plan"].get("target"),
         }
-        out["comparison"] = measure.compare(fig, plan["goodput"])
+        out["comparison"] = measure.compare(fig, plan["goodput"], config.policy)
     return out
 
 
