@@ -59,6 +59,7 @@ COMMANDS: tuple[tuple[str, tuple[str, ...]], ...] = (
     ("proactive", ("report",)),  # after fleet: joins its `report` group
     ("volumes", ("volume",)),
     ("network_config", ("network",)),
+    ("sim_workload", ("sim", "report")),  # after fleet and sim_exporter: joins their `sim` and `report` groups
 )
 
 

@@ -194,6 +194,19 @@ def render_goodput(con: Any, gp: dict[str, Any]) -> None:
         f"(95% CI {lo:.2%}-{hi:.2%}, {gp['simulation']['replicas']:,} runs of "
         f"{gp['simulation']['horizon_s'] / 86400:g} days)",
     )
+    if "ettr_run_interval" in gp:
+        run_lo, run_hi = gp["ettr_run_interval"]
+        t.add_row(
+            "One run", f"99% of single {gp['simulation']['horizon_s'] / 86400:g}-day runs: {run_lo:.2%}-{run_hi:.2%}"
+        )
+    pro = gp.get("proactive") or {}
+    if pro:
+        plo, phi = pro["ettr_run_interval"]
+        t.add_row(
+            "Proactive health",
+            f"{pro['ettr']:.2%} first order, simulated {pro['ettr_simulated']:.2%} (one run {plo:.2%}-{phi:.2%}): "
+            f"{pro['caught_share']:.0%} of interruptions caught on precursors and drained at a checkpoint",
+        )
     t.add_row(
         "Lost",
         f"{gp['lost_gpu_hours_per_week']:,.0f} GPU-hours/week = {_usd(gp['lost_usd_per_week'])}/week "

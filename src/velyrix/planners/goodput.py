@@ -18,6 +18,10 @@ from velyrix import catalog, errors, units
 Z_95 = 1.959963984540054
 """Two-sided 95% normal quantile for the simulated confidence interval."""
 
+RUN_INTERVAL_PCT = (0.5, 99.5)
+"""Percentiles of single simulated runs that bound the per-run interval: 99% of runs of the horizon land
+inside it (the confidence interval above is that of the mean over all replicas, far narrower)."""
+
 
 def _positive(name: str, value: float, *, allow_zero: bool = False, hint: str | None = None) -> float:
     ok = value is not None and math.isfinite(value) and (value >= 0 if allow_zero else value > 0)
@@ -82,6 +86,24 @@ def ettr_first_order_checked(interval_s: float, save_s: float, restart_s: float,
     return min(1.0, max(0.0, value))
 
 
+def proactive_share() -> float:
+    """Share of a job's interruptions that proactive health turns into planned drains at a checkpoint: the
+    catalog's precursor causes (failure_rates.toml) times the catch share of checkpointing.toml."""
+    rates = catalog.failure_rates()
+    precursor = sum(c.share for c in rates.causes if c.precursor) / (sum(c.share for c in rates.causes) or 1.0)
+    return precursor * float(catalog.load_toml("checkpointing.toml")["proactive"]["catch_share"])
+
+
+def ettr_first_order_proactive(
+    interval_s: float, save_s: float, restart_s: float, mtti_s: float, caught: float, detect_s: float
+) -> float:
+    """First-order ETTR when a share ``caught`` of the interruptions is drained at a checkpoint before it
+    fails: those lose no work and skip detection. ``1 - d/(T+d) - (R - caught*detect)/M - (1-caught)(T/2)/M``."""
+    value = 1.0 - save_s / (interval_s + save_s) - (restart_s - caught * detect_s) / mtti_s
+    value -= (1.0 - caught) * interval_s / 2.0 / mtti_s
+    return min(1.0, max(0.0, value))
+
+
 @dataclass(frozen=True)
 class Simulation:
     """Result of the Monte Carlo run: mean ETTR, its 95% interval, failures per replica."""
@@ -93,6 +115,8 @@ class Simulation:
     ettr_ci: tuple[float, float]
     ettr_std: float
     failures_mean: float
+    ettr_run_interval: tuple[float, float] = (0.0, 1.0)
+    """Where a single run of ``horizon_s`` lands: the ``RUN_INTERVAL_PCT`` percentiles of the replicas."""
 
 
 def simulate_ettr(
@@ -104,10 +128,14 @@ def simulate_ettr(
     horizon_s: float,
     replicas: int = 2000,
     seed: int = 0,
+    planned_share: float = 0.0,
+    planned_restart_s: float | None = None,
 ) -> Simulation:
     """Simulate ``replicas`` runs of ``horizon_s`` wall seconds with Poisson interruptions (mean gap
     ``mtti_s``); each run cycles T compute + delta save, and after each interruption pays R and
     resumes from the last completed save. A failure during a restart starts the restart again.
+    With ``planned_share`` > 0 that share of the interruptions is caught beforehand (proactive health): the
+    job stops at a checkpoint (its work is kept) and pays ``planned_restart_s`` instead of R.
 
     Vectorized over replicas and interruptions (numpy, seeded). Returns the mean ETTR (useful compute
     / wall time) with a normal 95% confidence interval.
@@ -121,6 +149,8 @@ def simulate_ettr(
     _positive("horizon", horizon_s)
     if not isinstance(replicas, int) or replicas < 2:
         raise errors.InvalidInputError(f"replicas must be a whole number >= 2, got {replicas!r}")
+    if not 0.0 <= planned_share <= 1.0:
+        raise errors.InvalidInputError(f"planned share must be within [0, 1], got {planned_share!r}")
     rng = np.random.default_rng(seed)
     cycle = interval_s + save_s
     expected = horizon_s / mtti_s
@@ -140,18 +170,23 @@ def simulate_ettr(
         # Length of each segment inside the horizon (0 for segments that start after it).
         length = np.clip(np.minimum(gaps, horizon_s - starts), 0.0, None)
         ended_by_failure = ends <= horizon_s
+        planned = rng.random(size=gaps.shape) < planned_share if planned_share > 0 else np.zeros(gaps.shape, bool)
         # Every segment but the first starts with a restart after an interruption.
         run = length
-        run[:, 1:] = np.clip(length[:, 1:] - restart_s, 0.0, None)
+        restarts = np.where(planned[:, :-1], restart_s if planned_restart_s is None else planned_restart_s, restart_s)
+        run[:, 1:] = np.clip(length[:, 1:] - restarts, 0.0, None)
         cycles = np.floor(run / cycle)
         # The segment cut by the horizon keeps its in-progress compute (the job ends there, it does
-        # not crash); segments ended by a failure keep only completed saves.
-        partial = np.where(ended_by_failure, 0.0, np.minimum(run - cycles * cycle, interval_s))
+        # not crash), and so does one stopped at a checkpoint by a planned drain; segments ended by a
+        # failure keep only completed saves.
+        keeps = ~ended_by_failure | planned
+        partial = np.where(keeps, np.minimum(run - cycles * cycle, interval_s), 0.0)
         ettr[lo : lo + n] = (cycles * interval_s + partial).sum(axis=1) / horizon_s
         failures[lo : lo + n] = ended_by_failure.sum(axis=1)
     mean = float(ettr.mean())
     std = float(ettr.std(ddof=1))
     half = Z_95 * std / math.sqrt(replicas)
+    lo_run, hi_run = (float(x) for x in np.percentile(ettr, RUN_INTERVAL_PCT))
     return Simulation(
         replicas=replicas,
         horizon_s=horizon_s,
@@ -160,6 +195,7 @@ def simulate_ettr(
         ettr_ci=(mean - half, mean + half),
         ettr_std=std,
         failures_mean=float(failures.mean()),
+        ettr_run_interval=(lo_run, hi_run),
     )
 
 
@@ -203,11 +239,17 @@ class GoodputPlan:
     gpu_hour_usd: float
     causes: list[dict[str, Any]] = field(default_factory=list)
     sensitivity: list[Sensitivity] = field(default_factory=list)
+    proactive: dict[str, Any] = field(default_factory=dict)
+    """ETTR with proactive health (``proactive_share`` of the interruptions caught and drained at a
+    checkpoint): first order, simulated, and where a single run lands. The figures above assume every
+    failure interrupts the job (reactive), and sizing uses them."""
 
     def to_dict(self) -> dict[str, Any]:
         out = asdict(self)
         out["ettr_simulated_ci"] = list(self.ettr_simulated_ci)
         out["simulation"]["ettr_ci"] = list(self.simulation.ettr_ci)
+        out["simulation"]["ettr_run_interval"] = list(self.simulation.ettr_run_interval)
+        out["ettr_run_interval"] = list(self.simulation.ettr_run_interval)
         out["mtti_s"] = self.mttf_h * units.SECONDS_PER_HOUR
         return out
 
@@ -269,6 +311,7 @@ def plan_goodput(
     )
     price = catalog.gpu_hour_price_usd(node_type)
     lost_h = gpus * 168.0 * (1.0 - ettr)
+    proactive = _proactive(interval, save_s, restart_s, mtti, horizon_days, replicas, seed)
 
     rows = sensitivity(interval, save_s, restart_s, mtti, low_percentile_derate)
     return GoodputPlan(
@@ -294,7 +337,33 @@ def plan_goodput(
         gpu_hour_usd=price,
         causes=cause_breakdown(mtti),
         sensitivity=rows,
+        proactive=proactive,
     )
+
+
+def _proactive(
+    interval: float, save_s: float, restart_s: float, mtti: float, horizon_days: float, replicas: int, seed: int
+) -> dict[str, Any]:
+    caught = proactive_share()
+    detect = min(restart_s, float(catalog.load_toml("checkpointing.toml")["restart"]["detect_s"]))
+    sim = simulate_ettr(
+        interval,
+        save_s,
+        restart_s,
+        mtti,
+        horizon_s=horizon_days * units.SECONDS_PER_DAY,
+        replicas=replicas,
+        seed=seed,
+        planned_share=caught,
+        planned_restart_s=restart_s - detect,
+    )
+    return {
+        "caught_share": caught,
+        "ettr": ettr_first_order_proactive(interval, save_s, restart_s, mtti, caught, detect),
+        "ettr_simulated": sim.ettr_mean,
+        "ettr_simulated_ci": list(sim.ettr_ci),
+        "ettr_run_interval": list(sim.ettr_run_interval),
+    }
 
 
 def sensitivity(
