@@ -83,6 +83,7 @@ ALLOWED_WORDS: dict[str, tuple[str, ...]] = {
     "checkpoint_mode": models.CHECKPOINT_MODES,
     "read_pattern": models.READ_PATTERNS,
     "scheduler": models.SCHEDULERS,
+    "operating_mode": models.OPERATING_MODES,
 }
 
 
@@ -100,6 +101,7 @@ CLUSTER = {
     "fabric": AttrSchema("string", required=True),
     "scheduler": AttrSchema("string", required=True),
     "region": AttrSchema("string"),
+    "operating_mode": AttrSchema("string"),
 }
 
 STORAGE = {

@@ -9,9 +9,10 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-MANAGED = "managed"
-SELF_OPERATED = "self_operated"
-MODES = (MANAGED, SELF_OPERATED)
+from velyrix.declarations import models
+
+MANAGED, SELF_OPERATED = models.OPERATING_MODES
+MODES = models.OPERATING_MODES
 """The values of a cluster's ``operating_mode`` (HCL and API); ``managed`` is the default."""
 
 
