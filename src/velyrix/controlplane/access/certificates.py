@@ -14,7 +14,7 @@ from sqlalchemy import orm
 
 from velyrix import errors
 from velyrix.controlplane import audit
-from velyrix.controlplane.access import modes, ssh_ca
+from velyrix.controlplane.access import approvals, modes, ssh_ca
 from velyrix.controlplane.auth.principals import Principal
 from velyrix.controlplane.db import models
 from velyrix.controlplane.db.models import access as tables
@@ -38,11 +38,12 @@ def fingerprint(public_key: str) -> str:
     return "SHA256:" + base64.b64encode(hashlib.sha256(blob).digest()).decode().rstrip("=")
 
 
-def authority(session: orm.Session, tenant_id: str) -> ssh_ca.CertificateAuthority:
-    """The tenant's CA, created (and stored) on first use."""
-    row = session.scalar(sa.select(tables.SshAuthority).where(tables.SshAuthority.tenant_id == tenant_id))
+def authority(session: orm.Session, tenant_id: str | None) -> ssh_ca.CertificateAuthority:
+    """The tenant's CA (``None``: the provider operators' CA), created (and stored) on first use."""
+    col = tables.SshAuthority.tenant_id
+    row = session.scalar(sa.select(tables.SshAuthority).where(col.is_(None) if tenant_id is None else col == tenant_id))
     if row is None:
-        made = ssh_ca.new_authority(f"velyrix-ca tenant:{tenant_id}")
+        made = ssh_ca.new_authority(f"velyrix-ca tenant:{tenant_id or 'provider'}")
         row = tables.SshAuthority(
             tenant_id=tenant_id, public_key=made.public_key, private_key_pem=made.private_key_pem.decode()
         )
@@ -104,8 +105,9 @@ def issue(
     if key is None:
         raise errors.NotFoundError(kind="SSH key", name=fingerprint_)
     mode = _cluster_mode(cluster)
-    if root and not modes.may_get_root(mode, user.role):
-        why = modes.rights(mode).why if mode == modes.MANAGED else f"role '{user.role}' may not get root"
+    if root and not (modes.may_get_root(mode, user.role) and modes.may_get_root(mode, principal.role)):
+        weaker = user.role if not modes.may_get_root(mode, user.role) else principal.role
+        why = modes.rights(mode).why if mode == modes.MANAGED else f"role '{weaker}' may not get root"
         audit.record(
             session,
             info,
@@ -141,6 +143,48 @@ def issue(
             "fingerprint": fingerprint_,
             "expires_at": expires.isoformat(),
             "operating_mode": mode,
+        },
+    )
+    return Issued(cert, serial, key_id, principals, expires)
+
+
+OPERATOR_MAX_S = 3600
+"""An operator's certificate to a tenant's node lives an hour at most."""
+
+
+def issue_operator(
+    session: orm.Session,
+    info: audit.RequestInfo,
+    principal: Principal,
+    node: models.Node,
+    public_key: str,
+    decision: approvals.Decision,
+    valid_for_s: int = 900,
+) -> Issued:
+    """Sign ``public_key`` of provider ``principal`` with the operators' CA for the ``vlx-operator``
+    login on ``node``, after ``approvals.gate`` allowed it (``decision``). One audit event
+    (``access.break_glass`` for a break-glass, naming the reason); the caller commits."""
+    if valid_for_s > OPERATOR_MAX_S:
+        raise errors.InvalidInputError(f"valid_for_s = {valid_for_s} is out of range", hint=f"at most {OPERATOR_MAX_S}")
+    key_id = f"{principal.actor} node:{node.name} via:{decision.via}"
+    principals = (ssh_ca.OPERATOR,)
+    cert, serial, expires = ssh_ca.sign_user(
+        authority(session, None), public_key, key_id=key_id, principals=principals, valid_for_s=valid_for_s
+    )
+    audit.record(
+        session,
+        info,
+        principal,
+        action="access.break_glass" if decision.via == "break_glass" else "access.operator_certificate.issue",
+        target=node.id,
+        tenant_id=decision.tenant_id,
+        detail={
+            "serial": serial,
+            "node": node.name,
+            "via": decision.via,
+            "approval_id": decision.approval_id,
+            "reason": decision.reason,
+            "expires_at": expires.isoformat(),
         },
     )
     return Issued(cert, serial, key_id, principals, expires)

@@ -20,7 +20,8 @@ class SshAuthority(Base):
     id_prefix = "sca"
 
     id: Mapped[str] = mapped_column(sa.String(32), primary_key=True)
-    tenant_id: Mapped[str] = mapped_column(sa.ForeignKey("tenants.id"), unique=True)
+    tenant_id: Mapped[str | None] = mapped_column(sa.ForeignKey("tenants.id"), unique=True)
+    """NULL: the CA of the provider's operators (``vlx-operator`` certificates)."""
     public_key: Mapped[str] = mapped_column(sa.String(400))
     private_key_pem: Mapped[str] = mapped_column(sa.Text())
     created_at: Mapped[dt.datetime] = mapped_column(default=utcnow)

@@ -23,7 +23,7 @@ def upgrade() -> None:
     op.create_table(
         "ssh_authorities",
         sa.Column("id", sa.String(length=32), nullable=False),
-        sa.Column("tenant_id", sa.String(length=32), nullable=False),
+        sa.Column("tenant_id", sa.String(length=32), nullable=True),
         sa.Column("public_key", sa.String(length=400), nullable=False),
         sa.Column("private_key_pem", sa.Text(), nullable=False),
         sa.Column("created_at", _TS, nullable=False),
