@@ -91,6 +91,8 @@ def _build(
     lifecycles: dict[str, models.Lifecycle] = {}
     sensitive_arguments: dict[str, tuple[str, ...]] = {}
     for inst in config.instances:
+        if inst.type != "velyrix_cluster":  # connectivity resources: declarations/connectivity.py
+            continue
         with _in_file(chk, inst.block.file):
             cluster = _resource(inst.block, chk, inst.scope, region, region_declared, inst.address)
         if cluster is not None:

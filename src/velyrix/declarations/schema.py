@@ -120,7 +120,8 @@ VARIABLE = {
 }
 
 TOP_BLOCKS = ("terraform", "provider", "variable", "locals", "output", "resource")
-RESOURCE_TYPES = ("velyrix_cluster",)
+RESOURCE_TYPES = ("velyrix_cluster", "velyrix_private_link", "velyrix_bgp_session", "velyrix_vpn")
+"""The connectivity types (all but the first) are read by ``declarations.connectivity``."""
 PROVIDERS = ("velyrix",)
 VARIABLE_TYPES = ("string", "number", "bool", "any")
 
