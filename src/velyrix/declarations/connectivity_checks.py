@@ -111,7 +111,7 @@ def covering_roa(net: Network, asn: int, roas: Sequence[Roa]) -> Roa | None:
 
 def overlaps(a: Network, b: Network) -> bool:
     """Whether two prefixes share an address (different families never do)."""
-    return a.version == b.version and a.overlaps(b)  # type: ignore[arg-type]
+    return a.version == b.version and a.overlaps(b)
 
 
 def peering_problem(local: str, peer: str) -> str | None:

@@ -140,4 +140,4 @@ def render(conn: specs.ConnectivityFile, cluster: str) -> str:
 
 def clusters_with_routing(conn: specs.ConnectivityFile) -> list[str]:
     """The clusters whose edge has something to configure."""
-    return sorted({x.cluster for x in (*conn.private_links, *conn.bgp_sessions)})
+    return sorted({link.cluster for link in conn.private_links} | {s.cluster for s in conn.bgp_sessions})

@@ -45,7 +45,7 @@ class JumpConfig:
     """Tenant id -> CA public key line."""
 
     def write(self, path: Path) -> None:
-        body = {"database_url": self.database_url, "targets": [asdict(t) for t in self.targets]}
+        body: dict[str, object] = {"database_url": self.database_url, "targets": [asdict(t) for t in self.targets]}
         body["authorities"] = dict(self.authorities)
         path.touch(mode=0o600)
         path.write_text(json.dumps(body, indent=1))
