@@ -65,3 +65,21 @@ def world(tmp_path: Path) -> Iterator[World]:
         s.commit()
     yield World(url, maker, a, b)
     eng.dispose()
+
+
+def wait_for_events(
+    maker: orm.sessionmaker[orm.Session], action: str, count: int = 1, timeout_s: float = 30.0
+) -> list[models.AuditEvent]:
+    """The audit events of ``action`` once there are ``count`` of them: the jump host records a session's
+    close after the client has seen the session end, so a test polls for it."""
+    import time
+
+    import sqlalchemy as sa
+
+    deadline = time.monotonic() + timeout_s
+    while True:
+        with maker() as s:
+            found = list(s.scalars(sa.select(models.AuditEvent).where(models.AuditEvent.action == action)))
+        if len(found) >= count or time.monotonic() > deadline:
+            return found
+        time.sleep(0.05)

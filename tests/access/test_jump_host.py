@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 import sqlalchemy as sa
 
-from tests.access.conftest import World
+from tests.access.conftest import World, wait_for_events
 from velyrix import errors
 from velyrix.controlplane import audit
 from velyrix.controlplane.access import certificates, jumphost, ssh_ca
@@ -141,7 +141,7 @@ def test_self_operated_owner_reaches_own_node_as_root_and_not_another_tenants(
     assert other.returncode != 0 and "reached" not in other.stdout
     assert "no node 'globex-n0' among this tenant's nodes" in other.stderr
     (opened,) = events(world, "access.session.open")
-    (closed,) = events(world, "access.session.close")
+    (closed,) = wait_for_events(world.sessionmaker, "access.session.close")
     assert opened.target == closed.target == "node:acme-n0"
     assert opened.tenant_id == world.a.tenant_id and world.a.owner_id in opened.actor
     assert closed.detail["duration_s"] > 0 and closed.detail["bytes_from_node"] > 0

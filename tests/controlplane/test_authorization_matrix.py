@@ -91,6 +91,8 @@ def body_for(route: APIRoute, world: World, principal_role: str, cluster_name: s
         return {"month": fresh_month()}
     if route.name in ACCESS_BODIES:
         return ACCESS_BODIES[route.name](world)
+    if route.name == "connectivity.set":
+        return {"hcl": CONNECTIVITY_HCL % (cluster_name or "x")}
     if route.name == "maintenance_windows.create":
         return {
             "cluster_id": world.cluster(world.a),
@@ -132,6 +134,19 @@ ACCESS_BODIES: dict[str, Any] = {
 }
 """Bodies of the access routes (ops/access_routes.py); the clusters in them are managed, so an operator's
 certificate needs no approval here (the gate: tests/access/test_provider_gate.py)."""
+
+
+CONNECTIVITY_HCL = """resource "velyrix_private_link" "aws" {
+  cluster         = "%s"
+  cloud           = "aws"
+  location        = "EqDC2"
+  port_speed_gbps = 10
+  vlan            = 100
+  asn             = 65010
+  local_address   = "169.254.10.1/30"
+  peer_address    = "169.254.10.2/30"
+}
+"""
 
 
 def path_for(route: APIRoute, world: World, owner: Any, principal_role: str) -> tuple[str, str | None, str | None]:

@@ -35,9 +35,16 @@ def load(
     return _build(roots, str(path), base_dir, variables or {}, [*auto, *(Path(f) for f in var_files)], env)
 
 
-def loads(text: str, filename: str = "<string>", variables: Mapping[str, str] | None = None) -> ConnectivityFile:
-    """Like ``load`` for the HCL ``text`` named ``filename``."""
-    return _build([files.parse_text(text, filename)], filename, ".", variables or {}, [], {})
+def loads(
+    text: str,
+    filename: str = "<string>",
+    variables: Mapping[str, str] | None = None,
+    known_clusters: Sequence[str] | None = None,
+) -> ConnectivityFile:
+    """Like ``load`` for the HCL ``text`` named ``filename``; ``known_clusters`` (the API: the cluster
+    the objects are put on) replaces the names of the text's own ``velyrix_cluster`` resources."""
+    root = files.parse_text(text, filename)
+    return _build([root], filename, ".", variables or {}, [], {}, known_clusters)
 
 
 def _build(
@@ -47,12 +54,12 @@ def _build(
     cli_vars: Mapping[str, str],
     var_files: list[Path],
     env: Mapping[str, str],
+    known_clusters: Sequence[str] | None = None,
 ) -> ConnectivityFile:
     build = connectivity_build
     chk = diagnostics.Checker(filename)
     config = configuration.build(roots, chk, base_dir=base_dir, cli_vars=cli_vars, var_files=var_files, env=env)
-    chk.diagnostics.clear()  # the cluster loader reports the configuration's own problems
-    clusters = tuple(_cluster_names(config, chk))
+    clusters = tuple(_cluster_names(config, chk) if known_clusters is None else known_clusters)
     out = build.Collected()
     for inst in config.instances:
         if inst.type in specs.TYPES:

@@ -72,10 +72,23 @@ class OperatorCertificateRequest(BaseModel):
     cluster exactly one of ``approval_id`` (the tenant's approval of action ``ssh``) and
     ``break_glass_reason`` is needed (otherwise 403 ``access_approval_required``); both at once is 422."""
 
-    model_config = ConfigDict(extra="forbid")
+    model_config = ConfigDict(
+        extra="forbid",
+        json_schema_extra={
+            "not": {
+                "required": ["approval_id", "break_glass_reason"],
+                "properties": {"approval_id": {"type": "string"}, "break_glass_reason": {"type": "string"}},
+            }
+        },
+    )
     public_key: str = _PUBLIC_KEY
     approval_id: str | None = Field(None, min_length=1, max_length=32)
-    break_glass_reason: str | None = Field(None, min_length=1, max_length=500)
+    break_glass_reason: str | None = Field(
+        None,
+        max_length=500,
+        pattern=r"(\S\s*){" + str(approvals.MIN_REASON_CHARS) + "}",
+        description=f"why the glass is broken: at least {approvals.MIN_REASON_CHARS} non-space characters",
+    )
     valid_for_s: int = Field(900, ge=60, le=certificates.OPERATOR_MAX_S)
 
     @model_validator(mode="after")

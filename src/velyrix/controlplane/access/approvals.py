@@ -18,7 +18,7 @@ from velyrix.controlplane.db import models
 from velyrix.controlplane.db.models import access as tables
 
 MIN_REASON_CHARS = 12
-"""A break-glass reason says what is wrong: at least this many characters, not counting spaces."""
+"""A break-glass reason says what is wrong: at least this many characters, not counting white space."""
 MAX_APPROVAL_S = 7 * 24 * 3600
 ACTIONS = ("ssh", "bmc", "reboot", "reimage", "drain", "labels")
 """Provider actions a tenant can approve (the gate's ``action``)."""
@@ -133,7 +133,7 @@ def gate(
     reason = (break_glass_reason or "").strip()
     if not reason:
         raise _refuse(session, info, principal, cluster, action, "the tenant's approval or a break-glass is needed")
-    if len(reason.replace(" ", "")) < MIN_REASON_CHARS:
+    if len("".join(reason.split())) < MIN_REASON_CHARS:
         raise errors.InvalidInputError(
             "a break-glass needs a reason that says what is wrong",
             hint=f"at least {MIN_REASON_CHARS} characters, e.g. 'node unreachable, customer paged, no answer'",

@@ -1,10 +1,11 @@
-"""Access to tenants' nodes (migration ``0021``): each tenant's SSH certificate authority, the SSH
-public keys of its users, and the tenant's approvals of provider actions on self-operated clusters
-(``controlplane.access``)."""
+"""Access and connectivity (migration ``0021``): each tenant's SSH certificate authority, the SSH
+public keys of its users, the tenant's approvals of provider actions on self-operated clusters
+(``controlplane.access``), and the clusters' connectivity objects (``ops/connectivity_routes.py``)."""
 
 from __future__ import annotations
 
 import datetime as dt
+from typing import Any
 
 import sqlalchemy as sa
 from sqlalchemy.orm import Mapped, mapped_column
@@ -60,3 +61,21 @@ class AccessApproval(Base):
     expires_at: Mapped[dt.datetime] = mapped_column()
     used_at: Mapped[dt.datetime | None] = mapped_column()
     used_by: Mapped[str | None] = mapped_column(sa.String(200))
+
+
+class ConnectivityObject(Base):
+    """A cluster's private link, BGP session or VPN as declared (``spec``, passwords removed) and
+    planned (``plan``: its price lines), replaced as a set by ``PUT /v1/clusters/{id}/connectivity``."""
+
+    __tablename__ = "connectivity_objects"
+    __table_args__ = (sa.UniqueConstraint("cluster_id", "address", name="uq_connectivity_cluster_address"),)
+    id_prefix = "cnx"
+
+    id: Mapped[str] = mapped_column(sa.String(32), primary_key=True)
+    tenant_id: Mapped[str] = mapped_column(sa.ForeignKey("tenants.id"), index=True)
+    cluster_id: Mapped[str] = mapped_column(sa.ForeignKey("clusters.id"), index=True)
+    address: Mapped[str] = mapped_column(sa.String(200))
+    kind: Mapped[str] = mapped_column(sa.String(32))
+    spec: Mapped[dict[str, Any]] = mapped_column()
+    plan: Mapped[dict[str, Any]] = mapped_column()
+    created_at: Mapped[dt.datetime] = mapped_column(default=utcnow)

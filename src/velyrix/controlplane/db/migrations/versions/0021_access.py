@@ -1,5 +1,6 @@
 """Access to tenants' nodes: per-tenant SSH CAs (``ssh_authorities``), users' SSH public keys
-(``ssh_user_keys``) and tenants' approvals of provider actions (``access_approvals``).
+(``ssh_user_keys``), tenants' approvals of provider actions (``access_approvals``) and clusters'
+connectivity objects (``connectivity_objects``).
 
 Revision ID: 0021
 Revises: 0014
@@ -65,10 +66,29 @@ def upgrade() -> None:
     with op.batch_alter_table("access_approvals", schema=None) as batch_op:
         batch_op.create_index(batch_op.f("ix_access_approvals_tenant_id"), ["tenant_id"], unique=False)
         batch_op.create_index(batch_op.f("ix_access_approvals_cluster_id"), ["cluster_id"], unique=False)
+    op.create_table(
+        "connectivity_objects",
+        sa.Column("id", sa.String(length=32), nullable=False),
+        sa.Column("tenant_id", sa.String(length=32), nullable=False),
+        sa.Column("cluster_id", sa.String(length=32), nullable=False),
+        sa.Column("address", sa.String(length=200), nullable=False),
+        sa.Column("kind", sa.String(length=32), nullable=False),
+        sa.Column("spec", sa.JSON(), nullable=False),
+        sa.Column("plan", sa.JSON(), nullable=False),
+        sa.Column("created_at", _TS, nullable=False),
+        sa.ForeignKeyConstraint(["tenant_id"], ["tenants.id"]),
+        sa.ForeignKeyConstraint(["cluster_id"], ["clusters.id"]),
+        sa.PrimaryKeyConstraint("id"),
+        sa.UniqueConstraint("cluster_id", "address", name="uq_connectivity_cluster_address"),
+    )
+    with op.batch_alter_table("connectivity_objects", schema=None) as batch_op:
+        batch_op.create_index(batch_op.f("ix_connectivity_objects_tenant_id"), ["tenant_id"], unique=False)
+        batch_op.create_index(batch_op.f("ix_connectivity_objects_cluster_id"), ["cluster_id"], unique=False)
 
 
 def downgrade() -> None:
     for table, columns in (
+        ("connectivity_objects", ("cluster_id", "tenant_id")),
         ("access_approvals", ("cluster_id", "tenant_id")),
         ("ssh_user_keys", ("user_id", "tenant_id")),
     ):
