@@ -6,7 +6,9 @@ a provider action; the provider's operators get a certificate to a node after th
 
 from __future__ import annotations
 
+import contextlib
 import datetime as dt
+from collections.abc import Iterator
 from typing import Any
 
 from fastapi import APIRouter, Depends
@@ -16,9 +18,7 @@ from velyrix import errors
 from velyrix.controlplane.access import approvals, certificates, ssh_ca
 from velyrix.controlplane.api import schemas
 from velyrix.controlplane.api.context import Ctx, request_info, require
-from velyrix.controlplane.db import models
-from velyrix.fleet import clock
-from velyrix.ops.noc import incidents, lifecycle
+from velyrix.ops import access_service
 
 router = APIRouter(prefix="/v1", tags=["access"], responses=schemas.PROBLEM_RESPONSES)
 
@@ -103,47 +103,23 @@ class OperatorCertificateOut(CertificateOut):
     incident: str | None = Field(description="the NOC incident that tells the tenant of a break-glass")
 
 
-def _refused_and_audited(ctx: Ctx) -> None:
-    """The library wrote and committed the refusal's audit event itself."""
-    ctx.request.state.audited = True
+@contextlib.contextmanager
+def _refusals_audited(ctx: Ctx) -> Iterator[None]:
+    """An ``AccessError``'s audit event was written and committed by ``controlplane.access`` itself."""
+    try:
+        yield
+    except errors.AccessError:
+        ctx.request.state.audited = True
+        raise
 
 
 @router.post("/ssh-certificates", name="ssh_certificates.create", response_model=CertificateOut, status_code=201)
 def create_certificate(body: CertificateRequest, ctx: Ctx = Depends(require("access:certify"))) -> dict[str, Any]:
     """Register ``public_key`` for the user (idempotent) and sign it for the cluster's nodes."""
-    tenant_id = ctx.principal.tenant_id
-    if tenant_id is None:
-        raise errors.PermissionDeniedError("certificates are for a tenant's users", scope="access:certify")
-    cluster = ctx.scope.get(models.Cluster, body.cluster_id, "cluster")
-    session = ctx.scope.session
-    try:
-        key = certificates.add_user_key(session, tenant_id, body.user_id, body.public_key)
-        issued = certificates.issue(
-            session,
-            request_info(ctx.request),
-            ctx.principal,
-            cluster_id=cluster.id,
-            user_id=body.user_id,
-            fingerprint_=key.fingerprint,
-            root=body.root,
-            valid_for_s=body.valid_for_s,
-        )
-    except errors.AccessError:
-        _refused_and_audited(ctx)
-        raise
-    ca = certificates.authority(session, tenant_id)
+    with _refusals_audited(ctx):
+        answer = access_service.user_certificate(ctx.scope, request_info(ctx.request), **body.model_dump())
     ctx.commit()
-    return {**_out(issued), "authority": ca.public_key}
-
-
-def _out(issued: certificates.Issued) -> dict[str, Any]:
-    return {
-        "certificate": issued.certificate,
-        "serial": issued.serial,
-        "key_id": issued.key_id,
-        "principals": list(issued.principals),
-        "expires_at": issued.expires_at,
-    }
+    return answer
 
 
 @router.post(
@@ -156,47 +132,9 @@ def create_approval(
     cluster_id: str, body: ApprovalRequest, ctx: Ctx = Depends(require("access:approve"))
 ) -> dict[str, Any]:
     """The tenant approves one provider action on its cluster's nodes (single use, until it expires)."""
-    cluster = ctx.scope.get(models.Cluster, cluster_id, "cluster")
-    row = approvals.grant(
-        ctx.scope.session,
-        request_info(ctx.request),
-        ctx.principal,
-        cluster,
-        action=body.action,
-        valid_for_s=body.valid_for_s,
-        reason=body.reason,
-    )
+    answer = access_service.approval(ctx.scope, request_info(ctx.request), cluster_id, **body.model_dump())
     ctx.commit()
-    return {
-        "id": row.id,
-        "cluster_id": row.cluster_id,
-        "action": row.action,
-        "approved_by": row.approved_by,
-        "expires_at": row.expires_at,
-    }
-
-
-def _notify(ctx: Ctx, cluster: models.Cluster, node: models.Node, reason: str) -> str:
-    """A NOC incident of the tenant's cluster that records the break-glass (the tenant's incident list,
-    status page and the NOC's escalation carry it)."""
-    now = clock.now()
-    inc, _ = incidents.open_incident(
-        ctx.scope.session,
-        key=f"break-glass:{node.id}:{ctx.request.state.request_id}",
-        priority="P3",
-        title=f"Break-glass access to node {node.name} by {ctx.principal.name}",
-        tenant_id=cluster.tenant_id,
-        cluster_id=cluster.id,
-        source="access",
-        at=now,
-        detail=reason,
-    )
-    incidents.record(
-        ctx.scope.session,
-        inc,
-        lifecycle.TimelineEntry("note", now, ctx.principal.actor, f"break-glass: {reason}", {"node": node.name}),
-    )
-    return inc.number
+    return answer
 
 
 @router.post(
@@ -210,28 +148,7 @@ def create_operator_certificate(
 ) -> dict[str, Any]:
     """An operator's certificate to a node; on a self-operated cluster only with the tenant's approval
     or a break-glass (audited; the tenant is told through a NOC incident)."""
-    node = ctx.scope.get(models.Node, node_id, "node")
-    cluster = ctx.scope.session.get(models.Cluster, node.cluster_id) if node.cluster_id else None
-    if cluster is None:
-        raise errors.ConflictError(f"node '{node.name}' belongs to no cluster", hint="use the fleet's own access")
-    session, info = ctx.scope.session, request_info(ctx.request)
-    try:
-        decision = approvals.gate(
-            session,
-            info,
-            ctx.principal,
-            cluster,
-            action="ssh",
-            approval_id=body.approval_id,
-            break_glass_reason=body.break_glass_reason,
-        )
-    except errors.AccessError:
-        _refused_and_audited(ctx)
-        raise
-    incident = _notify(ctx, cluster, node, decision.reason) if decision.via == "break_glass" else None
-    issued = certificates.issue_operator(
-        session, info, ctx.principal, node, body.public_key, decision, valid_for_s=body.valid_for_s
-    )
-    ca = certificates.authority(session, None)
+    with _refusals_audited(ctx):
+        answer = access_service.operator_certificate(ctx.scope, request_info(ctx.request), node_id, **body.model_dump())
     ctx.commit()
-    return {**_out(issued), "authority": ca.public_key, "via": decision.via, "incident": incident}
+    return answer
