@@ -278,3 +278,18 @@ class IdentityError(VelyrixError):
         super().__init__(message, hint=hint, reason=reason, **fields)
         self.code = f"identity_{reason}"  # type: ignore[misc]
         self.http_status = status  # type: ignore[misc]
+
+
+class AccessError(VelyrixError):
+    """Root, BMC or provider access to a node was refused (operating modes, jump host, break-glass:
+    ``controlplane.access``). ``reason`` makes the stable code (``access_<reason>``, e.g.
+    ``access_tenant_root_refused``, ``access_approval_required``)."""
+
+    code = "access_refused"
+    http_status = 403
+    template = "{message}"
+
+    def __init__(self, message: str, *, reason: str, status: int = 403, hint: str | None = None, **fields: Any):
+        super().__init__(message, hint=hint, reason=reason, **fields)
+        self.code = f"access_{reason}"  # type: ignore[misc]
+        self.http_status = status  # type: ignore[misc]

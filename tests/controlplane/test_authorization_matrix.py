@@ -89,6 +89,10 @@ def body_for(route: APIRoute, world: World, principal_role: str, cluster_name: s
     }
     if route.name == "billing_months.close":
         return {"month": fresh_month()}
+    if route.name in ACCESS_BODIES:
+        return ACCESS_BODIES[route.name](world)
+    if route.name == "connectivity.set":
+        return {"hcl": CONNECTIVITY_HCL % (cluster_name or "x")}
     if route.name == "maintenance_windows.create":
         return {
             "cluster_id": world.cluster(world.a),
@@ -100,6 +104,49 @@ def body_for(route: APIRoute, world: World, principal_role: str, cluster_name: s
         return None
     assert route.name in samples, f"add a sample body for the new route {route.name}"
     return samples[route.name]
+
+
+def _access_user(world: World) -> str:
+    """A user of tenant a (certificates are for a tenant's users)."""
+    from velyrix.controlplane.db.models.identity import User
+
+    with world.session() as s:
+        user = User(tenant_id=world.a.tenant_id, user_name=unique("u") + "@a.example", role="member")
+        s.add(user)
+        s.commit()
+        return user.id
+
+
+def _public_key() -> str:
+    from velyrix.controlplane.access import ssh_ca
+
+    return ssh_ca.new_authority("matrix").public_key
+
+
+ACCESS_BODIES: dict[str, Any] = {
+    "ssh_certificates.create": lambda w: {
+        "cluster_id": w.cluster(w.a),
+        "user_id": _access_user(w),
+        "public_key": _public_key(),
+    },
+    "access_approvals.create": lambda w: {"action": "ssh"},
+    "operator_certificates.create": lambda w: {"public_key": _public_key()},
+}
+"""Bodies of the access routes (ops/access_routes.py); the clusters in them are managed, so an operator's
+certificate needs no approval here (the gate: tests/access/test_provider_gate.py)."""
+
+
+CONNECTIVITY_HCL = """resource "velyrix_private_link" "aws" {
+  cluster         = "%s"
+  cloud           = "aws"
+  location        = "EqDC2"
+  port_speed_gbps = 10
+  vlan            = 100
+  asn             = 65010
+  local_address   = "169.254.10.1/30"
+  peer_address    = "169.254.10.2/30"
+}
+"""
 
 
 def path_for(route: APIRoute, world: World, owner: Any, principal_role: str) -> tuple[str, str | None, str | None]:

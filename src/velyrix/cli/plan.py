@@ -66,6 +66,7 @@ def plan(
         spec_file, clusters=tuple(c for c in spec_file.clusters if state.matches(c.address, target or []))
     )
     result = planner.plan_file(shown)
+    _add_connectivity(result, file, var, var_file)
     common.require_finite(result, "the plan")
     against_state = bool(out or refresh_only or (not offline and state.has_endpoint()))
     if not against_state:
@@ -75,6 +76,17 @@ def plan(
             render(result)
         return
     _plan_against_state(spec_file, result, json_out, out, target or [], refresh_only, file)
+
+
+def _add_connectivity(result: dict[str, Any], file: Path, var: list[str] | None, var_file: list[Path] | None) -> None:
+    """The configuration's private links, BGP sessions and VPNs, priced, in ``result["connectivity"]``."""
+    from velyrix.declarations import connectivity
+    from velyrix.planners import connectivity as conn_planner
+
+    conn = connectivity.load(file, variables=common.parse_vars(var), var_files=var_file or [])
+    if not conn.empty():
+        result["connectivity"] = conn_planner.plan(conn)
+        result["total_monthly_usd"] = round(result["total_monthly_usd"] + result["connectivity"]["monthly_usd"], 2)
 
 
 def _plan_against_state(
@@ -156,5 +168,9 @@ def render(result: dict[str, Any]) -> None:
             )
         costs.add_row("[bold]Total[/]", "", "", "", f"[bold]${res['cost']['monthly_usd']:,.2f}[/]")
         con.print(costs)
-    if len(result["resources"]) > 1:
+    if result.get("connectivity"):
+        from velyrix.cli import connectivity_views
+
+        connectivity_views.render(con, result["connectivity"])
+    if len(result["resources"]) > 1 or result.get("connectivity"):
         con.print(f"[bold]All resources: ${result['total_monthly_usd']:,.2f} per month[/]")

@@ -126,6 +126,9 @@ class ClusterSpecBody(pydantic.BaseModel):
     storage: StorageBody | None = None  # type: ignore[valid-type]
     workload: WorkloadBody | None = None  # type: ignore[valid-type]
     acceptance: AcceptanceBody | None = None  # type: ignore[valid-type]
+    operating_mode: typing.Literal["managed", "self_operated"] = pydantic.Field(
+        default="managed", description="managed: Velyrix operates the nodes; self_operated: tenant root (and BMC)"
+    )
     address: str | None = pydantic.Field(
         default=None,
         # an instance of count (``[0]``) or for_each (``["key"]``) keeps its index in the address
@@ -147,7 +150,7 @@ def to_hcl(body: ClusterSpecBody) -> tuple[str, dict[int, str]]:
     label = (body.address or f"velyrix_cluster.{body.name}").split(".", 1)[1]
     lines = [f'resource "velyrix_cluster" {json.dumps(label)} {{']
     where: dict[int, str] = {1: "(body)"}
-    for key in ("name", "region", "node_type", "node_count", "fabric", "scheduler"):
+    for key in ("name", "region", "node_type", "node_count", "fabric", "scheduler", "operating_mode"):
         lines.append(f"  {key} = {_hcl_value(getattr(body, key))}")
         where[len(lines)] = key
     for block in ("storage", "workload", "acceptance"):
@@ -186,6 +189,7 @@ def to_body(spec: models.ClusterSpec) -> dict[str, Any]:
         "node_count": spec.node_count,
         "fabric": spec.fabric,
         "scheduler": spec.scheduler,
+        "operating_mode": spec.operating_mode,
         "address": spec.address,
         "storage": dataclasses.asdict(spec.storage),
         "acceptance": dataclasses.asdict(spec.acceptance),

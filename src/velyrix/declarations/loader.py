@@ -91,6 +91,8 @@ def _build(
     lifecycles: dict[str, models.Lifecycle] = {}
     sensitive_arguments: dict[str, tuple[str, ...]] = {}
     for inst in config.instances:
+        if inst.type != "velyrix_cluster":  # connectivity resources: declarations/connectivity.py
+            continue
         with _in_file(chk, inst.block.file):
             cluster = _resource(inst.block, chk, inst.scope, region, region_declared, inst.address)
         if cluster is not None:
@@ -322,7 +324,7 @@ def _resource(
             _attributes(inner, schema.block_schema(inner.type), chk, values, f"{inner.type} of {address}"),
         )
     ok = _catalog_checks(block, attrs, chk, region, region_declared)
-    required = set(schema.CLUSTER) - {"region"}
+    required = {name for name, spec in schema.CLUSTER.items() if spec.required}
     if not ok or not required <= set(attrs):
         return None
     storage = models.StorageSpec(**{k: float(v) for k, v in nested.get("storage", (None, {}))[1].items()})
@@ -343,6 +345,7 @@ def _resource(
         workload=workload,
         acceptance=acceptance,
         position=models.Position(chk.filename, block.line, block.column),
+        operating_mode=attrs.get("operating_mode", "managed"),
     )
 
 

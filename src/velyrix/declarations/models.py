@@ -9,6 +9,8 @@ from typing import Any, Literal
 SCHEDULERS = ("slurm", "kubernetes")
 CHECKPOINT_MODES = ("sync", "async")
 READ_PATTERNS = ("sequential", "random")
+OPERATING_MODES = ("managed", "self_operated")
+"""Who runs a cluster's nodes: Velyrix's operators, or the tenant with root (controlplane/access/modes.py)."""
 
 
 @dataclass(frozen=True)
@@ -140,6 +142,7 @@ class ClusterSpec:
     workload: WorkloadSpec | None = None
     acceptance: AcceptanceSpec = field(default_factory=AcceptanceSpec)
     position: Position | None = None
+    operating_mode: str = "managed"
 
     @property
     def gpus(self) -> int:

@@ -83,6 +83,7 @@ ALLOWED_WORDS: dict[str, tuple[str, ...]] = {
     "checkpoint_mode": models.CHECKPOINT_MODES,
     "read_pattern": models.READ_PATTERNS,
     "scheduler": models.SCHEDULERS,
+    "operating_mode": models.OPERATING_MODES,
 }
 
 
@@ -100,6 +101,7 @@ CLUSTER = {
     "fabric": AttrSchema("string", required=True),
     "scheduler": AttrSchema("string", required=True),
     "region": AttrSchema("string"),
+    "operating_mode": AttrSchema("string"),
 }
 
 STORAGE = {
@@ -118,7 +120,8 @@ VARIABLE = {
 }
 
 TOP_BLOCKS = ("terraform", "provider", "variable", "locals", "output", "resource")
-RESOURCE_TYPES = ("velyrix_cluster",)
+RESOURCE_TYPES = ("velyrix_cluster", "velyrix_private_link", "velyrix_bgp_session", "velyrix_vpn")
+"""The connectivity types (all but the first) are read by ``declarations.connectivity``."""
 PROVIDERS = ("velyrix",)
 VARIABLE_TYPES = ("string", "number", "bool", "any")
 

@@ -11,7 +11,7 @@ from typing import Any
 from fastapi import APIRouter, FastAPI
 
 from velyrix.controlplane.api import app as controlplane_api
-from velyrix.ops import twin_routes
+from velyrix.ops import access_routes, connectivity_routes, twin_routes
 from velyrix.ops.billing import routes as billing_routes
 from velyrix.ops.noc import intake_routes, pagerduty_routes, pagerduty_views, statuspage_routes
 from velyrix.ops.noc import routes as noc_routes
@@ -23,6 +23,8 @@ OPS_ROUTERS: tuple[APIRouter, ...] = (
     statuspage_routes.router,
     billing_routes.router,
     twin_routes.router,
+    access_routes.router,
+    connectivity_routes.router,
 )
 """Routers the ops layer adds (NOC incidents; billing, SLA contracts and reports; the twin's node telemetry and
 proactive report, which answer 409 ``no_twin`` until a twin is attached: ``velyrix up``)."""

@@ -26,6 +26,8 @@ SCOPES: dict[str, str] = {
     "cmk:admin": "register, rotate, destroy customer-managed keys and grant or revoke their use",
     "scim:provision": "create, change and deactivate the tenant's users and groups over SCIM 2.0 (/scim/v2)",
     "physical:report": "post physical-access events (badge readers, cage doors); the physical-access role only",
+    "access:certify": "get short-lived SSH certificates for the tenant's users (root: self-operated clusters only)",
+    "access:approve": "approve a provider action on a self-operated cluster's nodes",
 }
 
 _READ = {"tenants:read", "clusters:read", "volumes:read", "nodes:read", "regions:read", "incidents:read"}
@@ -44,12 +46,16 @@ TENANT_ROLES: dict[str, frozenset[str]] = {
             "scim:provision",
             "cmk:read",
             "cmk:admin",
+            "access:certify",
+            "access:approve",
         }
     ),
     "admin": frozenset(
-        _READ | {"keys:read", "keys:admin", "clusters:write", "volumes:write", "audit:read", "cmk:read", "cmk:admin"}
+        _READ
+        | {"keys:read", "keys:admin", "clusters:write", "volumes:write", "audit:read", "cmk:read", "cmk:admin"}
+        | {"access:certify", "access:approve"}
     ),
-    "member": frozenset(_READ | {"clusters:write", "volumes:write"}),
+    "member": frozenset(_READ | {"clusters:write", "volumes:write", "access:certify"}),
     "viewer": frozenset(_READ),
     "billing": frozenset({"tenants:read", "regions:read", "billing:read"}),
     "scim": frozenset({"scim:provision"}),

@@ -1,0 +1,32 @@
+"""``velyrix plan``'s connectivity section: each private link, BGP session, VPN and DDoS protection
+line with its monthly price, and the clouds' own port-hour estimate apart."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from velyrix.cli import common
+
+
+def render(con: Any, section: dict[str, Any]) -> None:
+    """Print ``planners.connectivity.plan``'s result as one table."""
+    from rich.table import Table
+
+    table = Table(title="Connectivity (monthly, USD)", title_justify="left", title_style="bold")
+    for col, justify in (("Resource", "left"), ("What", "left"), ("Velyrix", "right"), ("Cloud (estimate)", "right")):
+        table.add_column(col, justify=justify)  # type: ignore[arg-type]
+    for item in section["items"]:
+        cloud = item.get("cloud_estimate")
+        table.add_row(
+            common.safe(item["address"]),
+            common.safe(item["summary"]),
+            f"${item['cost']['monthly_usd']:,.2f}",
+            f"${cloud['monthly_usd']:,.2f}" if cloud else "",
+        )
+    table.add_row(
+        "[bold]Total[/]",
+        "",
+        f"[bold]${section['monthly_usd']:,.2f}[/]",
+        f"${section['cloud_estimate_monthly_usd']:,.2f}",
+    )
+    con.print(table)
