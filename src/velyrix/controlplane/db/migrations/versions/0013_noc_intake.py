@@ -2,7 +2,7 @@
 service) and the intervals in which an in-service node ran degraded.
 
 Revision ID: 0013
-Revises: 0010
+Revises: 0011
 Create Date: 2026-12-01
 """
 

@@ -2,7 +2,7 @@
 session and a tenant's step-up window (seconds).
 
 Revision ID: 0014
-Revises: 0010
+Revises: 0013
 Create Date: 2026-12-01
 """
 

@@ -3,7 +3,7 @@
 connectivity objects (``connectivity_objects``).
 
 Revision ID: 0021
-Revises: 0014
+Revises: 0019
 Create Date: 2026-12-01
 """
 
@@ -13,7 +13,7 @@ import sqlalchemy as sa
 from alembic import op
 
 revision = "0021"
-down_revision = "0014"
+down_revision = "0019"
 branch_labels = None
 depends_on = None
 

@@ -3,7 +3,7 @@ from a credential (``db/models/credentials.py``), so that a cache of verified pr
 (``identity/verified.py``) is checked by reading one number, on every replica of one database.
 
 Revision ID: 0022
-Revises: 0014
+Revises: 0021
 Create Date: 2026-12-01
 """
 
@@ -13,7 +13,7 @@ import sqlalchemy as sa
 from alembic import op
 
 revision = "0022"
-down_revision = "0014"
+down_revision = "0021"
 branch_labels = None
 depends_on = None
 
