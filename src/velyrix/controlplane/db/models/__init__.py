@@ -19,10 +19,10 @@ this package. Tables of the later areas are reached by module (``from ...db.mode
 
 import sqlalchemy as sa
 
-from velyrix.controlplane.db.models import access, cloud, evidence, identity, noc  # noqa: F401  (their tables join Base.metadata)
+from velyrix.controlplane.db.models import access, cloud, evidence, identity, leases, noc  # noqa: F401  (their tables join Base.metadata)
 from velyrix.controlplane.db.models.base import Base, UTCDateTime, assign_id, new_id, utcnow
-from velyrix.controlplane.db.models.credentials import CredentialGeneration  # noqa: F401  (0022)
 from velyrix.controlplane.db.models.bmc import BmcCredential  # noqa: F401  (BMC endpoints, sealed: migration 0019)
+from velyrix.controlplane.db.models.credentials import CredentialGeneration  # noqa: F401  (0022)
 from velyrix.controlplane.db.models.health import Incident, NodeCredential, NodeReport, RmaRecord
 from velyrix.controlplane.db.models.keys import CustomerKey, CustomerKeyGrant, VolumeDataKey  # noqa: F401
 from velyrix.controlplane.db.models.mfa import MfaChallenge
@@ -39,6 +39,7 @@ from velyrix.controlplane.db.models.resources import (
     Tenant,
     Volume,
 )
+from velyrix.controlplane.db.models.rollouts import Rollout, RolloutStep  # noqa: F401  (0017)
 
 sa.event.listen(Base, "init", assign_id, propagate=True)
 
@@ -66,5 +67,3 @@ __all__ = [
     "new_id",
     "utcnow",
 ]
-from velyrix.controlplane.db.models import leases  # noqa: E402,F401  (reconcile leases between replicas, 0016)
-from velyrix.controlplane.db.models.rollouts import Rollout, RolloutStep  # noqa: E402,F401  (0017)
