@@ -51,7 +51,24 @@ def figures(run: Run) -> dict[str, Any]:
         "restart_s_mean": statistics.fmean(e["s"] for e in restarts) if restarts else 0.0,
         "replacements": sum(1 for e in st.log if e["kind"] == "replacement"),
         "stops": sum(1 for e in st.log if e["kind"] == "stop"),
+        "by_cause": _count(f["cause"] or "injected" for f in crashes),
+        "caught_by_cause": _count(_cause_of(run, d) for d in caught),
     }
+
+
+def _count(items: Any) -> dict[str, int]:
+    out: dict[str, int] = {}
+    for item in items:
+        out[item] = out.get(item, 0) + 1
+    return dict(sorted(out.items(), key=lambda kv: (-kv[1], kv[0])))
+
+
+def _cause_of(run: Run, drain: dict[str, Any]) -> str:
+    """The cause of the precursor that was running on a drained node (the latest before the drain)."""
+    before = [
+        f for f in run.failures if f["kind"] == "precursor" and f["host"] == drain["host"] and f["t_s"] <= drain["t_s"]
+    ]
+    return str(before[-1]["cause"]) if before else "unknown"
 
 
 def planned_shares(goodput: dict[str, Any], policy: str = "reactive") -> dict[str, float]:
@@ -120,6 +137,10 @@ def explain(fig: dict[str, Any], goodput: dict[str, Any], expected: float) -> li
         f"saves: {fig['saves_complete']} complete, blocking {fig['save_blocked_s_mean']:.1f} s on average "
         f"(the plan: {goodput['save_s']:.1f} s at the tier's low-percentile bandwidth)",
     ]
+    if fig["by_cause"]:
+        out.append("interruptions by cause: " + ", ".join(f"{k} {v}" for k, v in fig["by_cause"].items()))
+    if fig["caught_by_cause"]:
+        out.append("caught on precursors: " + ", ".join(f"{k} {v}" for k, v in fig["caught_by_cause"].items()))
     if fig["restarts"]:
         out.append(
             f"restarts: {fig['restarts']}, {fig['restart_s_mean']:,.0f} s on average "
