@@ -127,3 +127,13 @@ def test_a_tenth_of_the_tier_stalls_as_planned_and_the_plans_fix_brings_it_back(
     fixed = study.simulate(spec, cluster, cfg, fix)
     target = fixed["plan"]["target"]["max_checkpoint_overhead"]
     assert fixed["measured"]["checkpoint_stall_share"] < target < c["measured_checkpoint_stall_share"]
+
+
+@pytest.mark.slow
+def test_twenty_seeds_meet_the_plan_under_proactive_health(acme):
+    """The issue's acceptance over 20 seeds (the bench prints the same for both policies)."""
+    spec, cluster = acme
+    summary = study.over_seeds(spec, cluster, list(range(20)), days=30.0, policy="proactive")
+    assert abs(summary["ettr_difference_points"]) < 1.0
+    assert summary["inside_run_interval"] == 20
+    assert abs(summary["stall_difference_points"]) < 0.2
