@@ -68,13 +68,19 @@ def render_run(con: Any, body: dict[str, Any]) -> None:
         con.print("written: " + ", ".join(files.values()), highlight=False)
 
 
+def _inside(c: dict[str, Any]) -> str:
+    if c["inside_run_interval"] is None:
+        return f"the plan's per-run interval is for {c['plan_run_days']:g}-day runs"
+    return ("inside" if c["inside_run_interval"] else "OUTSIDE") + " the plan's per-run interval"
+
+
 def _explain(con: Any, body: dict[str, Any]) -> None:
     c = body.get("comparison")
     if not c:
         return
     con.print(
         f"difference: ETTR {c['ettr_difference_points']:+.2f} points, stall {c['stall_difference_points']:+.3f} points "
-        f"({'inside' if c['inside_run_interval'] else 'OUTSIDE'} the plan's per-run interval)",
+        f"({_inside(c)})",
         highlight=False,
     )
     causes = ", ".join(f"{k.replace('_', ' ')} {v:+.3f}" for k, v in c["by_cause_points"].items())

@@ -118,13 +118,20 @@ def compare(fig: dict[str, Any], goodput: dict[str, Any], policy: str = "reactiv
         "planned_run_interval": [lo, hi],
         "measured_ettr": fig["ettr"],
         "ettr_difference_points": 100.0 * (fig["ettr"] - ettr),
-        "inside_run_interval": lo <= fig["ettr"] <= hi,
+        # the interval is that of runs as long as the plan's (30 days): other lengths spread differently
+        "plan_run_days": goodput["simulation"]["horizon_s"] / 86400.0 if "simulation" in goodput else None,
+        "inside_run_interval": (lo <= fig["ettr"] <= hi) if _same_length(fig, goodput) else None,
         "planned_checkpoint_stall_share": plan["checkpoint_stall"],
         "measured_checkpoint_stall_share": fig["checkpoint_stall_share"],
         "stall_difference_points": 100.0 * (fig["checkpoint_stall_share"] - plan["checkpoint_stall"]),
         "by_cause_points": {k: 100.0 * (plan[k] - measured[k]) for k in plan},
         "explanation": explain(fig, goodput, expected_interruptions),
     }
+
+
+def _same_length(fig: dict[str, Any], goodput: dict[str, Any]) -> bool:
+    sim = goodput.get("simulation")
+    return sim is None or abs(sim["horizon_s"] - fig["horizon_s"]) < 1.0
 
 
 def explain(fig: dict[str, Any], goodput: dict[str, Any], expected: float) -> list[str]:

@@ -52,7 +52,7 @@ def simulate(
     }
     if plan.get("goodput"):
         out["plan"] = {
-            "goodput": {k: v for k, v in plan["goodput"].items() if k not in ("sensitivity", "simulation")},
+            "goodput": {k: v for k, v in plan["goodput"].items() if k != "sensitivity"},
             "change": plan["storage_plan"].get("change", []),
             "cheapest": plan["storage_plan"].get("cheapest"),
             "meets_target": plan["storage_plan"].get("meets_target"),
@@ -113,7 +113,7 @@ def over_seeds(
                 "seed": seed,
                 "ettr": c["measured_ettr"],
                 "stall": c["measured_checkpoint_stall_share"],
-                "inside": c["inside_run_interval"],
+                "inside": bool(c["inside_run_interval"]),
                 "interruptions": r["measured"]["job_interruptions"],
                 "caught": r["measured"]["caught_before_failure"],
             }
