@@ -48,6 +48,7 @@ def measured_table(body: dict[str, Any]) -> Table:
     t.add_row("data stall", _pct(m["data_stall_share"], 3), "-")
     t.add_row("interruptions", f"{m['job_interruptions']}", "")
     t.add_row("caught on precursors", f"{m['caught_before_failure']}", "")
+    t.add_row("steps kept / lost", f"{m['steps_kept']:,} / {m['steps_lost']:,}", "")
     t.add_row("lost work", f"{m['lost_work_s'] / 3600:,.1f} h", "")
     t.add_row("restarts", f"{m['restarts']} ({m['restart_s_mean']:,.0f} s each)", "")
     t.add_row("saves", f"{m['saves_complete']} ({m['save_blocked_s_mean']:.1f} s blocking)", "")

@@ -41,6 +41,8 @@ def figures(run: Run) -> dict[str, Any]:
         "horizon_s": h,
         "useful_work_s": useful,
         "lost_work_s": st.lost,
+        "steps_kept": int(useful // run.job.step_time_s),
+        "steps_lost": int(st.lost // run.job.step_time_s),
         "saves_complete": st.saves,
         "save_blocked_s_mean": statistics.fmean(e["blocked_s"] for e in saves) if saves else 0.0,
         "job_interruptions": len(crashes),
