@@ -48,6 +48,7 @@ def test_an_injected_gpu_loss_costs_the_work_since_the_last_save_and_a_restart(a
     (stop,) = [e for e in run.state.log if e["kind"] == "stop"]
     assert stop["t_s"] == pytest.approx(at) and not stop["planned"]
     assert 0 < stop["lost_work_s"] < 1800.0
+    assert fig["steps_lost"] == int(stop["lost_work_s"] // 12.0)  # 12 s steps
     (restart,) = [e for e in run.state.log if e["kind"] == "restart"]
     # detect 120 s + reschedule 300 s (checkpointing.toml) + reloading 5.68 TB at ~1 TB/s
     assert 420.0 < restart["s"] < 440.0
