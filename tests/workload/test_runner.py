@@ -138,3 +138,17 @@ def test_twenty_seeds_meet_the_plan_under_proactive_health(acme):
     assert abs(summary["ettr_difference_points"]) < 1.0
     assert summary["inside_run_interval"] == 20
     assert abs(summary["stall_difference_points"]) < 0.2
+
+
+def test_a_dataset_the_tier_cannot_feed_stalls_the_steps(acme):
+    import dataclasses
+
+    spec, cluster = acme
+    job = job_from(spec, storage_plane_gb_s=1200.0)
+    # 1,500 GB/s of random reads against 1,200 GB/s of tier reads (x 0.8 for random, x 0.92, less neighbours)
+    hungry = dataclasses.replace(job, read_bytes_per_s=1500e9)
+    cfg = runner.RunConfig(seed=0, days=0.5, policy="reactive", failure_rate=QUIET)
+    fed, starved = measure.figures(runner.run(job, cluster, cfg)), measure.figures(runner.run(hungry, cluster, cfg))
+    assert fed["data_stall_share"] == 0.0
+    assert 0.35 < starved["data_stall_share"] < 0.5
+    assert starved["ettr"] == pytest.approx(fed["ettr"] - starved["data_stall_share"], abs=0.01)
