@@ -86,12 +86,16 @@ def _tier_cut(spec, cluster) -> None:  # type: ignore[no-untyped-def]
         f"tier cut to 80 TB ({len(seeds)} seeds): measured stall {measured:.3%} vs plan {planned:.3%} "
         f"({100 * (measured - planned) / planned:+.1f}% relative, target within 20%)"
     )
+    ettr_after = statistics.fmean(r["measured"]["ettr"] for r in fixed)
+    tier_usd = study.monthly_usd(fixed[0])["performance_tier"] - study.monthly_usd(cut[0])["performance_tier"]
+    lost_usd = statistics.fmean(
+        study.monthly_usd(b)["lost_gpu_time"] - study.monthly_usd(a)["lost_gpu_time"]
+        for a, b in zip(cut, fixed, strict=True)
+    )
     print(
         f"  plan's fix ({', '.join(fix.describe())}): measured stall {after:.3%} (cap {cap:.1%}), ETTR "
-        f"{statistics.fmean(r['measured']['ettr'] for r in fixed):.4%} (plan {fixed[0]['comparison']['planned_ettr']:.4%}); "
-        f"price: tier {fixed[0]['job']['parallel_fs_tb'] - 80:+.0f} TB x $42 = "
-        f"{study.monthly_usd(fixed[0])['performance_tier'] - study.monthly_usd(cut[0])['performance_tier']:+,.0f} $/month, "
-        f"lost GPU time {statistics.fmean(study.monthly_usd(b)['lost_gpu_time'] - study.monthly_usd(a)['lost_gpu_time'] for a, b in zip(cut, fixed, strict=True)):+,.0f} $/month"
+        f"{ettr_after:.4%} (plan {fixed[0]['comparison']['planned_ettr']:.4%}); price: performance tier "
+        f"{tier_usd:+,.0f} $/month, lost GPU time {lost_usd:+,.0f} $/month"
     )
 
 

@@ -142,6 +142,8 @@ def test_a_cluster_the_control_plane_does_not_have_is_a_clear_error(home, velyri
         (["--inject", "soon:xid=79"], "HOURS:FAULT"),
         (["--inject", "1:xid"], "XID needs its number"),
         (["--inject", "1:xid=79:99"], "no job node 99"),
+        (["--inject", "100:xid=79"], "outside the run"),
+        (["--inject", "1:bogus"], "unknown fault kind"),
         (["--what-if", "intervl=5"], "interval"),
         (["--health", "psychic"], "proactive"),
         (["--days", "0"], "--days"),

@@ -105,8 +105,8 @@ def workload(
                 "the plan recommends no change for this configuration", hint="give --what-if KEY=VALUE"
             )
         variant = study.simulate(spec, sc, config, change)
-        export.write_all(variant, target / "what-if")
-        result["what_if"] = _what_if(result, variant, study)
+        variant["files"] = export.write_all(variant, target / "what-if")
+        result["what_if"] = {**study.what_if(result, variant), "files": variant["files"]}
         export.write_json(result, target / "run.json")
     if json_out:
         common.print_json(export.to_json(result))
@@ -144,7 +144,13 @@ def _resolve(cluster: str, file: Path, declared: bool) -> tuple[Any, Any, str]:
             "no control plane database to find the delivered cluster in",
             hint="run `velyrix up` (or set VELYRIX_DATABASE_URL), or pass --declared to run the declaration",
         ) from None
-    return spec, sc, f"delivered cluster {sc.name}: its {len(sc.node_names)} allocated nodes"
+    # the job is placed through the twin's pool of the cluster's nodes and the region's spares
+    # (ops/workload/placement.py); a delivered Slurm takes the same seam (JobScheduler)
+    return (
+        spec,
+        sc,
+        f"delivered cluster {sc.name}: its {len(sc.node_names)} allocated nodes ({spec.scheduler} seam: twin pool)",
+    )
 
 
 def _injection(value: str) -> Any:
@@ -186,23 +192,6 @@ def _overrides(pairs: list[str], base: Any) -> Any:
         except ValueError:
             raise errors.InvalidInputError(f"--what-if {pair}: {key} takes a number", hint=f"e.g. {key}=2700") from None
     return Overrides(**values)
-
-
-def _what_if(base: dict[str, Any], variant: dict[str, Any], study: Any) -> dict[str, Any]:
-    pb, pv = study.monthly_usd(base), study.monthly_usd(variant)
-    mb, mv = base["measured"], variant["measured"]
-    return {
-        "changes": variant["changes"],
-        "measured": {"ettr": mv["ettr"], "checkpoint_stall_share": mv["checkpoint_stall_share"]},
-        "planned": variant.get("comparison", {}),
-        "difference": {
-            "ettr_points": 100.0 * (mv["ettr"] - mb["ettr"]),
-            "checkpoint_stall_points": 100.0 * (mv["checkpoint_stall_share"] - mb["checkpoint_stall_share"]),
-            "usd_per_month": {k: pv[k] - pb[k] for k in pb},
-        },
-        "price_usd_per_month": {"baseline": pb, "variant": pv},
-        "files": variant["files"] if "files" in variant else None,
-    }
 
 
 def report_goodput(

@@ -48,6 +48,7 @@ def measured_table(body: dict[str, Any]) -> Table:
     t.add_row("data stall", _pct(m["data_stall_share"], 3), "-")
     t.add_row("interruptions", f"{m['job_interruptions']}", "")
     t.add_row("caught on precursors", f"{m['caught_before_failure']}", "")
+    t.add_row("steps kept / lost", f"{m['steps_kept']:,} / {m['steps_lost']:,}", "")
     t.add_row("lost work", f"{m['lost_work_s'] / 3600:,.1f} h", "")
     t.add_row("restarts", f"{m['restarts']} ({m['restart_s_mean']:,.0f} s each)", "")
     t.add_row("saves", f"{m['saves_complete']} ({m['save_blocked_s_mean']:.1f} s blocking)", "")
@@ -68,13 +69,19 @@ def render_run(con: Any, body: dict[str, Any]) -> None:
         con.print("written: " + ", ".join(files.values()), highlight=False)
 
 
+def _inside(c: dict[str, Any]) -> str:
+    if c["inside_run_interval"] is None:
+        return f"the plan's per-run interval is for {c['plan_run_days']:g}-day runs"
+    return ("inside" if c["inside_run_interval"] else "OUTSIDE") + " the plan's per-run interval"
+
+
 def _explain(con: Any, body: dict[str, Any]) -> None:
     c = body.get("comparison")
     if not c:
         return
     con.print(
         f"difference: ETTR {c['ettr_difference_points']:+.2f} points, stall {c['stall_difference_points']:+.3f} points "
-        f"({'inside' if c['inside_run_interval'] else 'OUTSIDE'} the plan's per-run interval)",
+        f"({_inside(c)})",
         highlight=False,
     )
     causes = ", ".join(f"{k.replace('_', ' ')} {v:+.3f}" for k, v in c["by_cause_points"].items())

@@ -118,6 +118,12 @@ METRICS = (
     ),
     ("velyrix_training_data_stall_ratio", "Share of wall time the tier could not feed the job.", "data_stall_share"),
     ("velyrix_training_lost_work_seconds", "Work lost at interruptions (seconds of training).", "lost_work_s"),
+    (
+        "velyrix_training_steps_kept",
+        "Training steps in the run's result (complete checkpoints, then the end).",
+        "steps_kept",
+    ),
+    ("velyrix_training_steps_lost", "Training steps done and lost at interruptions.", "steps_lost"),
     ("velyrix_training_interruptions", "Interruptions of the job by failures.", "job_interruptions"),
     ("velyrix_training_restarts", "Restarts of the job from its last complete checkpoint.", "restarts"),
     ("velyrix_training_checkpoints", "Complete checkpoints.", "saves_complete"),

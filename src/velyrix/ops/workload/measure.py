@@ -41,6 +41,8 @@ def figures(run: Run) -> dict[str, Any]:
         "horizon_s": h,
         "useful_work_s": useful,
         "lost_work_s": st.lost,
+        "steps_kept": int(useful // run.job.step_time_s),
+        "steps_lost": int(st.lost // run.job.step_time_s),
         "saves_complete": st.saves,
         "save_blocked_s_mean": statistics.fmean(e["blocked_s"] for e in saves) if saves else 0.0,
         "job_interruptions": len(crashes),
@@ -51,7 +53,24 @@ def figures(run: Run) -> dict[str, Any]:
         "restart_s_mean": statistics.fmean(e["s"] for e in restarts) if restarts else 0.0,
         "replacements": sum(1 for e in st.log if e["kind"] == "replacement"),
         "stops": sum(1 for e in st.log if e["kind"] == "stop"),
+        "by_cause": _count(f["cause"] or "injected" for f in crashes),
+        "caught_by_cause": _count(_cause_of(run, d) for d in caught),
     }
+
+
+def _count(items: Any) -> dict[str, int]:
+    out: dict[str, int] = {}
+    for item in items:
+        out[item] = out.get(item, 0) + 1
+    return dict(sorted(out.items(), key=lambda kv: (-kv[1], kv[0])))
+
+
+def _cause_of(run: Run, drain: dict[str, Any]) -> str:
+    """The cause of the precursor that was running on a drained node (the latest before the drain)."""
+    before = [
+        f for f in run.failures if f["kind"] == "precursor" and f["host"] == drain["host"] and f["t_s"] <= drain["t_s"]
+    ]
+    return str(before[-1]["cause"]) if before else "unknown"
 
 
 def planned_shares(goodput: dict[str, Any], policy: str = "reactive") -> dict[str, float]:
@@ -101,13 +120,20 @@ def compare(fig: dict[str, Any], goodput: dict[str, Any], policy: str = "reactiv
         "planned_run_interval": [lo, hi],
         "measured_ettr": fig["ettr"],
         "ettr_difference_points": 100.0 * (fig["ettr"] - ettr),
-        "inside_run_interval": lo <= fig["ettr"] <= hi,
+        # the interval is that of runs as long as the plan's (30 days): other lengths spread differently
+        "plan_run_days": goodput["simulation"]["horizon_s"] / 86400.0 if "simulation" in goodput else None,
+        "inside_run_interval": (lo <= fig["ettr"] <= hi) if _same_length(fig, goodput) else None,
         "planned_checkpoint_stall_share": plan["checkpoint_stall"],
         "measured_checkpoint_stall_share": fig["checkpoint_stall_share"],
         "stall_difference_points": 100.0 * (fig["checkpoint_stall_share"] - plan["checkpoint_stall"]),
         "by_cause_points": {k: 100.0 * (plan[k] - measured[k]) for k in plan},
         "explanation": explain(fig, goodput, expected_interruptions),
     }
+
+
+def _same_length(fig: dict[str, Any], goodput: dict[str, Any]) -> bool:
+    sim = goodput.get("simulation")
+    return sim is None or abs(sim["horizon_s"] - fig["horizon_s"]) < 1.0
 
 
 def explain(fig: dict[str, Any], goodput: dict[str, Any], expected: float) -> list[str]:
@@ -120,6 +146,10 @@ def explain(fig: dict[str, Any], goodput: dict[str, Any], expected: float) -> li
         f"saves: {fig['saves_complete']} complete, blocking {fig['save_blocked_s_mean']:.1f} s on average "
         f"(the plan: {goodput['save_s']:.1f} s at the tier's low-percentile bandwidth)",
     ]
+    if fig["by_cause"]:
+        out.append("interruptions by cause: " + ", ".join(f"{k} {v}" for k, v in fig["by_cause"].items()))
+    if fig["caught_by_cause"]:
+        out.append("caught on precursors: " + ", ".join(f"{k} {v}" for k, v in fig["caught_by_cause"].items()))
     if fig["restarts"]:
         out.append(
             f"restarts: {fig['restarts']}, {fig['restart_s_mean']:,.0f} s on average "

@@ -57,6 +57,12 @@ class RunConfig:
             raise errors.InvalidInputError(f"--days must be in (0, 3650], got {self.days}", hint="e.g. 30")
         if self.policy not in health_loop.POLICIES:
             raise errors.UnknownNameError("health policy", self.policy, health_loop.POLICIES)
+        late = [i for i in self.injections if not 0 <= i.at_s < self.days * 86400.0]
+        if late:
+            raise errors.InvalidInputError(
+                f"a fault injected at {late[0].at_s / 3600:g} h is outside the run of {self.days * 24:g} h",
+                hint="inject within the run, or give more --days",
+            )
 
 
 @dataclass

@@ -52,7 +52,7 @@ def simulate(
     }
     if plan.get("goodput"):
         out["plan"] = {
-            "goodput": {k: v for k, v in plan["goodput"].items() if k not in ("sensitivity", "simulation")},
+            "goodput": {k: v for k, v in plan["goodput"].items() if k != "sensitivity"},
             "change": plan["storage_plan"].get("change", []),
             "cheapest": plan["storage_plan"].get("cheapest"),
             "meets_target": plan["storage_plan"].get("meets_target"),
@@ -80,19 +80,16 @@ def monthly_usd(result: dict[str, Any]) -> dict[str, float]:
     return {"performance_tier": tier, "lost_gpu_time": lost_usd, "total": tier + lost_usd}
 
 
-def what_if(
-    spec: models.ClusterSpec, cluster: SchedulerCluster, config: runner.RunConfig, overrides: Overrides
-) -> dict[str, Any]:
-    """The same seed as declared and with ``overrides``: both runs and the measured difference, priced."""
-    base = simulate(spec, cluster, config)
-    other = simulate(spec, cluster, config, overrides)
-    pb, po = monthly_usd(base), monthly_usd(other)
-    mb, mo = base["measured"], other["measured"]
+def what_if(base: dict[str, Any], variant: dict[str, Any]) -> dict[str, Any]:
+    """Two ``simulate`` results of the same seed (as declared, and changed): the variant's measurement, the
+    plan's for it, and the measured difference, priced."""
+    pb, po = monthly_usd(base), monthly_usd(variant)
+    mb, mo = base["measured"], variant["measured"]
     return {
-        "seed": config.seed,
-        "changes": overrides.describe(),
-        "baseline": base,
-        "variant": other,
+        "seed": base["config"]["seed"],
+        "changes": variant["changes"],
+        "measured": {"ettr": mo["ettr"], "checkpoint_stall_share": mo["checkpoint_stall_share"]},
+        "planned": variant.get("comparison", {}),
         "difference": {
             "ettr_points": 100.0 * (mo["ettr"] - mb["ettr"]),
             "checkpoint_stall_points": 100.0 * (mo["checkpoint_stall_share"] - mb["checkpoint_stall_share"]),
@@ -116,7 +113,7 @@ def over_seeds(
                 "seed": seed,
                 "ettr": c["measured_ettr"],
                 "stall": c["measured_checkpoint_stall_share"],
-                "inside": c["inside_run_interval"],
+                "inside": bool(c["inside_run_interval"]),
                 "interruptions": r["measured"]["job_interruptions"],
                 "caught": r["measured"]["caught_before_failure"],
             }
