@@ -58,6 +58,7 @@ COMMANDS: tuple[tuple[str, tuple[str, ...]], ...] = (
     ("proactive", ("report",)),  # after fleet: joins its `report` group
     ("volumes", ("volume",)),
     ("access", ("ssh",)),
+    ("network", ("network",)),
 )
 
 
