@@ -259,3 +259,15 @@ def test_bmc_through_the_jump_host_needs_a_root_certificate(world: World, tmp_pa
         assert closed.target == "bmc:acme-n0" and closed.detail["bytes_to_node"] == len(request)
     finally:
         site.stop()
+
+
+def test_a_node_that_does_not_answer_is_a_clear_refusal_and_still_audited(
+    world: World, site: Site, tmp_path: Path
+) -> None:
+    key = user_key(tmp_path, "alice")
+    certify(world, key, world.a, world.a.owner_id, root=True)
+    site.daemons[0].stop()  # acme-n0's sshd
+    done = site.ssh(key, "acme-n0", getpass.getuser(), "true")
+    assert done.returncode != 0 and "node 'acme-n0' does not answer" in done.stderr, done.stderr
+    (closed,) = wait_for_events(world.sessionmaker, "access.session.close")
+    assert closed.detail["bytes_from_node"] == 0
