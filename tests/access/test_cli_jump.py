@@ -18,7 +18,7 @@ import sqlalchemy as sa
 
 from tests.access.conftest import wait_for_events
 from tests.controlplane.conftest import cluster_body, enroll_fleet
-from velyrix.controlplane.access import certificates, jumphost
+from velyrix.controlplane.access import jump_targets, jumphost
 from velyrix.controlplane.db import models
 from velyrix.controlplane.db.models.identity import User
 from velyrix.testing import sshd
@@ -85,12 +85,30 @@ def test_cli_certificate_reaches_the_node_through_the_jump_host(
     assert got.exit_code == 0, got.stderr
     assert Path(f"{key}-cert.pub").read_text().startswith("ssh-ed25519-cert-v01@openssh.com ")
 
+    # the cluster's node, as the fleet records it, and its sshd on a loopback port
     with maker() as s:
-        ca = certificates.authority(s, cluster["tenant_id"]).public_key
+        for name, owner in (("train-n0", cluster), ("serve-n0", managed)):
+            s.add(
+                models.Node(
+                    name=name,
+                    region="us-east-1",
+                    node_type="hgx-h200-8g",
+                    tenant_id=owner["tenant_id"],
+                    cluster_id=owner["id"],
+                    hardware={},
+                    labels={},
+                )
+            )
         s.commit()
-    target = jumphost.NodeTarget(
-        "train-n0", cluster["tenant_id"], cluster["id"], "self_operated", "127.0.0.1", sshd.free_port()
+        url = application.state.engine.url.render_as_string(hide_password=False)
+        jump_config = jump_targets.config(s, url, {"train-n0": ("127.0.0.1", sshd.free_port())})
+    (target,) = jump_config.targets
+    assert (target.tenant_id, target.cluster_id, target.operating_mode) == (
+        cluster["tenant_id"],
+        cluster["id"],
+        "self_operated",
     )
+    ca = jump_config.authorities[cluster["tenant_id"]]
     node = sshd.Sshd(
         tmp_path / "node",
         jumphost.node_authorized_keys(target, ca, None),
@@ -98,11 +116,9 @@ def test_cli_certificate_reaches_the_node_through_the_jump_host(
         extra=("SetEnv VELYRIX_NODE=train-n0",),
     ).start()
     config = tmp_path / "jump.json"
-    jumphost.JumpConfig(
-        application.state.engine.url.render_as_string(hide_password=False), (target,), {cluster["tenant_id"]: ca}
-    ).write(config)
+    jump_config.write(config)
     jump = sshd.Sshd(
-        tmp_path / "jump", jumphost.jump_authorized_keys({cluster["tenant_id"]: ca}, config, sys.executable)
+        tmp_path / "jump", jumphost.jump_authorized_keys(jump_config.authorities, config, sys.executable)
     ).start()
     try:
         known = tmp_path / "known_hosts"

@@ -141,3 +141,11 @@ def test_private_asn_ranges_follow_rfc_6996() -> None:
         True,
     ]
     assert cc.asn_problem(23456) and cc.asn_problem(0) and cc.asn_problem(4294967295)
+
+
+@needs_bird
+def test_network_render_writes_configuration_bird_accepts(velyrix, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
+    result = velyrix("network", "render", str(EXAMPLE), "--out", str(tmp_path / "edge"))
+    assert result.exit_code == 0, result.stderr
+    assert "acme-train.bird.conf: 3 BGP sessions, accepted by bird -p" in result.stdout.replace("\n", "")
+    assert (tmp_path / "edge" / "acme-train.bird.conf").exists()

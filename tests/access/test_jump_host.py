@@ -4,8 +4,12 @@ only, a managed cluster refuses tenant root, and every session is an audit event
 from __future__ import annotations
 
 import getpass
+import http.server
+import json
 import subprocess
 import sys
+import threading
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -64,11 +68,14 @@ def authority(world: World, tenant_id: str) -> ssh_ca.CertificateAuthority:
 class Site:
     """The jump host and one sshd per twin node, all on loopback."""
 
-    def __init__(self, world: World, tmp: Path) -> None:
+    def __init__(self, world: World, tmp: Path, bmc_port: int | None = None) -> None:
         self.tmp, self.daemons, self.targets = tmp, [], []
         self.cas = {t.tenant_id: authority(world, t.tenant_id).public_key for t in (world.a, world.b)}
         for tenant, mode, node in ((world.a, "self_operated", "acme-n0"), (world.b, "managed", "globex-n0")):
-            target = jumphost.NodeTarget(node, tenant.tenant_id, tenant.cluster_id, mode, "127.0.0.1", sshd.free_port())
+            bmc = ("127.0.0.1", bmc_port) if bmc_port else (None, None)
+            target = jumphost.NodeTarget(
+                node, tenant.tenant_id, tenant.cluster_id, mode, "127.0.0.1", sshd.free_port(), *bmc
+            )
             keys = jumphost.node_authorized_keys(target, self.cas[tenant.tenant_id], None)
             daemon = sshd.Sshd(tmp / node, keys, port=target.port, extra=(f"SetEnv VELYRIX_NODE={node}",))
             self.daemons.append(daemon.start())
@@ -192,3 +199,75 @@ def test_member_of_a_self_operated_tenant_gets_no_root(world: World, tmp_path: P
     key = user_key(tmp_path, "carol")
     with pytest.raises(errors.AccessError):
         certify(world, key, world.a, world.a.member_id, root=True)
+
+
+class _Bmc(http.server.BaseHTTPRequestHandler):
+    """A BMC's Redfish service root on loopback, standing in for the twin's Redfish service."""
+
+    def do_GET(self) -> None:
+        body = json.dumps({"@odata.id": "/redfish/v1", "RedfishVersion": "1.15.0", "Id": "RootService"}).encode()
+        self.send_response(200)
+        self.send_header("Content-Type", "application/json")
+        self.send_header("Content-Length", str(len(body)))
+        self.end_headers()
+        self.wfile.write(body)
+
+    def log_message(self, *args: object) -> None:
+        return
+
+
+@pytest.fixture
+def bmc() -> Iterator[int]:
+    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), _Bmc)
+    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread.start()
+    yield int(server.server_address[1])
+    server.shutdown()
+    server.server_close()
+
+
+def test_bmc_through_the_jump_host_needs_a_root_certificate(world: World, tmp_path: Path, bmc: int) -> None:
+    site = Site(world, tmp_path, bmc_port=bmc)
+    try:
+        key = user_key(tmp_path, "alice")
+        login = f"{getpass.getuser()}@127.0.0.1"
+        request = "GET /redfish/v1 HTTP/1.0\r\nHost: bmc\r\n\r\n"
+        jump = [
+            "ssh",
+            "-F",
+            "/dev/null",
+            "-o",
+            "BatchMode=yes",
+            "-i",
+            str(key),
+            "-o",
+            f"UserKnownHostsFile={site.known_hosts}",
+            "-p",
+            str(site.jump.port),
+            login,
+            "bmc",
+            "acme-n0",
+        ]
+        certify(world, key, world.a, world.a.member_id, root=False)
+        plain = subprocess.run(jump, input=request, capture_output=True, text=True, timeout=60)
+        assert plain.returncode != 0 and "BMC access needs a root certificate" in plain.stderr
+        certify(world, key, world.a, world.a.owner_id, root=True)
+        done = subprocess.run(jump, input=request, capture_output=True, text=True, timeout=60)
+        assert done.returncode == 0, done.stderr
+        assert done.stdout.startswith("HTTP/1.0 200") and '"RedfishVersion": "1.15.0"' in done.stdout
+        (closed,) = wait_for_events(world.sessionmaker, "access.session.close")
+        assert closed.target == "bmc:acme-n0" and closed.detail["bytes_to_node"] == len(request)
+    finally:
+        site.stop()
+
+
+def test_a_node_that_does_not_answer_is_a_clear_refusal_and_still_audited(
+    world: World, site: Site, tmp_path: Path
+) -> None:
+    key = user_key(tmp_path, "alice")
+    certify(world, key, world.a, world.a.owner_id, root=True)
+    site.daemons[0].stop()  # acme-n0's sshd
+    done = site.ssh(key, "acme-n0", getpass.getuser(), "true")
+    assert done.returncode != 0 and "node 'acme-n0' does not answer" in done.stderr, done.stderr
+    (closed,) = wait_for_events(world.sessionmaker, "access.session.close")
+    assert closed.detail["bytes_from_node"] == 0

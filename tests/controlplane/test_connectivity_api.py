@@ -69,3 +69,26 @@ def test_objects_of_another_cluster_name_are_refused(client: Any, world: World) 
     )
     assert resp.status_code == 422
     assert {d["message"] for d in resp.json()["diagnostics"]} == {"unknown cluster 'someone-else'"}
+
+
+def test_a_prefix_another_cluster_announces_is_refused_without_naming_it(client: Any, world: World) -> None:
+    def hcl(cluster_id: str) -> str:  # a prefix of its own in this module's database
+        return connectivity_hcl(name_of(world, cluster_id)).replace("203.0.113.0/24", "192.0.2.0/24")
+
+    theirs = world.cluster(world.b)
+    first = client.put(
+        f"/v1/clusters/{theirs}/connectivity",
+        json={"hcl": hcl(theirs)},
+        headers=auth(world.b.keys["owner"]),
+    )
+    assert first.status_code == 200, first.text
+    mine = world.cluster(world.a)
+    resp = client.put(
+        f"/v1/clusters/{mine}/connectivity",
+        json={"hcl": connectivity_hcl(name_of(world, mine))},
+        headers=auth(world.a.keys["owner"]),
+    )
+    assert resp.status_code == 422 and resp.json()["code"] == "spec_invalid", resp.text
+    (diag,) = resp.json()["diagnostics"]
+    assert "overlaps a prefix another cluster already announces" in diag["message"]
+    assert theirs not in resp.text and world.b.tenant_id not in resp.text and name_of(world, theirs) not in resp.text

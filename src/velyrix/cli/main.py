@@ -61,6 +61,7 @@ COMMANDS: tuple[tuple[str, tuple[str, ...]], ...] = (
     ("network_config", ("network",)),
     ("sim_workload", ("sim", "report")),  # after fleet and sim_exporter: joins their `sim` and `report` groups
     ("access", ("ssh",)),
+    ("network", ("network",)),
 )
 
 

@@ -4,8 +4,12 @@ plan and store a cluster's connectivity objects (passwords removed), and read th
 from __future__ import annotations
 
 import dataclasses
+import ipaddress
 from typing import Any
 
+import sqlalchemy as sa
+
+from velyrix import errors
 from velyrix.controlplane import scoping
 from velyrix.controlplane.db import models
 from velyrix.controlplane.db.models import access as tables
@@ -40,6 +44,33 @@ def _rows(scope: scoping.Scope, cluster_id: str) -> list[tables.ConnectivityObje
     return list(scope.session.scalars(q))
 
 
+def _announced_elsewhere(scope: scoping.Scope, cluster_id: str, conn: specs.ConnectivityFile) -> None:
+    """A BYOIP prefix that overlaps one another cluster (of any tenant) already announces is refused
+    (422 ``spec_invalid`` at the session): one origin per address. The other cluster is not named."""
+    table = tables.ConnectivityObject
+    stored = scope.session.execute(
+        sa.select(table.spec).where(table.kind == "bgp_session", table.cluster_id != cluster_id)
+    )
+    taken = [ipaddress.ip_network(p) for (spec,) in stored for p in spec.get("prefixes", [])]
+    problems = []
+    for session in conn.bgp_sessions:
+        for text in session.prefixes:
+            net = ipaddress.ip_network(text)
+            if any(net.version == other.version and net.overlaps(other) for other in taken):
+                pos = session.position
+                problems.append(
+                    errors.Diagnostic(
+                        pos.file,
+                        pos.line,
+                        pos.column,
+                        f"BYOIP prefix {text} of {session.address} overlaps a prefix another cluster already announces",
+                        expected="a prefix announced from one cluster only",
+                    )
+                )
+    if problems:
+        raise errors.SpecError(problems)
+
+
 _KINDS = {specs.PrivateLink: "private_link", specs.BgpSession: "bgp_session", specs.Vpn: "vpn"}
 
 
@@ -48,6 +79,7 @@ def put(scope: scoping.Scope, cluster_id: str, hcl: str) -> dict[str, Any]:
     problem); returns what ``get`` answers. The caller audits and commits."""
     cluster = scope.get(models.Cluster, cluster_id, "cluster")
     conn = connectivity.loads(hcl, "request body", known_clusters=[cluster.name])
+    _announced_elsewhere(scope, cluster.id, conn)
     planned = {item["address"]: item for item in planner.plan(conn)["items"]}
     for row in _rows(scope, cluster.id):
         scope.session.delete(row)

@@ -157,6 +157,8 @@ def run(config_path: Path, tenant_id: str, env: dict[str, str]) -> int:
     bytes_in = bytes_out = 0
     try:
         bytes_in, bytes_out = relay(host, port)
+    except OSError as exc:
+        raise Refused(f"{kind} '{target}' does not answer ({exc.strerror or exc})") from None
     finally:
         duration_s = round(time.monotonic() - t0, 3)
         _record(
@@ -186,6 +188,9 @@ def main(argv: list[str] | None = None) -> int:
         return run(args.config, args.tenant, dict(os.environ))
     except Refused as exc:
         print(f"velyrix jump host: {exc}", file=sys.stderr)
+        return 1
+    except Exception as exc:  # no session without its audit event: refuse, in one line
+        print(f"velyrix jump host: session refused, cannot record it ({type(exc).__name__})", file=sys.stderr)
         return 1
 
 
