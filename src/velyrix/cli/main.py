@@ -58,6 +58,7 @@ COMMANDS: tuple[tuple[str, tuple[str, ...]], ...] = (
     ("proactive", ("report",)),  # after fleet: joins its `report` group
     ("volumes", ("volume",)),
     ("network_config", ("network",)),
+    ("bmc_admin", ("admin",)),  # after server: joins its `admin` group
 )
 
 

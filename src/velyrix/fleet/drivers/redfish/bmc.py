@@ -107,7 +107,7 @@ def translated(ep: BmcEndpoint, doing: str) -> Iterator[None]:
             username=ep.username,
             status=exc.status_code,
             doing=doing,
-            hint="store the node's current BMC credentials (velyrix fleet bmc set); nothing was changed on the node",
+            hint="store the node's current BMC credentials (velyrix admin bmc-credentials); nothing was changed",
         ) from None
     except sushy_exc.ConnectionError as exc:
         text = str(exc)
