@@ -142,7 +142,7 @@ class Bmc:
                 ep.address,
                 auth=sushy_auth.BasicAuth(ep.username, ep.password.reveal()),
                 verify=ep.verify_tls,
-                server_side_retries=0,
+                server_side_retries=1,  # one try per call: the driver retries (and says so)
                 read_timeout=timeout_s,
                 connect_timeout=timeout_s,
             )
