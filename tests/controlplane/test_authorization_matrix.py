@@ -240,6 +240,8 @@ def billing_object(world: World, owner: Any, param: str) -> str:
 
 def seed_for(route: APIRoute, world: World, obj: str, owner: Any) -> None:
     """Routes that read a child object get one, so that a role with the scope gets 2xx."""
+    import sqlalchemy as sa
+
     from velyrix.controlplane.db import health_tables
     from velyrix.controlplane.reconcile import tables
 
@@ -268,6 +270,18 @@ def seed_for(route: APIRoute, world: World, obj: str, owner: Any) -> None:
                     reports=1,
                 )
             )
+        elif route.name == "clusters.fabric":  # a cluster past Networking has its VLAN (and no nodes yet)
+            taken = set(s.scalars(sa.select(tables.NetworkAllocation.value)))
+            if not s.scalar(sa.select(tables.NetworkAllocation).where(tables.NetworkAllocation.cluster_id == obj)):
+                s.add(
+                    tables.NetworkAllocation(
+                        region="us-east-1",
+                        kind="vlan",
+                        value=max(taken | {3000}) + 1,
+                        tenant_id=owner.tenant_id,
+                        cluster_id=obj,
+                    )
+                )
         s.commit()
 
 

@@ -61,7 +61,8 @@ COMMANDS: tuple[tuple[str, tuple[str, ...]], ...] = (
     ("network_config", ("network",)),
     ("sim_workload", ("sim", "report")),  # after fleet and sim_exporter: joins their `sim` and `report` groups
     ("access", ("ssh",)),
-    ("network", ("network",)),
+    ("network", ("network",)),  # after network_config: joins its `network` group
+    ("bmc_admin", ("admin",)),  # after server: joins its `admin` group
 )
 
 

@@ -8,14 +8,14 @@ from pathlib import Path
 
 import typer
 
-network_app = typer.Typer(help="Private links and BGP sessions (docs/access.md).", no_args_is_help=True)
+from velyrix.cli.network_config import network_group
 
 
 def register(app: typer.Typer) -> None:
-    app.add_typer(network_app, name="network")
+    """Join the ``network`` group of ``cli.network_config`` (registered before this module)."""
+    network_group(app).command(name="render")(render)
 
 
-@network_app.command("render")
 def render(
     file: Path = typer.Argument(..., help="HCL file (or directory) with velyrix_private_link / velyrix_bgp_session"),
     out: Path = typer.Option(..., "--out", help="directory for <cluster>.bird.conf (0600: holds MD5 passwords)"),

@@ -14,12 +14,23 @@ from velyrix.cli import common
 FORMATS = ("summary", "partitions", "ufm", "nvue", "sonic", "json")
 
 
-def register(app: typer.Typer) -> None:
+def network_group(app: typer.Typer) -> typer.Typer:
+    """The ``network`` Typer group of ``app``, created when no module has added it yet (``cli.network``
+    joins it with ``render``)."""
+    for info in app.registered_groups:
+        if info.name == "network" and info.typer_instance is not None:
+            return info.typer_instance
     group = typer.Typer(
-        name="network", help="Tenant networks of clusters (fabric configuration).", no_args_is_help=True
+        name="network",
+        help="Tenant networks of clusters: fabric configuration, private links and BGP sessions.",
+        no_args_is_help=True,
     )
-    group.command(name="config")(config)
     app.add_typer(group, name="network")
+    return group
+
+
+def register(app: typer.Typer) -> None:
+    network_group(app).command(name="config")(config)
 
 
 def config(

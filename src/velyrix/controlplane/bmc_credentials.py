@@ -64,7 +64,7 @@ def unseal(sealed: bytes, node: str) -> Secret:
     except InvalidTag:
         raise errors.VelyrixError(
             f"the sealed BMC password of {node} does not open with {key_path()} (another region's key?)",
-            hint="store the node's BMC credentials again (velyrix fleet bmc set)",
+            hint="store the node's BMC credentials again (velyrix admin bmc-credentials)",
         ) from None
     return Secret(plain.decode())
 

@@ -100,6 +100,11 @@ def render(session: orm.Session, cluster: models.Cluster) -> dict[str, Any]:
     return fc.render(tenant_fabric(session, cluster))
 
 
+def render_for(scope: Any, cluster: models.Cluster) -> dict[str, Any]:
+    """``render`` for the API: ``cluster`` was read through the tenant-scoped ``scope`` (``scoping.Scope``)."""
+    return render(scope.session, cluster)
+
+
 def deliver(session: orm.Session, cluster: models.Cluster, driver: Any) -> dict[str, Any] | None:
     """Apply the cluster's configuration through ``driver``'s network driver (None: the fleet has none, and
     the artifacts are only served); records an event on the cluster. Returns the network driver's record."""

@@ -21,7 +21,7 @@ def cluster_fabric(cluster_id: str, request: Request, ctx: Ctx = Depends(require
     """``{"cluster", "infiniband": {"partitions_conf", "ufm"} | null, "ethernet": {plane: {"nvue", "sonic"}},
     "summary", "digest", "applied": {"digest", "matches"} | null}``; 404 before the cluster has networks."""
     cluster = ctx.scope.get(models.Cluster, cluster_id, "cluster")
-    body = fabric_artifacts.render(ctx.scope.session, cluster)
+    body = fabric_artifacts.render_for(ctx.scope, cluster)
     runtime = getattr(request.app.state, "fleet", None)
     network = getattr(getattr(runtime, "driver", None), "network", None)
     current = network.applied(cluster.id) if network is not None else None

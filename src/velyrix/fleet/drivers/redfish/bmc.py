@@ -107,7 +107,7 @@ def translated(ep: BmcEndpoint, doing: str) -> Iterator[None]:
             username=ep.username,
             status=exc.status_code,
             doing=doing,
-            hint="store the node's current BMC credentials (velyrix fleet bmc set); nothing was changed on the node",
+            hint="store the node's current BMC credentials (velyrix admin bmc-credentials); nothing was changed",
         ) from None
     except sushy_exc.ConnectionError as exc:
         text = str(exc)
@@ -142,7 +142,7 @@ class Bmc:
                 ep.address,
                 auth=sushy_auth.BasicAuth(ep.username, ep.password.reveal()),
                 verify=ep.verify_tls,
-                server_side_retries=0,
+                server_side_retries=1,  # one try per call: the driver retries (and says so)
                 read_timeout=timeout_s,
                 connect_timeout=timeout_s,
             )
