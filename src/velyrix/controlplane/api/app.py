@@ -32,6 +32,7 @@ from velyrix.controlplane.api.routes import (
     nodes,
     physical_access,
     regions,
+    scheduler,
     sim,
     tenants,
     volume_data,
@@ -62,6 +63,7 @@ ROUTERS = (
     identity_policy.router,
     customer_keys.router,
     volume_data.router,
+    scheduler.router,
 )
 BROWSER_ROUTERS = (web.router, saml_web.router, mfa_web.router, scim.router)
 """Sign-in pages and SCIM (``velyrix.controlplane.identity``): outside the /v1 OpenAPI document."""

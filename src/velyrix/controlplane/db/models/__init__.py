@@ -20,6 +20,7 @@ this package. Tables of the later areas are reached by module (``from ...db.mode
 import sqlalchemy as sa
 
 from velyrix.controlplane.db.models import cloud, evidence, identity, noc  # noqa: F401  (their tables join Base.metadata)
+from velyrix.controlplane.db.models import scheduler as scheduler  # scheduler_deliveries joins Base.metadata
 from velyrix.controlplane.db.models.base import Base, UTCDateTime, assign_id, new_id, utcnow
 from velyrix.controlplane.db.models.health import Incident, NodeCredential, NodeReport, RmaRecord
 from velyrix.controlplane.db.models.keys import CustomerKey, CustomerKeyGrant, VolumeDataKey  # noqa: F401

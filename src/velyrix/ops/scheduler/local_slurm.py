@@ -1,0 +1,436 @@
+"""A real Slurm on this host, on loopback: the daemons the twin's delivered clusters and the tests run.
+
+- ``Daemons``: processes started here, by name, each in its own session with its log under ``log/``;
+  ``stop`` ends exactly those (reverse order, SIGTERM then SIGKILL after 15 s).
+- ``SlurmAccounting``: munge, MariaDB (a temp datadir on a loopback port) and one slurmdbd, shared by every
+  cluster that points its ``AccountingStorage*`` at it (``velyrix.ops.scheduler.twin_delivery``).
+- ``SlurmCluster``: one cluster's slurmctld and one slurmd per node (``slurmd -N <node>``, its own loopback
+  port, GPU device files under ``dev/<node>/``; in its own UTS namespace where this host allows it, so a
+  job's ``hostname`` prints the node's name), with the configuration ``slurm_config.render`` generates.
+  ``set_nodes`` follows a changed node list: slurm.conf rewritten, slurmctld restarted (Slurm 22.05 reads
+  node definitions only at start), slurmd started for new nodes and stopped for removed ones, then
+  ``scontrol reconfigure`` for the nodes it keeps.
+
+Uses Debian's packages (slurm-wlm, slurmdbd, munge, mariadb-server).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import dataclasses
+import functools
+import getpass
+import os
+import random
+import shutil
+import signal
+import socket
+import subprocess
+import time
+from collections.abc import Callable
+from pathlib import Path
+
+from velyrix import errors
+from velyrix.ops.scheduler import clusters, commands, slurm_config
+
+DAEMONS = ("munged", "mariadbd", "mariadb-install-db", "slurmdbd", "slurmctld", "slurmd", "sacctmgr", "sbatch")
+START_TIMEOUT_S = 120.0
+"""How long one daemon may take to come up (a loaded 2-core machine starts slurmd slowly)."""
+
+
+def missing_binaries() -> list[str]:
+    """Which of the daemons and tools a local Slurm needs are not installed (empty: it can run)."""
+    return [n for n in DAEMONS if not (shutil.which(n) or os.path.exists(f"/usr/sbin/{n}"))]
+
+
+def _bin(name: str) -> str:
+    return shutil.which(name) or f"/usr/sbin/{name}"
+
+
+def free_ports(count: int, consecutive: bool = False, avoid: set[int] | None = None) -> list[int]:
+    """``count`` free loopback TCP ports (consecutive when asked), none of them in ``avoid``."""
+    taken = set(avoid or ())
+
+    def free(port: int) -> bool:
+        with socket.socket() as s:
+            try:
+                s.bind(("127.0.0.1", port))
+            except OSError:
+                return False
+            return port not in taken
+
+    if consecutive:
+        for _ in range(200):
+            base = random.randint(20000, 60000 - count)
+            if all(free(base + i) for i in range(count)):
+                return list(range(base, base + count))
+        raise errors.ExternalToolError("no free range of loopback ports")
+    ports: list[int] = []
+    while len(ports) < count:
+        with socket.socket() as s:
+            s.bind(("127.0.0.1", 0))
+            port = int(s.getsockname()[1])
+        if port not in ports and port not in taken:
+            ports.append(port)
+    return ports
+
+
+def connectable(port: int) -> bool:
+    """Whether something listens on loopback ``port``."""
+    with socket.socket() as s:
+        s.settimeout(0.5)
+        return s.connect_ex(("127.0.0.1", port)) == 0
+
+
+@functools.cache
+def uts_namespaces() -> bool:
+    """Whether this host lets us give each slurmd its own hostname (``unshare --uts``, needs root)."""
+    if not shutil.which("unshare"):
+        return False
+    probe = subprocess.run(["unshare", "--uts", "true"], capture_output=True, timeout=10, check=False)
+    return probe.returncode == 0
+
+
+class Daemons:
+    """Processes started under ``log_dir``'s owner, by name (see the module doc)."""
+
+    def __init__(self, log_dir: Path, environ: Callable[[], dict[str, str]]) -> None:
+        self.log_dir = log_dir
+        self.environ = environ
+        self.procs: dict[str, subprocess.Popen[bytes]] = {}
+
+    def spawn(self, name: str, argv: list[str]) -> None:
+        self.log_dir.mkdir(parents=True, exist_ok=True)
+        with open(self.log_dir / f"{name}.out", "ab") as log:  # the child keeps its own descriptor
+            self.procs[name] = subprocess.Popen(
+                argv, stdout=log, stderr=subprocess.STDOUT, env=self.environ(), start_new_session=True
+            )
+
+    def wait(self, ready: Callable[[], bool], what: str, timeout_s: float = START_TIMEOUT_S) -> None:
+        """Poll ``ready`` until it holds; ExternalToolError when a daemon exits or ``timeout_s`` passes."""
+        deadline = time.monotonic() + timeout_s
+        while time.monotonic() < deadline:
+            for name, proc in self.procs.items():
+                if proc.poll() is not None:
+                    raise errors.ExternalToolError(
+                        f"{name} exited with {proc.returncode} while waiting for {what}", hint=f"see {self.log_dir}"
+                    )
+            if ready():
+                return
+            time.sleep(0.2)
+        raise errors.ExternalToolError(f"timed out waiting for {what}", hint=f"see {self.log_dir}")
+
+    def stop(self, names: list[str] | None = None) -> None:
+        """Stop ``names`` (default: all, in reverse start order) and forget them."""
+        chosen = [n for n in reversed(list(self.procs)) if names is None or n in names]
+        for name in chosen:
+            if self.procs[name].poll() is None:
+                self.procs[name].terminate()
+        deadline = time.monotonic() + 15
+        for name in chosen:
+            proc = self.procs.pop(name)
+            with contextlib.suppress(subprocess.TimeoutExpired):
+                proc.wait(timeout=max(0.1, deadline - time.monotonic()))
+            if proc.poll() is None:
+                proc.kill()
+                proc.wait()
+
+    def running(self, name: str) -> bool:
+        proc = self.procs.get(name)
+        return proc is not None and proc.poll() is None
+
+
+def _end_leftovers(marker: str) -> None:
+    """SIGKILL each ``slurmstepd`` whose environment holds ``marker`` (the job steps of slurmds started here)
+    and every process below it (the job's own)."""
+    needle, parent, roots = marker.encode() + b"\0", {}, []
+    for proc in Path("/proc").iterdir():
+        if not proc.name.isdigit():
+            continue
+        try:
+            stat = (proc / "stat").read_text()
+            parent[int(proc.name)] = int(stat.rsplit(")", 1)[1].split()[1])
+            if stat.split("(", 1)[1].startswith("slurmstepd") and needle in (proc / "environ").read_bytes():
+                roots.append(int(proc.name))
+        except (OSError, ValueError, IndexError):
+            continue  # gone already, or not ours to read
+
+    def below(pid: int) -> bool:
+        seen = 0
+        while pid > 1 and seen < 64:
+            if pid in roots:
+                return True
+            pid, seen = parent.get(pid, 0), seen + 1
+        return False
+
+    for pid in [p for p in parent if below(p)]:
+        with contextlib.suppress(ProcessLookupError):
+            os.kill(pid, signal.SIGKILL)
+
+
+class SlurmAccounting:
+    """munge + MariaDB + slurmdbd under ``root`` (``etc/slurmdbd.conf``, ``munge/munge.sock``)."""
+
+    def __init__(self, root: Path, user: str | None = None, *, host: str | None = None) -> None:
+        self.root = root
+        self.user = user or getpass.getuser()
+        self.host = host or socket.gethostname().split(".")[0]
+        self.munge_socket = str(root / "munge" / "munge.sock")
+        self.dbd_port, self.db_port = free_ports(2)
+        self.conf_dir = root / "etc"
+        self.daemons = Daemons(root / "log", self._environ)
+
+    def _environ(self) -> dict[str, str]:
+        return {**os.environ, "SLURM_CONF": str(self.conf_dir / "slurm.conf")}  # slurmdbd.conf sits beside it
+
+    def options(self) -> slurm_config.SlurmOptions:
+        """The dbd and storage settings every cluster on this accounting shares."""
+        return slurm_config.SlurmOptions.twin(
+            self.root,
+            controller_host=self.host,
+            slurmctld_port=0,
+            slurmd_port=0,
+            dbd_port=self.dbd_port,
+            storage_port=self.db_port,
+            slurm_user=self.user,
+            auth_socket=self.munge_socket,
+            health_check_command="",
+        )
+
+    def running(self) -> bool:
+        return all(self.daemons.running(n) for n in ("munged", "mariadbd", "slurmdbd"))
+
+    def start(self) -> None:
+        """Start munged, mariadbd and slurmdbd and wait for each (blocking)."""
+        for d in ("log", "run", "state"):
+            (self.root / d).mkdir(parents=True, exist_ok=True)
+        self.conf_dir.mkdir(parents=True, exist_ok=True)
+        files = {"slurmdbd.conf": slurm_config.slurmdbd_conf(self.options())}
+        slurm_config.write(files, self.conf_dir, slurm_user=self.user)
+        try:
+            self._start_munge()
+            self._start_mariadb()
+            self.daemons.spawn("slurmdbd", [_bin("slurmdbd"), "-D"])
+            self.daemons.wait(lambda: connectable(self.dbd_port), "slurmdbd")
+        except BaseException:
+            self.stop()
+            raise
+
+    def stop(self) -> None:
+        self.daemons.stop()
+
+    def _start_munge(self) -> None:
+        d = self.root / "munge"
+        d.mkdir(mode=0o711, exist_ok=True)
+        d.chmod(0o711)
+        key = d / "munge.key"
+        key.write_bytes(os.urandom(1024))
+        key.chmod(0o600)
+        argv = [_bin("munged"), "-F", "--force", f"--socket={d / 'munge.sock'}", f"--key-file={key}"]
+        argv += [f"--pid-file={d / 'munged.pid'}", f"--log-file={d / 'munged.log'}", f"--seed-file={d / 'munged.seed'}"]
+        self.daemons.spawn("munged", argv)
+        self.daemons.wait(lambda: (d / "munge.sock").exists(), "munged")
+
+    def _start_mariadb(self) -> None:
+        data = self.root / "mysql"
+        with open(self.root / "log" / "mariadb-install.log", "wb") as fh:
+            subprocess.run(
+                [
+                    _bin("mariadb-install-db"),
+                    "--no-defaults",
+                    f"--datadir={data}",
+                    f"--user={self.user}",
+                    "--auth-root-authentication-method=normal",
+                    "--skip-test-db",
+                ],
+                stdout=fh,
+                stderr=subprocess.STDOUT,
+                check=True,
+                timeout=180,
+            )
+        # Grant tables are skipped: the server listens on loopback only and lives as long as its owner.
+        argv = [_bin("mariadbd"), "--no-defaults", f"--datadir={data}", f"--user={self.user}"]
+        argv += ["--bind-address=127.0.0.1", f"--port={self.db_port}", f"--socket={self.root / 'mysql.sock'}"]
+        argv += [f"--pid-file={self.root / 'mysql.pid'}", f"--log-error={self.root / 'log' / 'mariadb.log'}"]
+        argv += ["--skip-grant-tables", "--innodb-buffer-pool-size=64M", "--innodb-lock-wait-timeout=900"]
+        argv += ["--innodb-flush-log-at-trx-commit=0", "--skip-log-bin"]
+        self.daemons.spawn("mariadbd", argv)
+        self.daemons.wait(lambda: connectable(self.db_port), "mariadbd")
+
+
+class SlurmCluster:
+    """One cluster's slurmctld and slurmds under ``root`` on ``accounting`` (see the module doc).
+
+    ``job_map_root``: where the prolog writes each node's GPU-to-job map (``<job_map_root>/<node>/``;
+    default ``<root>/jobmap``). ``health_check_command``: what prolog and epilog run (default: the node is
+    unhealthy while ``<root>/unhealthy/<node>`` exists)."""
+
+    def __init__(
+        self,
+        root: Path,  # short: slurmstepd's Unix sockets live under <root>/spool/<node>/ (108 bytes at most)
+        cluster: clusters.SchedulerCluster,
+        accounting: SlurmAccounting,
+        *,
+        job_map_root: Path | None = None,
+        health_check_command: str | None = None,
+        uts: bool = True,
+    ) -> None:
+        self.root = root
+        self.cluster = cluster
+        self.accounting = accounting
+        self.job_map_root = job_map_root or root / "jobmap"
+        self.uts = uts and uts_namespaces()
+        if health_check_command is None:
+            health_check_command = f'test ! -e "{root}/unhealthy/$SLURMD_NODENAME" || exit 1'
+        (self.ctl_port,) = free_ports(1, avoid={accounting.dbd_port, accounting.db_port})
+        ports = free_ports(len(cluster.node_names), consecutive=True, avoid={self.ctl_port})
+        self.ports = dict(zip(cluster.node_names, ports, strict=True))
+        base = accounting.options()
+        twin = slurm_config.SlurmOptions.twin(
+            root,
+            controller_host=accounting.host,
+            slurmctld_port=self.ctl_port,
+            slurmd_port=ports[0],
+            dbd_port=accounting.dbd_port,
+            storage_port=accounting.db_port,
+            slurm_user=accounting.user,
+            auth_socket=accounting.munge_socket,
+            health_check_command=health_check_command,
+        )
+        self.options = dataclasses.replace(
+            twin, job_map_dir=f"{self.job_map_root}/${{SLURMD_NODENAME}}", storage_user=base.storage_user
+        )
+        self.conf_dir = Path(self.options.conf_dir)
+        self.slurm = commands.Slurm(conf=str(self.conf_dir / "slurm.conf"), timeout_s=30)
+        self.daemons = Daemons(root / "log", self.slurm.environ)
+
+    @property
+    def conf(self) -> str:
+        """Path of this cluster's slurm.conf (what ``SLURM_CONF`` must say)."""
+        return str(self.conf_dir / "slurm.conf")
+
+    def start(self, *, controller_only: bool = False) -> None:
+        """Write the configuration, start slurmctld, then one slurmd per node; wait until every node is idle."""
+        try:
+            self._write()
+            self._start_controller()
+            if controller_only:
+                return
+            for name in self.cluster.node_names:
+                self._start_node(name)
+            self.daemons.wait(self.nodes_idle, "slurmd (all nodes idle)")
+        except BaseException:
+            self.stop()
+            raise
+
+    def set_nodes(self, cluster: clusters.SchedulerCluster) -> None:
+        """Follow a changed node list (see the module doc); returns once every node of ``cluster`` is up."""
+        old, new = set(self.cluster.node_names), set(cluster.node_names)
+        added = [n for n in cluster.node_names if n not in old]
+        gone = sorted(old - new)
+        for name, port in zip(added, free_ports(len(added), avoid={*self.ports.values(), self.ctl_port}), strict=True):
+            self.ports[name] = port
+        for name in gone:
+            self.ports.pop(name, None)
+        self._empty(gone)
+        self.cluster = cluster
+        self.daemons.stop([f"slurmd-{n}" for n in gone])
+        self._write()
+        self._flush_accounting()  # node events (a health drain of a node leaving) must reach slurmdbd first
+        self.daemons.stop(["slurmctld"])
+        self._start_controller()
+        for name in added:
+            self._start_node(name)
+        self.slurm.run("scontrol", "reconfigure", check=False)
+        self.daemons.wait(self.nodes_up, f"slurmd of {len(new)} nodes after the node list changed")
+
+    def _empty(self, nodes: list[str], timeout_s: float = 60.0) -> None:
+        """Before ``nodes`` leave: drain those nobody drained (reason ``velyrix:scheduler: leaving the
+        cluster``; a health drain keeps its own), requeue their jobs and wait until none runs there, so that
+        the jobs start elsewhere and Slurm records each node's drain (slurmdbd gets it once the node is idle)."""
+        if not nodes:
+            return
+        states = self.node_states()
+        for name in nodes:
+            if name in states and "drain" not in states[name] and states[name] not in ("drng", "drain"):
+                reason = "velyrix:scheduler: leaving the cluster"
+                self.slurm.run("scontrol", "update", f"NodeName={name}", "State=DRAIN", f"Reason={reason}", check=False)
+        where = ",".join(nodes)
+        jobs = self.slurm.run("squeue", "-h", "-w", where, "-o", "%A", check=False).stdout.split()
+        if jobs:
+            self.slurm.run("scontrol", "requeue", ",".join(sorted(set(jobs))), check=False)
+        deadline = time.monotonic() + timeout_s
+        while time.monotonic() < deadline:
+            left = self.slurm.run("squeue", "-h", "-w", where, "-t", "R,CG", "-o", "%A", check=False).stdout
+            if not left.strip():
+                return
+            time.sleep(0.3)
+
+    def cancel_jobs(self, timeout_s: float = 30.0) -> None:
+        """Cancel every job of this cluster and wait (at most ``timeout_s``) until none is left in the queue
+        (sacctmgr refuses to delete an account with active jobs)."""
+        if not self.running():
+            return
+        self.slurm.run("scancel", "--full", "--quiet", f"--user={self.accounting.user}", check=False)
+        deadline = time.monotonic() + timeout_s
+        while time.monotonic() < deadline and self.slurm.run("squeue", "-h", "-o", "%A", check=False).stdout.strip():
+            time.sleep(0.3)
+
+    def _flush_accounting(self, timeout_s: float = 30.0) -> None:
+        """Wait until slurmctld's queue of messages to slurmdbd is empty (``sdiag``), at most ``timeout_s``."""
+        deadline = time.monotonic() + timeout_s
+        while time.monotonic() < deadline:
+            out = self.slurm.run("sdiag", check=False).stdout
+            if "DBD Agent queue size: 0" in out or "DBD Agent queue size" not in out:
+                return
+            time.sleep(0.2)
+
+    def stop(self) -> None:
+        """Cancel every job, stop every slurmd and slurmctld, then end the job steps left behind (slurmstepd
+        outlives its slurmd: those whose environment names this cluster's slurm.conf). The accounting stays."""
+        self.cancel_jobs(timeout_s=10.0)
+        self.daemons.stop()
+        _end_leftovers(f"SLURM_CONF={self.conf}")
+
+    def running(self) -> bool:
+        return self.daemons.running("slurmctld")
+
+    def _write(self) -> None:
+        o = dataclasses.replace(self.options, node_port_map=dict(self.ports))
+        for d in (o.state_dir, o.spool_dir, o.log_dir, o.run_dir, str(self.job_map_root)):
+            Path(d).mkdir(parents=True, exist_ok=True)
+        for name in self.cluster.node_names:
+            (Path(o.spool_dir) / name).mkdir(parents=True, exist_ok=True)  # slurmstepd's socket directory
+            dev = self.root / "dev" / name
+            dev.mkdir(parents=True, exist_ok=True)
+            for i in range(self.cluster.group_of(name).gpus_per_node):
+                (dev / f"nvidia{i}").touch()
+        files = slurm_config.render(self.cluster, o)
+        files.pop("slurmdbd.conf")  # the accounting's own
+        slurm_config.write(files, self.conf_dir, slurm_user=self.accounting.user)
+
+    def _start_controller(self) -> None:
+        self.daemons.spawn("slurmctld", [_bin("slurmctld"), "-D", "-i"])
+        self.daemons.wait(lambda: "UP" in self.slurm.run("scontrol", "ping", check=False).stdout, "slurmctld")
+
+    def _start_node(self, name: str) -> None:
+        argv = [_bin("slurmd"), "-D", "-N", name]
+        if self.uts:  # the node's own hostname for its jobs; slurmd -N keeps the Slurm name either way
+            argv = ["unshare", "--uts", "sh", "-c", 'hostname "$0" && exec "$@"', name, *argv]
+        self.daemons.spawn(f"slurmd-{name}", argv)
+
+    def node_states(self) -> dict[str, str]:
+        """Slurm node name → compact state (``idle``, ``alloc``, ``drain``, ...) from sinfo."""
+        proc = self.slurm.run("sinfo", "-h", "-N", "-o", "%N %t", check=False)
+        return dict(ln.split()[:2] for ln in proc.stdout.splitlines() if len(ln.split()) >= 2)
+
+    def nodes_idle(self) -> bool:
+        states = self.node_states()
+        return set(states) == set(self.cluster.node_names) and all(s == "idle" for s in states.values())
+
+    def nodes_up(self) -> bool:
+        """Every node of the list known and responding (idle, or busy with jobs)."""
+        states = self.node_states()
+        return set(states) == set(self.cluster.node_names) and all(
+            not s.endswith("*") and s not in ("down", "unk", "boot") for s in states.values()
+        )
