@@ -1,11 +1,11 @@
 """What a Slurm delivered on the twin costs on this machine: one cluster of N real slurmd (``velyrix up --slurm``'s
 ``twin_delivery.TwinSchedulers``, the service the reconcilers call), for N in ``SIZES``.
 
-For each size, in the same run: wall seconds from ``ensure`` to every node registered and idle (the accounting,
-munge + MariaDB + slurmdbd, started once before the first size and timed apart), resident memory (VmRSS) of
-slurmctld and of the slurmds, seconds for ``srun -N N hostname``, and seconds to follow a node list grown by
+For each size, in the same run: wall seconds from ``ensure`` to every node registered and idle (the first
+size includes the start of the accounting, munge + MariaDB + slurmdbd, shared by every later cluster),
+resident memory (VmRSS) of slurmctld and of the slurmds, seconds for ``srun -N N hostname``, and seconds to follow a node list grown by
 one node (``set_nodes``: slurmctld restarted, ``scontrol reconfigure``). Sizes with env ``BENCH_SLURM_SIZES``
-(e.g. ``4,16,32,64``).
+(default ``4,16,32,64,128``).
 """
 
 from __future__ import annotations
@@ -19,7 +19,7 @@ from pathlib import Path
 from velyrix.controlplane.reconcile import scheduler_service as delivery
 from velyrix.ops.scheduler import local_slurm, twin_delivery
 
-SIZES = [int(s) for s in os.environ.get("BENCH_SLURM_SIZES", "4,16,32,64").split(",")]
+SIZES = [int(s) for s in os.environ.get("BENCH_SLURM_SIZES", "4,16,32,64,128").split(",")]
 
 
 def rss_mib(pid: int) -> float:
@@ -68,8 +68,9 @@ def main() -> None:
             started = time.perf_counter()
             assert wait(service, grown).state == delivery.READY
             grow_s = time.perf_counter() - started
+            first = " (with the accounting)" if k == 0 else ""
             print(
-                f"{n:4d} nodes: ready in {up_s:6.1f} s; slurmctld {ctl:5.1f} MiB, slurmd {sum(slurmd):7.1f} MiB "
+                f"{n:4d} nodes: ready in {up_s:6.1f} s{first}; slurmctld {ctl:5.1f} MiB, slurmd {sum(slurmd):7.1f} MiB "
                 f"({sum(slurmd) / len(slurmd):4.1f} MiB each); srun -N {n} hostname {srun_s:5.1f} s; "
                 f"+1 node {grow_s:5.1f} s",
                 flush=True,

@@ -47,9 +47,20 @@ def _bin(name: str) -> str:
     return shutil.which(name) or f"/usr/sbin/{name}"
 
 
+def _below_ephemeral() -> int:
+    """First port of the kernel's ephemeral range (``ip_local_port_range``): ports drawn below it are not taken
+    by an outgoing connection between the check and the daemon's bind."""
+    try:
+        return int(Path("/proc/sys/net/ipv4/ip_local_port_range").read_text().split()[0])
+    except (OSError, ValueError, IndexError):
+        return 32768
+
+
 def free_ports(count: int, consecutive: bool = False, avoid: set[int] | None = None) -> list[int]:
-    """``count`` free loopback TCP ports (consecutive when asked), none of them in ``avoid``."""
+    """``count`` free loopback TCP ports (consecutive when asked), none of them in ``avoid``, drawn below the
+    ephemeral range."""
     taken = set(avoid or ())
+    top = max(_below_ephemeral(), 10000 + count + 1)
 
     def free(port: int) -> bool:
         with socket.socket() as s:
@@ -59,20 +70,16 @@ def free_ports(count: int, consecutive: bool = False, avoid: set[int] | None = N
                 return False
             return port not in taken
 
-    if consecutive:
-        for _ in range(200):
-            base = random.randint(20000, 60000 - count)
+    for _ in range(200):
+        if consecutive:
+            base = random.randint(10000, top - count)
             if all(free(base + i) for i in range(count)):
                 return list(range(base, base + count))
-        raise errors.ExternalToolError("no free range of loopback ports")
-    ports: list[int] = []
-    while len(ports) < count:
-        with socket.socket() as s:
-            s.bind(("127.0.0.1", 0))
-            port = int(s.getsockname()[1])
-        if port not in ports and port not in taken:
-            ports.append(port)
-    return ports
+            continue
+        ports = random.sample(range(10000, top), count)
+        if all(free(p) for p in ports):
+            return ports
+    raise errors.ExternalToolError(f"no {count} free loopback ports below {top}")
 
 
 def connectable(port: int) -> bool:
@@ -113,12 +120,21 @@ class Daemons:
             for name, proc in self.procs.items():
                 if proc.poll() is not None:
                     raise errors.ExternalToolError(
-                        f"{name} exited with {proc.returncode} while waiting for {what}", hint=f"see {self.log_dir}"
+                        f"{name} exited with {proc.returncode} while waiting for {what}: {self.last_words(name)}",
+                        hint=f"see {self.log_dir}",
                     )
             if ready():
                 return
             time.sleep(0.2)
         raise errors.ExternalToolError(f"timed out waiting for {what}", hint=f"see {self.log_dir}")
+
+    def last_words(self, name: str) -> str:
+        """The last line ``name`` wrote to its output (what a daemon says before it exits)."""
+        try:
+            lines = (self.log_dir / f"{name}.out").read_text(errors="replace").strip().splitlines()
+        except OSError:
+            return "no output"
+        return lines[-1][:300] if lines else "no output"
 
     def stop(self, names: list[str] | None = None) -> None:
         """Stop ``names`` (default: all, in reverse start order) and forget them."""
