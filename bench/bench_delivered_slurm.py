@@ -3,9 +3,9 @@
 
 For each size, in the same run: wall seconds from ``ensure`` to every node registered and idle (the first
 size includes the start of the accounting, munge + MariaDB + slurmdbd, shared by every later cluster),
-resident memory (VmRSS) of slurmctld and of the slurmds, seconds for ``srun -N N hostname``, and seconds to follow a node list grown by
-one node (``set_nodes``: slurmctld restarted, ``scontrol reconfigure``). Sizes with env ``BENCH_SLURM_SIZES``
-(default ``4,16,32,64,128``).
+resident memory (VmRSS) of slurmctld and of the slurmds, seconds for ``srun -N N hostname``, and seconds to
+follow a node list grown by one node (``set_nodes``: slurmctld restarted, ``scontrol reconfigure``).
+Sizes with env ``BENCH_SLURM_SIZES`` (default ``4,16,32,64,128``).
 """
 
 from __future__ import annotations
