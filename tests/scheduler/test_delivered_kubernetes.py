@@ -78,3 +78,30 @@ def test_without_a_scheduler_service_the_cluster_says_none_was_delivered(
     assert cond["status"] == "False" and cond["reason"] == "NotDelivered"
     gone = velyrix("scheduler", "kueue", "research-finetune")
     assert gone.exit_code != 0 and "has no delivered scheduler" in gone.stderr and "Traceback" not in gone.stderr
+
+
+def test_a_slurm_that_cannot_start_fails_the_cluster_with_the_reason(
+    plane: Up, velyrix: Any, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from velyrix.ops.scheduler import local_slurm
+
+    monkeypatch.setattr(local_slurm, "missing_binaries", lambda: ["slurmctld"])  # a host without Slurm
+    schedulers = twin_delivery.install(plane.app, plane.runtime)
+    try:
+        tf = tmp_path / "slurm.tf"
+        text = (ROOT / "examples" / "small-h100-k8s.tf").read_text()
+        tf.write_text(text.replace('scheduler  = "kubernetes"', 'scheduler  = "slurm"'))
+        res = velyrix("apply", str(tf), "-auto-approve")
+        assert res.exit_code != 0 and "Traceback" not in res.stderr
+        found = plane.http.get("/v1/clusters", params={"name": "research-finetune"}, headers=plane.tenant).json()
+        cluster = found["items"][0]
+        # its nodes passed acceptance, so the reconcilers' rule (steps.fail) settles it Degraded, not Ready
+        assert cluster["status"]["phase"] == "Degraded"
+        conds = {c["type"]: c for c in cluster["status"]["conditions"]}
+        assert conds["Ready"]["status"] == "False" and conds["Ready"]["reason"] == "SchedulerFailed"
+        cond = conds["SchedulerReady"]
+        assert cond["reason"] == "SchedulerFailed" and "slurmctld" in cond["message"]
+        assert "bootstrap.sh" in cond["message"]
+        assert schedulers.entries == {}  # nothing left running or half-started
+    finally:
+        schedulers.close()

@@ -151,7 +151,9 @@ class TwinSchedulers:
                 entry.work = self._pool.submit(self._start, entry)
             if entry.work is not None and not entry.work.done():
                 return delivery.Delivery(delivery.DELIVERING, f"starting Slurm {entry.name}")
-            if entry.error:
+            if entry.error:  # reported once; the next request (a new spec) starts over
+                del self.entries[target.cluster_id]
+                self._pool.submit(self._stop_failed, entry)
                 return delivery.Delivery(delivery.FAILED, entry.error)
             if sorted(target.nodes) != sorted(entry.target.nodes):
                 entry.target = target
@@ -288,6 +290,10 @@ class TwinSchedulers:
         for host in entry.loaded:
             if self.region is not None and host in self.region.nodes:
                 self._set_load(host, 0.0)
+
+    def _stop_failed(self, entry: _Entry) -> None:
+        if entry.controller is not None:
+            entry.controller.stop()
 
     def _converge(self, entry: _Entry, policy: policies.Policy) -> None:
         assert entry.controller is not None
