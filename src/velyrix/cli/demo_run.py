@@ -52,7 +52,7 @@ def slurm_job(con: Any, client: Any, live: dict[str, Any]) -> None:
         con.print(f"[bold]$ {' '.join(argv)}[/]")
         proc = subprocess.run(argv, env=env, capture_output=True, text=True, timeout=120, check=False)
         text = (proc.stdout + proc.stderr).rstrip()
-        con.print(text, markup=False, highlight=False)
+        print(text, flush=True)  # the tool's own columns, not re-wrapped
         return proc.stdout
 
     run("sinfo", "-s")

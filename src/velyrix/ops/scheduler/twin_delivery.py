@@ -102,7 +102,9 @@ def install(app: Any, runtime: FleetRuntime) -> TwinSchedulers:
     """``velyrix up --slurm``: a ``TwinSchedulers`` on ``runtime``'s twin, handed to its reconcilers and to the
     API's health path (``app.state.schedulers``), started; its daemons under a new directory of /tmp (Unix
     socket paths must stay under 108 bytes), removed by ``close``."""
-    service = TwinSchedulers(Path(tempfile.mkdtemp(prefix="velyrix-slurm-")), runtime.sim, remove_root=True)
+    base = tempfile.gettempdir()
+    base = base if len(base) <= 16 else "/tmp"  # a long TMPDIR would push slurmstepd's sockets past the limit
+    service = TwinSchedulers(Path(tempfile.mkdtemp(prefix="velyrix-slurm-", dir=base)), runtime.sim, remove_root=True)
     runtime.reconciler.scheduler = service
     app.state.schedulers = service
     service.start()
