@@ -1,41 +1,36 @@
 """A real Slurm on this host, on loopback: the daemons the twin's delivered clusters and the tests run.
 
-- ``Daemons``: processes started here, by name, each in its own session with its log under ``log/``;
-  ``stop`` ends exactly those (reverse order, SIGTERM then SIGKILL after 15 s).
+- ``daemons.Daemons``: the processes started here, by name (``stop`` ends exactly those).
 - ``SlurmAccounting``: munge, MariaDB (a temp datadir on a loopback port) and one slurmdbd, shared by every
   cluster that points its ``AccountingStorage*`` at it (``velyrix.ops.scheduler.twin_delivery``).
 - ``SlurmCluster``: one cluster's slurmctld and one slurmd per node (``slurmd -N <node>``, its own loopback
   port, GPU device files under ``dev/<node>/``; in its own UTS namespace where this host allows it, so a
   job's ``hostname`` prints the node's name), with the configuration ``slurm_config.render`` generates.
-  ``set_nodes`` follows a changed node list: slurm.conf rewritten, slurmctld restarted (Slurm 22.05 reads
-  node definitions only at start), slurmd started for new nodes and stopped for removed ones, then
-  ``scontrol reconfigure`` for the nodes it keeps.
+  ``set_nodes`` follows a changed node list: nodes leaving are drained (a health drain keeps its reason)
+  and their jobs requeued, slurm.conf rewritten, slurmctld's accounting queue flushed and slurmctld
+  restarted (Slurm 22.05 reads node definitions only at start), slurmd started for new nodes and stopped
+  for removed ones, then ``scontrol reconfigure`` for the nodes it keeps.
 
 Uses Debian's packages (slurm-wlm, slurmdbd, munge, mariadb-server).
 """
 
 from __future__ import annotations
 
-import contextlib
 import dataclasses
 import functools
 import getpass
 import os
 import random
 import shutil
-import signal
 import socket
 import subprocess
 import time
-from collections.abc import Callable
 from pathlib import Path
 
 from velyrix import errors
-from velyrix.ops.scheduler import clusters, commands, slurm_config
+from velyrix.ops.scheduler import clusters, commands, daemons, slurm_config
 
 DAEMONS = ("munged", "mariadbd", "mariadb-install-db", "slurmdbd", "slurmctld", "slurmd", "sacctmgr", "sbatch")
-START_TIMEOUT_S = 120.0
-"""How long one daemon may take to come up (a loaded 2-core machine starts slurmd slowly)."""
 
 
 def missing_binaries() -> list[str]:
@@ -98,92 +93,6 @@ def uts_namespaces() -> bool:
     return probe.returncode == 0
 
 
-class Daemons:
-    """Processes started under ``log_dir``'s owner, by name (see the module doc)."""
-
-    def __init__(self, log_dir: Path, environ: Callable[[], dict[str, str]]) -> None:
-        self.log_dir = log_dir
-        self.environ = environ
-        self.procs: dict[str, subprocess.Popen[bytes]] = {}
-
-    def spawn(self, name: str, argv: list[str]) -> None:
-        self.log_dir.mkdir(parents=True, exist_ok=True)
-        with open(self.log_dir / f"{name}.out", "ab") as log:  # the child keeps its own descriptor
-            self.procs[name] = subprocess.Popen(
-                argv, stdout=log, stderr=subprocess.STDOUT, env=self.environ(), start_new_session=True
-            )
-
-    def wait(self, ready: Callable[[], bool], what: str, timeout_s: float = START_TIMEOUT_S) -> None:
-        """Poll ``ready`` until it holds; ExternalToolError when a daemon exits or ``timeout_s`` passes."""
-        deadline = time.monotonic() + timeout_s
-        while time.monotonic() < deadline:
-            for name, proc in self.procs.items():
-                if proc.poll() is not None:
-                    raise errors.ExternalToolError(
-                        f"{name} exited with {proc.returncode} while waiting for {what}: {self.last_words(name)}",
-                        hint=f"see {self.log_dir}",
-                    )
-            if ready():
-                return
-            time.sleep(0.2)
-        raise errors.ExternalToolError(f"timed out waiting for {what}", hint=f"see {self.log_dir}")
-
-    def last_words(self, name: str) -> str:
-        """The last line ``name`` wrote to its output (what a daemon says before it exits)."""
-        try:
-            lines = (self.log_dir / f"{name}.out").read_text(errors="replace").strip().splitlines()
-        except OSError:
-            return "no output"
-        return lines[-1][:300] if lines else "no output"
-
-    def stop(self, names: list[str] | None = None) -> None:
-        """Stop ``names`` (default: all, in reverse start order) and forget them."""
-        chosen = [n for n in reversed(list(self.procs)) if names is None or n in names]
-        for name in chosen:
-            if self.procs[name].poll() is None:
-                self.procs[name].terminate()
-        deadline = time.monotonic() + 15
-        for name in chosen:
-            proc = self.procs.pop(name)
-            with contextlib.suppress(subprocess.TimeoutExpired):
-                proc.wait(timeout=max(0.1, deadline - time.monotonic()))
-            if proc.poll() is None:
-                proc.kill()
-                proc.wait()
-
-    def running(self, name: str) -> bool:
-        proc = self.procs.get(name)
-        return proc is not None and proc.poll() is None
-
-
-def _end_leftovers(marker: str) -> None:
-    """SIGKILL each ``slurmstepd`` whose environment holds ``marker`` (the job steps of slurmds started here)
-    and every process below it (the job's own)."""
-    needle, parent, roots = marker.encode() + b"\0", {}, []
-    for proc in Path("/proc").iterdir():
-        if not proc.name.isdigit():
-            continue
-        try:
-            stat = (proc / "stat").read_text()
-            parent[int(proc.name)] = int(stat.rsplit(")", 1)[1].split()[1])
-            if stat.split("(", 1)[1].startswith("slurmstepd") and needle in (proc / "environ").read_bytes():
-                roots.append(int(proc.name))
-        except (OSError, ValueError, IndexError):
-            continue  # gone already, or not ours to read
-
-    def below(pid: int) -> bool:
-        seen = 0
-        while pid > 1 and seen < 64:
-            if pid in roots:
-                return True
-            pid, seen = parent.get(pid, 0), seen + 1
-        return False
-
-    for pid in [p for p in parent if below(p)]:
-        with contextlib.suppress(ProcessLookupError):
-            os.kill(pid, signal.SIGKILL)
-
-
 class SlurmAccounting:
     """munge + MariaDB + slurmdbd under ``root`` (``etc/slurmdbd.conf``, ``munge/munge.sock``)."""
 
@@ -194,7 +103,7 @@ class SlurmAccounting:
         self.munge_socket = str(root / "munge" / "munge.sock")
         self.dbd_port, self.db_port = free_ports(2)
         self.conf_dir = root / "etc"
-        self.daemons = Daemons(root / "log", self._environ)
+        self.daemons = daemons.Daemons(root / "log", self._environ)
 
     def _environ(self) -> dict[str, str]:
         return {**os.environ, "SLURM_CONF": str(self.conf_dir / "slurm.conf")}  # slurmdbd.conf sits beside it
@@ -318,7 +227,7 @@ class SlurmCluster:
         )
         self.conf_dir = Path(self.options.conf_dir)
         self.slurm = commands.Slurm(conf=str(self.conf_dir / "slurm.conf"), timeout_s=30)
-        self.daemons = Daemons(root / "log", self.slurm.environ)
+        self.daemons = daemons.Daemons(root / "log", self.slurm.environ)
 
     @property
     def conf(self) -> str:
@@ -406,7 +315,7 @@ class SlurmCluster:
         outlives its slurmd: those whose environment names this cluster's slurm.conf). The accounting stays."""
         self.cancel_jobs(timeout_s=10.0)
         self.daemons.stop()
-        _end_leftovers(f"SLURM_CONF={self.conf}")
+        daemons.end_leftovers(f"SLURM_CONF={self.conf}")
 
     def running(self) -> bool:
         return self.daemons.running("slurmctld")
