@@ -39,3 +39,7 @@ def test_demo_removes_its_temporary_home(tmp_path: Path) -> None:
     assert "demo: Ready" in run.stdout and "valid" in run.stdout
     assert not [p.name for p in scratch.iterdir() if p.name.startswith("velyrix-demo-")]
     assert "removed" in run.stdout
+    from velyrix.ops.scheduler import local_slurm
+
+    if not local_slurm.missing_binaries() and os.geteuid() == 0:  # after Ready, a job through the delivered Slurm
+        assert "A job through the delivered Slurm" in run.stdout and "COMPLETED" in run.stdout, run.stdout[-3000:]

@@ -11,6 +11,7 @@ import tempfile
 import threading
 import time
 from pathlib import Path
+from typing import Any
 
 from velyrix.cli import common
 
@@ -38,7 +39,38 @@ def twin_counts(spec_file: object) -> dict[str, int]:
     return out
 
 
-def run(file: Path, *, speed: float, faults: bool, seed: int) -> None:
+def slurm_job(con: Any, client: Any, live: dict[str, Any]) -> None:
+    """After Ready: a job through the Slurm delivered with ``live`` (``GET /v1/clusters/{id}/scheduler``):
+    ``sinfo``, ``srun -N 4 hostname``, then a batch job on 8 GPUs of one node and its accounting record."""
+    import subprocess
+
+    got = client.get(f"/v1/clusters/{live['id']}/scheduler")
+    con.print(f"{got['message']}")
+    env = {**os.environ, **got["env"]}
+
+    def run(*argv: str) -> str:
+        con.print(f"[bold]$ {' '.join(argv)}[/]")
+        proc = subprocess.run(argv, env=env, capture_output=True, text=True, timeout=120, check=False)
+        text = (proc.stdout + proc.stderr).rstrip()
+        print(text, flush=True)  # the tool's own columns, not re-wrapped
+        return proc.stdout
+
+    run("sinfo", "-s")
+    run("srun", "-N", str(min(4, len(got["nodes"]))), "hostname")
+    job = run("sbatch", "--parsable", "--gpus=8", "-N", "1", "-o", "/dev/null", "--wrap", "sleep 2")
+    job_id = job.strip().split(";")[0]
+    deadline = time.monotonic() + 60
+    while (
+        time.monotonic() < deadline
+        and subprocess.run(
+            ["squeue", "-h", "-j", job_id], env=env, capture_output=True, text=True, check=False
+        ).stdout.strip()
+    ):
+        time.sleep(0.5)
+    run("sacct", "-j", job_id, "-X", "-o", "JobID,Account,AllocTRES%40,NodeList,State,Elapsed")
+
+
+def run(file: Path, *, speed: float, faults: bool, seed: int, slurm: bool = True) -> None:
     started = time.monotonic()
     home = tempfile.mkdtemp(prefix="velyrix-demo-")
     os.environ["VELYRIX_HOME"] = home
@@ -69,6 +101,15 @@ def run(file: Path, *, speed: float, faults: bool, seed: int) -> None:
         app.state.sessionmaker, spec_file.region, node_counts=counts, seed=seed, delays=True, speed=speed
     )
     runtime.attach(app)
+    schedulers = None
+    from velyrix.ops.scheduler import local_slurm
+
+    if slurm and local_slurm.missing_binaries():
+        con.print(f"[yellow]No Slurm delivered:[/] needs {', '.join(local_slurm.missing_binaries())} (bootstrap).")
+    elif slurm:
+        from velyrix.ops.scheduler import twin_delivery
+
+        schedulers = twin_delivery.install(app, runtime)  # what `velyrix up --slurm` runs
     runtime.start()
     port = _free_port()
     server = uvicorn.Server(uvicorn.Config(app, host="127.0.0.1", port=port, log_level="warning"))
@@ -117,9 +158,14 @@ def run(file: Path, *, speed: float, faults: bool, seed: int) -> None:
                 f"Signature check against the {spec_file.region} key: "
                 + ("[green]valid[/]" if check.valid else f"[red]{check.reason}[/]")
             )
+            if schedulers is not None and c.scheduler == "slurm" and live["status"]["phase"] == "Ready":
+                con.rule(f"[bold]5. A job through the delivered Slurm[/] {c.name}")
+                slurm_job(con, client, live)
         server.should_exit = True
         thread.join(5)
         runtime.stop()
+        if schedulers is not None:
+            schedulers.close()
         app.state.engine.dispose()
         shutil.rmtree(home, ignore_errors=True)
         os.environ.pop("VELYRIX_HOME", None)

@@ -102,6 +102,13 @@ def up(
         help="With --redfish-port: the BMCs' password (user 'velyrix'), read from this file; "
         "default: a new one in $VELYRIX_HOME/twin-redfish.password (mode 0600).",
     ),
+    slurm: bool = typer.Option(
+        False,
+        "--slurm",
+        help='Deliver the scheduler of each cluster: for scheduler = "slurm" a real Slurm per cluster on '
+        "loopback (slurmctld, one slurmd per node, accounting in one shared slurmdbd on MariaDB; needs Debian's "
+        'slurm-wlm, slurmdbd, munge, mariadb-server), for "kubernetes" its Kueue and GPU manifests.',
+    ),
 ) -> None:
     """Run the control plane with a digital-twin region as its fleet (API, reconcilers, twin, a node agent
     per twin node that reports to the API, and the NOC's escalation sweeps on the twin's clock; long-running)."""
@@ -139,9 +146,15 @@ def up(
     runtime.attach(app)
     if spontaneous and runtime.sim is not None:
         runtime.sim.enable_spontaneous()
+    schedulers = None
+    if slurm:
+        from velyrix.ops.scheduler import twin_delivery
+
+        schedulers = twin_delivery.install(app, runtime)
     exporter = None
     if exporter_port > 0 and runtime.sim is not None:  # before the threads start: a port in use stops here
-        exporter = twin_agents.serve_exporter(runtime.sim, host, exporter_port)
+        jobs = schedulers.job_map_root if schedulers is not None else None
+        exporter = twin_agents.serve_exporter(runtime.sim, host, exporter_port, job_map_root=jobs)
     redfish = _serve_redfish(runtime, host, redfish_port, redfish_password_file, home) if redfish_port else None
     runtime.start()
     agents = None
@@ -171,6 +184,8 @@ def up(
         if exporter is not None:
             exporter.close()
         runtime.stop()
+        if schedulers is not None:
+            schedulers.close()
         if redfish is not None:
             redfish.close()
 
@@ -329,9 +344,12 @@ def demo(
         help="Inject a slow GPU into a node the cluster will get, to show its replacement.",
     ),
     seed: int = typer.Option(7, help="Seed of the twin."),
+    slurm: bool = typer.Option(
+        True, "--slurm/--no-slurm", help="Deliver a real Slurm with the cluster and run a job through it."
+    ),
 ) -> None:
     """Plan, apply and validate the declared cluster on an embedded control plane (SQLite in a temporary
     VELYRIX_HOME) with a twin region, then print the delivered cluster and its signed acceptance report."""
     from velyrix.cli import demo_run
 
-    demo_run.run(file, speed=speed, faults=faults, seed=seed)
+    demo_run.run(file, speed=speed, faults=faults, seed=seed, slurm=slurm)

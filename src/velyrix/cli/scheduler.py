@@ -289,13 +289,18 @@ def fairshare(
 @scheduler_app.command(
     "kueue",
     help="""Render POLICY for Kubernetes: Kueue ResourceFlavors, ClusterQueues \
-(cohort per cost center, GPU quotas, fair-sharing weights) and LocalQueues, as YAML.
+(cohort per cost center, GPU quotas, fair-sharing weights) and LocalQueues, as YAML. With one argument, \
+a delivered cluster's name: the Kueue and GPU manifests delivered with it (scheduler = "kubernetes").
 
-Example:  velyrix scheduler kueue policy.hcl examples/acme-pretrain.tf > kueue.yaml""",
+Examples:  velyrix scheduler kueue policy.hcl examples/acme-pretrain.tf > kueue.yaml
+
+           velyrix scheduler kueue small-k8s > delivered.yaml""",
 )
 def kueue(
-    policy: Path = typer.Argument(..., help="HCL policy file.", show_default=False),
-    file: Path = typer.Argument(..., help="HCL file declaring the cluster.", show_default=False),
+    policy: str = typer.Argument(
+        ..., help="HCL policy file (or, alone, a delivered cluster's name).", show_default=False
+    ),
+    file: Path = typer.Argument(None, help="HCL file declaring the cluster.", show_default=False),
     cluster: str = typer.Option(None, "--cluster", help="Which cluster of FILE."),
     api: str = typer.Option(
         "v1beta2", "--api", metavar="v1beta2|v1beta1", help="Kueue API version (v1beta1 is deprecated)."
@@ -304,7 +309,52 @@ def kueue(
     from velyrix.ops.scheduler import kueue as kq
     from velyrix.ops.scheduler import policies
 
+    if file is None:
+        artifacts = _delivered(policy)["artifacts"]
+        if not artifacts:
+            raise errors.InvalidInputError(
+                f"cluster '{policy}' was delivered with no Kubernetes manifests",
+                hint='they come with scheduler = "kubernetes"; give POLICY and FILE to render them',
+            )
+        print("".join(artifacts[k] for k in sorted(artifacts)), end="")
+        return
     print(kq.to_yaml(kq.render(policies.load(policy), _cluster(file, cluster), api=api)), end="")
+
+
+def _delivered(name: str) -> dict[str, Any]:
+    """The scheduler delivered with the cluster ``name`` (``GET /v1/clusters/{id}/scheduler``)."""
+    from velyrix.cli import client as client_mod
+
+    client = client_mod.Client.from_login()
+    found = client.find_cluster(name)
+    if found is None:
+        raise errors.NotFoundError(kind="cluster", name=name)
+    return dict(client.get(f"/v1/clusters/{found['id']}/scheduler"))
+
+
+@scheduler_app.command(
+    "env",
+    help="""Print the environment that points Slurm's tools at the Slurm delivered with CLUSTER, as shell \
+exports (SLURM_CONF, ...).
+
+Example:  eval "$(velyrix scheduler env train)" && sinfo && srun -N 4 hostname""",
+)
+def env(
+    cluster: str = typer.Argument(..., help="Name of a delivered cluster.", show_default=False),
+    json_out: bool = typer.Option(False, "--json", help="Print JSON."),
+) -> None:
+    import shlex
+
+    got = _delivered(cluster)
+    if json_out:
+        common.print_json(got["env"])
+        return
+    if got["kind"] != "slurm" or got["state"] != "ready" or not got["env"]:
+        raise errors.InvalidInputError(
+            f"cluster '{cluster}' has no running Slurm ({got['kind']}: {got['state']})", hint=got["message"]
+        )
+    for key, value in sorted(got["env"].items()):
+        print(f"export {key}={shlex.quote(str(value))}")
 
 
 @scheduler_app.command("drain", help="Drain a Slurm node with the reason 'velyrix:<source>: <reason>'.")

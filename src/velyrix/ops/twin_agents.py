@@ -21,6 +21,7 @@ from __future__ import annotations
 import logging
 import threading
 import time
+from pathlib import Path
 
 import httpx
 import sqlalchemy as sa
@@ -48,15 +49,21 @@ EXPORTER_PORT = 9501
 
 
 def serve_exporter(
-    region: SimRegion, host: str = "127.0.0.1", port: int = EXPORTER_PORT, *, advance_every_s: float = 1.0
+    region: SimRegion,
+    host: str = "127.0.0.1",
+    port: int = EXPORTER_PORT,
+    *,
+    advance_every_s: float = 1.0,
+    job_map_root: Path | None = None,
 ) -> fleet_targets.FleetServer:
     """The fleet exporter of ``region``'s nodes on ``host:port`` (0: a free port), as ``velyrix sim exporter
     --per-node`` serves it: ``/sd`` lists one target per node, ``/nodes/<hostname>/metrics`` is that node's
     exposition. The region is caught up to its clock every ``advance_every_s`` wall seconds (with
     ``--agent-step`` the clock only moves with the agents, and this adds nothing). A port in use raises
-    ``InvalidInputError``; ``close()`` stops it."""
+    ``InvalidInputError``; ``close()`` stops it. ``job_map_root``: each node's GPU-to-job map is
+    ``<job_map_root>/<hostname>/`` (the delivered Slurm's prolog writes it): its jobs label the GPUs."""
     return fleet_targets.FleetServer(
-        fleet_targets.FleetTargets(region, advance_every_s=advance_every_s),
+        fleet_targets.FleetTargets(region, advance_every_s=advance_every_s, job_map_root=job_map_root),
         host,
         port,
         hint="choose another --exporter-port (0: no exporter)",

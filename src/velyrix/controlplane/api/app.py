@@ -33,6 +33,7 @@ from velyrix.controlplane.api.routes import (
     nodes,
     physical_access,
     regions,
+    scheduler,
     sim,
     tenants,
     volume_data,
@@ -64,6 +65,7 @@ ROUTERS = (
     customer_keys.router,
     volume_data.router,
     fabric_config.router,
+    scheduler.router,
 )
 BROWSER_ROUTERS = (web.router, saml_web.router, mfa_web.router, scim.router)
 """Sign-in pages and SCIM (``velyrix.controlplane.identity``): outside the /v1 OpenAPI document."""

@@ -29,6 +29,7 @@ from velyrix.controlplane.reconcile import (
     volumes,
 )
 from velyrix.controlplane.reconcile.node_entry import NodeEntry
+from velyrix.controlplane.reconcile.scheduler_service import SchedulerService
 from velyrix.controlplane.reconcile.steps import (
     ACTOR,
     STEP_ORDER,
@@ -328,10 +329,11 @@ def reconcile(
     settings: phases.ReconcileSettings | None = None,
     *,
     max_phases: int = 1,
+    scheduler: SchedulerService | None = None,
 ) -> float | None:
     """Take the next steps for ``cluster`` (the caller commits): at most ``max_phases`` phases, so that each
     phase is its own transaction. Returns wall seconds after which to call again (0 when the next phase can
-    start at once), or None when the cluster is settled."""
+    start at once), or None when the cluster is settled. ``scheduler``: who delivers the cluster's scheduler."""
     settings = settings or phases.ReconcileSettings()
     work = work_of(session, cluster)
     if not needs_work(cluster, work, session):
@@ -346,6 +348,7 @@ def reconcile(
         settings=settings,
         members=members,
         loaded=node_entry.fetch(session, cluster.id),
+        scheduler=scheduler,
     )
     st.entries = dict(st.loaded)
     try:

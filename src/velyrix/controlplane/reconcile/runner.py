@@ -22,6 +22,7 @@ from velyrix import errors
 from velyrix.controlplane.db import models
 from velyrix.controlplane.reconcile import cluster as cluster_mod
 from velyrix.controlplane.reconcile import enrollment, leases, locks, node_entry, phases
+from velyrix.controlplane.reconcile.scheduler_service import SchedulerService
 from velyrix.fleet.drivers import base
 
 log = logging.getLogger("velyrix.reconcile")
@@ -44,6 +45,8 @@ class Reconciler:
         self.settings = settings or phases.ReconcileSettings()
         self._not_before: dict[str, float] = {}
         self.errors = 0
+        self.scheduler: SchedulerService | None = None
+        """Who delivers the clusters' schedulers (``reconcile.scheduler``); None: nobody (conditions say so)."""
         self.before_commit: Callable[[], None] | None = None
         """Called after the driver acted and before the transaction commits (the twin saves its state here,
         so the hardware is never behind the database after a crash)."""
@@ -103,7 +106,7 @@ class Reconciler:
                 if cluster is None:
                     return None
                 self._check_timeout(s, cluster)
-                again = cluster_mod.reconcile(s, cluster, self.driver, self.settings)
+                again = cluster_mod.reconcile(s, cluster, self.driver, self.settings, scheduler=self.scheduler)
                 if self.leases is not None:
                     self.leases.fence(s, cluster_id)  # LeaseLost: roll back, the new holder does it
                 if self.before_commit is not None:

@@ -18,6 +18,7 @@ from velyrix.controlplane import status
 from velyrix.controlplane.db import models
 from velyrix.controlplane.reconcile import allocation, node_entry, phases
 from velyrix.controlplane.reconcile.node_entry import NodeEntry
+from velyrix.controlplane.reconcile.scheduler_service import SchedulerService
 from velyrix.controlplane.reconcile.store import move
 from velyrix.fleet import states
 from velyrix.fleet.drivers import base
@@ -42,6 +43,8 @@ class Step:
     loaded: dict[str, NodeEntry] = field(default_factory=dict)
     requeue_s: float | None = None
     rewind: bool = False
+    scheduler: SchedulerService | None = None
+    """Who delivers the cluster's ``scheduler`` (``reconcile.scheduler``); None: nobody here."""
 
     def wait(self, seconds: float | None = None) -> None:
         """Ask to be called again after ``seconds`` (default: the poll interval)."""

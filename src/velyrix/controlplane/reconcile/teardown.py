@@ -10,7 +10,7 @@ from typing import TYPE_CHECKING
 from velyrix.controlplane import fabric_artifacts
 from velyrix.controlplane.db import models
 from velyrix.controlplane.evidence import sanitization
-from velyrix.controlplane.reconcile import networks, phases, volumes
+from velyrix.controlplane.reconcile import networks, phases, scheduler, volumes
 from velyrix.controlplane.reconcile.node_entry import NodeEntry
 from velyrix.controlplane.reconcile.store import move
 from velyrix.fleet import states
@@ -112,6 +112,8 @@ def destroy(st: Step) -> None:
     if st.cluster.phase == phases.DELETED:
         return
     set_phase(st, phases.DELETING, "deletion requested")
+    if not scheduler.remove(st):  # its controller first: no job starts on nodes being taken back
+        return
     for name in st.members:
         entry = st.entries.get(name) or NodeEntry(step="allocated", attempt=0, seq=st.work.generation)
         st.entries[name] = entry if entry.release else dataclasses.replace(entry, release="destroy")

@@ -10,7 +10,7 @@ from velyrix import catalog
 from velyrix.controlplane import status
 from velyrix.controlplane.db import models
 from velyrix.controlplane.evidence import integrity
-from velyrix.controlplane.reconcile import networks, phases, signing, volumes
+from velyrix.controlplane.reconcile import networks, phases, scheduler, signing, volumes
 from velyrix.controlplane.reconcile import report as report_mod
 from velyrix.controlplane.reconcile.steps import ACTOR, Step, delivered_counts, fail, per_node, set_phase
 from velyrix.controlplane.reconcile.store import move
@@ -72,6 +72,8 @@ def validating(st: Step) -> None:
             tests=cluster_tests,
             expected_all_reduce_gb_s=expected_all_reduce(st.cluster),
         )
+    if not scheduler.deliver(st, names):  # the Scheduler step: what ``scheduler`` names, on these nodes
+        return
     deliver(st, names, [r.to_dict() for r in results])
 
 

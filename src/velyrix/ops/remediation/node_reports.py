@@ -22,12 +22,14 @@ commit together or not at all.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 
 import sqlalchemy as sa
 from fastapi import FastAPI
 from sqlalchemy import orm
 
+from velyrix import errors
 from velyrix.controlplane import node_evidence, status
 from velyrix.controlplane.db import health_tables, models
 from velyrix.controlplane.db.models import cloud as models_cloud
@@ -50,10 +52,21 @@ ACTOR = "health/control-plane"
 
 
 class ClusterEventSeam(SchedulerSeam):
-    """A scheduler seam that records drains, undrains and reboots as events of the node's cluster."""
+    """A scheduler seam that records drains, undrains and reboots as events of the node's cluster, and
+    passes drains and undrains on to ``scheduler`` (the seam of the Slurm delivered with the cluster, when
+    one runs: ``velyrix.ops.scheduler.twin_delivery``); a scheduler that refuses is an event, not a lost report."""
 
-    def __init__(self, cluster: models.Cluster | None) -> None:
+    def __init__(self, cluster: models.Cluster | None, scheduler: SchedulerSeam | None = None) -> None:
         self.cluster = cluster
+        self.scheduler = scheduler
+
+    def _forward(self, what: str, node: str, call: Callable[[SchedulerSeam], None]) -> None:
+        if self.scheduler is None:
+            return
+        try:
+            call(self.scheduler)
+        except errors.VelyrixError as exc:
+            self._event("SchedulerUnreachable", f"{what} {node} not applied in the cluster's scheduler: {exc.message}")
 
     def _event(self, reason: str, message: str) -> None:
         if self.cluster is not None:
@@ -61,9 +74,11 @@ class ClusterEventSeam(SchedulerSeam):
 
     def drain(self, node: str, reason: str, source: str) -> None:
         self._event("HealthDrain", f"{node} drained by {source}: {reason}")
+        self._forward("drain of", node, lambda s: s.drain(node, reason, source))
 
     def undrain(self, node: str, source: str) -> None:
         self._event("HealthUndrain", f"{node} released by {source}")
+        self._forward("release of", node, lambda s: s.undrain(node, source))
 
     def reboot(self, node: str, reason: str) -> None:
         self._event("HealthReboot", f"{node} rebooting: {reason}")
@@ -227,9 +242,11 @@ def handle(
     node: models.Node,
     judgement: node_evidence.Judgement,
     driver: base.Driver | None = None,
+    scheduler: SchedulerSeam | None = None,
 ) -> list[str]:
     """Carry the server's verdict out for ``node`` (a row of the session; see the module docstring). The
-    caller commits. Returns what was done, in order."""
+    caller commits. Returns what was done, in order. ``scheduler``: the seam of the node's cluster's own
+    scheduler, where one was delivered (drains go there too)."""
     verdict = judgement.verdict
     row = node_evidence.evidence_row(session, node)
     t_s = row.last_t_s or 0.0
@@ -238,7 +255,7 @@ def handle(
     if remediator.takes_out(verdict) and node.fleet_stage == states.PRODUCTION:
         node.last_error = f"health: {verdict.summary()}"[:2000]
     runner = remediator.Remediator(
-        seam=ClusterEventSeam(cluster),
+        seam=ClusterEventSeam(cluster, scheduler),
         nodes={node.name: node},
         replacer=_replacer(session, cluster, verdict, t_s),
         store=DbTransitionStore(session),
@@ -298,7 +315,9 @@ def install(app: FastAPI) -> FastAPI:
 
     def handler(session: orm.Session, node: models.Node, judgement: node_evidence.Judgement) -> list[str]:
         fleet = getattr(app.state, "fleet", None)
-        return handle(session, node, judgement, getattr(fleet, "driver", None))
+        schedulers = getattr(app.state, "schedulers", None)  # ``velyrix up --slurm``: twin_delivery.TwinSchedulers
+        seam = schedulers.seam(node.cluster_id) if schedulers is not None and node.cluster_id else None
+        return handle(session, node, judgement, getattr(fleet, "driver", None), seam)
 
     app.state.report_handler = handler
     return app

@@ -107,7 +107,9 @@ def read(slurm: commands.Slurm, cluster: str | None = None) -> State:
                 "QOS": ",".join(sorted(q for q in qos.split(",") if q)),
                 "DefaultQOS": defq,
             }
-    for ln in slurm.out("sacctmgr", "-n", "-P", "show", "user", "format=User,DefaultAccount").splitlines():
+    # A user's default account is per cluster (one slurmdbd may serve several): read this cluster's.
+    users = ["withassoc", *where] if cluster else []
+    for ln in slurm.out("sacctmgr", "-n", "-P", "show", "user", *users, "format=User,DefaultAccount").splitlines():
         if ln.strip():
             user, acct = (ln.split("|") + [""])[:2]
             st.default_account[user] = acct
@@ -267,7 +269,7 @@ def plan(policy: policies.Policy, live: State) -> list[Change]:
                     "user",
                     user,
                     {"DefaultAccount": (live.default_account[user], acct)},
-                    ("modify", "user", "where", f"name={user}", "set", f"DefaultAccount={acct}"),
+                    ("modify", "user", "where", f"name={user}", *where_cl, "set", f"DefaultAccount={acct}"),
                 )
             )
     # Deletions: user associations, then accounts deepest first, then QOS.

@@ -65,6 +65,9 @@ class SlurmOptions:
     reboot_program: str = "/usr/sbin/reboot"
     priority_decay_half_life: str = "7-0"
     priority_calc_period_min: int = 5
+    node_port_map: dict[str, int] = field(default_factory=dict)
+    """With ``node_ports``: a fixed port per node name (nodes not in it count up from ``slurmd_port``), so a
+    changed node list leaves the ports of the nodes it keeps alone."""
     config_overrides: bool = False
     """Trust the configured CPUs/memory over what slurmd detects (a twin declares more than it has)."""
     partitions: tuple[Partition, ...] | None = None
@@ -230,7 +233,7 @@ def slurm_conf(cluster: clusters.SchedulerCluster, o: SlurmOptions) -> str:
             if o.node_addr:
                 fields += [f"NodeHostname={o.controller_host}", f"NodeAddr={o.node_addr}"]
             if o.node_ports:
-                fields.append(f"Port={port}")
+                fields.append(f"Port={o.node_port_map.get(name, port)}")
                 port += 1
             fields += [
                 f"CPUs={g.slurm_cpus}",

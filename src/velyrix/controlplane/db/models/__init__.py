@@ -20,6 +20,7 @@ this package. Tables of the later areas are reached by module (``from ...db.mode
 import sqlalchemy as sa
 
 from velyrix.controlplane.db.models import access, cloud, evidence, identity, leases, noc  # noqa: F401  (their tables join Base.metadata)
+from velyrix.controlplane.db.models import scheduler as scheduler  # scheduler_deliveries joins Base.metadata
 from velyrix.controlplane.db.models.base import Base, UTCDateTime, assign_id, new_id, utcnow
 from velyrix.controlplane.db.models.bmc import BmcCredential  # noqa: F401  (BMC endpoints, sealed: migration 0019)
 from velyrix.controlplane.db.models.credentials import CredentialGeneration  # noqa: F401  (0022)

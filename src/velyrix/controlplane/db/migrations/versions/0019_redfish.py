@@ -1,7 +1,7 @@
 """BMC endpoints of the Redfish driver, passwords sealed (``bmc_credentials``).
 
 Revision ID: 0019
-Revises: 0017
+Revises: 0018
 Create Date: 2026-12-01
 """
 
@@ -11,7 +11,7 @@ import sqlalchemy as sa
 from alembic import op
 
 revision = "0019"
-down_revision = "0017"
+down_revision = "0018"
 branch_labels = None
 depends_on = None
 
