@@ -130,6 +130,9 @@ def up(
     if exporter_port > 0 and runtime.sim is not None:  # before the threads start: a port in use stops here
         exporter = twin_agents.serve_exporter(runtime.sim, host, exporter_port)
     runtime.start()
+    from velyrix.ops.rollouts import running as rollouts_running
+
+    rollouts = rollouts_running.start_for(app, runtime)
     agents = None
     if agent_interval_s > 0 and runtime.sim is not None:
         local = "127.0.0.1" if host in ("0.0.0.0", "::") else host
@@ -155,6 +158,8 @@ def up(
             agents.stop()
         if exporter is not None:
             exporter.close()
+        if rollouts is not None:
+            rollouts.stop()
         runtime.stop()
 
 

@@ -57,6 +57,7 @@ COMMANDS: tuple[tuple[str, tuple[str, ...]], ...] = (
     ("evidence", ("report", "verify")),  # after fleet: joins its `report` and `verify` groups
     ("proactive", ("report",)),  # after fleet: joins its `report` group
     ("volumes", ("volume",)),
+    ("rollout", ("rollout", "sim")),  # after fleet: joins its `sim` group (sim defect)
 )
 
 

@@ -36,6 +36,7 @@ from velyrix.controlplane.db.models.resources import (
     Tenant,
     Volume,
 )
+from velyrix.controlplane.db.models.rollouts import Rollout, RolloutStep  # noqa: F401
 
 sa.event.listen(Base, "init", assign_id, propagate=True)
 
@@ -63,4 +64,3 @@ __all__ = [
     "new_id",
     "utcnow",
 ]
-from velyrix.controlplane.db.models.rollouts import Rollout, RolloutStep  # noqa: F401
