@@ -71,10 +71,12 @@ def build(
     free: int = 32,
     notice_days: int = 5,
     history: bool = False,
+    fresh: bool = True,
 ) -> Region:
     """The region (see the module docstring); installs the twin's clock as the fleet's clock (``close``
     puts the previous one back). ``history``: the nodes reach their state through the fleet's transition
-    table 30 days before ``EPOCH`` (node transitions and allocations: what SLA reports read)."""
+    table 30 days before ``EPOCH`` (node transitions and allocations: what SLA reports read). ``fresh=False``:
+    the database at ``url`` already holds the region (a restarted process); nothing is added."""
     nodes = per_cluster * len(TENANTS) + free
     sim = SimRegion.build("us-east-1", {"hgx-h200-8g": nodes}, seed=seed, clock=SimClock())
     driver = SimDriver(sim, SimDelays())
@@ -84,6 +86,13 @@ def build(
     region = Region(maker, sim, driver, twin_world(sim, driver))
     region.previous_clock = clock.install(clock.TwinClock(sim.clock, EPOCH.timestamp()))
     hosts = list(sim.nodes)
+    if not fresh:
+        with maker() as s:
+            for c in s.scalars(sa.select(models.Cluster)):
+                region.clusters[c.name] = sorted(
+                    n.name for n in s.scalars(sa.select(models.Node).where(models.Node.cluster_id == c.id))
+                )
+        return region
     with maker() as s:
         for t, (name, window, measure) in enumerate(TENANTS):
             tenant = models.Tenant(id=models.new_id("ten"), name=name)

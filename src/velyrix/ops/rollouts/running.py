@@ -103,6 +103,7 @@ def start_for(app: Any, runtime: Any) -> RolloutThread | None:
     if runtime.sim is None:
         return None
     world = twin_world(runtime.sim, runtime.driver)
+    world.before_commit = runtime.save_twin
     app.state.rollout_world = world
     thread = RolloutThread(runtime.sessionmaker, world, runtime.region)
     thread.sender = paging.Pager()

@@ -7,6 +7,7 @@ contracts (a contract's ``maintenance_window`` and notice; ``cluster-minutes`` c
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
@@ -32,6 +33,8 @@ class World:
     driver: base.Driver
     seam: drains.SchedulerSeam
     sim: Any = None
+    before_commit: Callable[[], None] | None = None
+    """Called before each journal commit (``FleetRuntime.save_twin``: the twin's state is never behind)."""
 
     def installed(self, session: orm.Session, hostname: str) -> dict[str, str]:
         """Component -> version on ``hostname`` now."""
