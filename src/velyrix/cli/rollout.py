@@ -111,7 +111,14 @@ def _print_status(s: dict[str, Any]) -> None:
     out.print(table)
     if s["halted_at"]:
         h = s["halted_at"]
-        out.print(f"halted at wave {h['wave']} ({h['stage']}): {_esc(h['gate'])}")
+        failed = h["gate"].get("failed_nodes", {})
+        first = next(iter(failed.items()), None)
+        why = (
+            f"{len(failed)} nodes failed, e.g. {first[0]}: {first[1][0]}"
+            if first
+            else "; ".join(h["gate"].get("problems", []))
+        )
+        out.print(f"halted at wave {h['wave']} ({h['stage']}): {_esc(why)}")
     if s["rolled_back_nodes"]:
         out.print(f"rolled back: {len(s['rolled_back_nodes'])} nodes")
 
