@@ -81,7 +81,10 @@ def plan_rollout(
 ) -> dict[str, Any]:
     """The plan on the fleet as it is now: waves, their nodes, the windows per tenant, what blocks."""
     spec = _spec(body)
-    return service.plan(ctx.scope.session, world_of(request), spec)
+    planned = service.plan(ctx.scope.session, world_of(request), spec)
+    ctx.audit(f"rollouts/plan/{spec.name}", detail={"waves": len(planned["waves"]), "blocks": len(planned["blocks"])})
+    ctx.commit()
+    return planned
 
 
 @router.post("", name="rollouts.create", status_code=201, response_model=RolloutOut)
