@@ -80,7 +80,8 @@ def plan(
     json_out: bool = typer.Option(False, "--json", help="Print JSON."),
 ) -> None:
     """Waves, nodes per wave, the windows they fall in per tenant, and what blocks."""
-    result = _client().post("/v1/rollouts/plan", _body(file))
+    body = _body(file)  # a bad file is refused before any login or request
+    result = _client().post("/v1/rollouts/plan", body)
     if json_out:
         common.print_json(result)
     else:
@@ -129,7 +130,8 @@ def apply(
     json_out: bool = typer.Option(False, "--json", help="Print JSON."),
 ) -> None:
     """Apply the rollout: refused if its plan is blocked; the tenants are told of their windows now."""
-    result = _client().post("/v1/rollouts", _body(file))
+    body = _body(file)
+    result = _client().post("/v1/rollouts", body)
     if json_out:
         common.print_json(result)
     else:
