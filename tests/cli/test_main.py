@@ -31,7 +31,13 @@ def test_every_module_registers_exactly_its_listed_commands() -> None:
 
 def test_a_command_imports_only_its_module() -> None:
     assert main.modules_for(["plan", "x.tf"]) == ["plan"]
-    assert main.modules_for(["--debug", "sim", "inject"]) == ["fleet", "sim_exporter", "sim_serve", "sim_workload"]
+    assert main.modules_for(["--debug", "sim", "inject"]) == [
+        "fleet",
+        "sim_exporter",
+        "sim_serve",
+        "sim_workload",
+        "rollout",
+    ]
     assert main.modules_for(["--help"]) == [m for m, _ in main.COMMANDS]
     assert main.modules_for(["plna"]) == [m for m, _ in main.COMMANDS]
 

@@ -38,6 +38,40 @@ def required_scope(route: APIRoute) -> str:
     return str(scopes[0])
 
 
+ROLLOUT_BODY = {
+    "name": "driver_580",
+    "region": "us-east-1",
+    "component": "gpu_driver",
+    "version": "580.95.05",
+    "target": {"node_type": "hgx-h200-8g"},
+    "stages": ["staging", "production"],
+    "window": {"days": ["sat"], "start": "02:00", "hours": 6},
+}
+
+
+def rollout_row(world: World) -> str:
+    """A stored rollout (pending) for the routes that act on one."""
+    from velyrix.controlplane.db import models
+    from velyrix.controlplane.db.models import rollouts
+
+    with world.session() as s:
+        row = rollouts.Rollout(
+            id=models.new_id("rol"),
+            name=unique("r"),
+            region="us-east-1",
+            component="gpu_driver",
+            version="580.95.05",
+            spec={},
+            plan={"waves": []},
+            state="pending",
+            created_by="test",
+            announced_at=dt.datetime.now(dt.UTC),
+        )
+        s.add(row)
+        s.commit()
+        return row.id
+
+
 def body_for(route: APIRoute, world: World, principal_role: str, cluster_name: str | None) -> dict[str, Any] | None:
     provider = principal_role in PROVIDER_ROLES
     samples: dict[str, Any] = {
@@ -79,6 +113,10 @@ def body_for(route: APIRoute, world: World, principal_role: str, cluster_name: s
             "occurred_at": dt.datetime.now(dt.UTC).isoformat(),
             "reader_event_id": unique("r"),
         },
+        "rollouts.plan": ROLLOUT_BODY,
+        "rollouts.create": ROLLOUT_BODY,
+        "rollouts.act": {"action": "pause"},
+        "sim.defects": {"component": "gpu_driver", "version": "580.95.05", "effect": "xid:79"},
         "contracts.set": {"hcl": 'contract "gold" {\n  availability_target_percent = 99.95\n}\n'},
         "alerts.alertmanager": {
             "version": "4",
@@ -183,6 +221,8 @@ def path_for(route: APIRoute, world: World, owner: Any, principal_role: str) -> 
             from velyrix.controlplane.db import models
 
             obj = s.get(models.Node, world.node(owner, world.cluster(owner))).name
+    elif param == "rollout_id":
+        obj = rollout_row(world)
     elif param in ("incident_id", "invoice_id", "credit_note_id"):
         obj = billing_object(world, owner, param)
     elif param == "provider_id":
@@ -285,7 +325,16 @@ def seed_for(route: APIRoute, world: World, obj: str, owner: Any) -> None:
         s.commit()
 
 
-NO_TWIN = {"sim.faults", "sim.events", "sim.proactive", "volume_data.write", "volume_data.read"}
+NO_TWIN = {
+    "sim.faults",
+    "sim.events",
+    "sim.proactive",
+    "sim.defects",
+    "volume_data.write",
+    "volume_data.read",
+    "rollouts.plan",
+    "rollouts.create",
+}
 """The app under test runs without a digital twin: a role with the scope gets 409 ``no_twin``."""
 NO_KEY_MANAGER = {
     "customer_keys.create": (403, "cmk_endpoint_not_allowed"),

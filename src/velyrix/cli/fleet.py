@@ -157,6 +157,9 @@ def up(
         exporter = twin_agents.serve_exporter(runtime.sim, host, exporter_port, job_map_root=jobs)
     redfish = _serve_redfish(runtime, host, redfish_port, redfish_password_file, home) if redfish_port else None
     runtime.start()
+    from velyrix.ops.rollouts import running as rollouts_running
+
+    rollouts = rollouts_running.start_for(app, runtime)
     agents = None
     if agent_interval_s > 0 and runtime.sim is not None:
         local = "127.0.0.1" if host in ("0.0.0.0", "::") else host
@@ -183,6 +186,8 @@ def up(
             agents.stop()
         if exporter is not None:
             exporter.close()
+        if rollouts is not None:
+            rollouts.stop()
         runtime.stop()
         if schedulers is not None:
             schedulers.close()

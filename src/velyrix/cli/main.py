@@ -63,6 +63,7 @@ COMMANDS: tuple[tuple[str, tuple[str, ...]], ...] = (
     ("access", ("ssh",)),
     ("network", ("network",)),  # after network_config: joins its `network` group
     ("bmc_admin", ("admin",)),  # after server: joins its `admin` group
+    ("rollout", ("rollout", "sim")),  # after fleet: joins its `sim` group (sim defect)
 )
 
 

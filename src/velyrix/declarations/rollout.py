@@ -47,6 +47,7 @@ ATTRIBUTES = {
     "gates": 'a list from "acceptance", "no_new_xids", "all_reduce_baseline"',
     "rollback": '"automatic" or "manual"',
     "failed_node_limit": "nodes that may fail validation before the rollout halts, 0..100",
+    "notify": 'targets told before and after: ["email:ADDRESS", "webhook:URL", "pagerduty:URL"]',
 }
 BLOCKS = {
     "target": {"node_type": "a catalog node type", "clusters": "a list of cluster names"},
@@ -94,6 +95,7 @@ class RolloutSpec:
     gates: tuple[str, ...] = GATES
     rollback: str = "automatic"
     failed_node_limit: int = 0
+    notify: tuple[str, ...] = ()
 
     def to_dict(self) -> dict[str, Any]:
         """Plain data (the API's body), the inverse of ``from_dict``."""
@@ -104,6 +106,7 @@ class RolloutSpec:
             list(self.target_clusters),
         )
         out["window"]["days"] = list(self.window.days)
+        out["notify"] = list(self.notify)
         return out
 
 
@@ -160,6 +163,15 @@ def _check_core(raw: dict[str, Any], problems: list[tuple[str, str, str | None]]
     for g in raw.get("gates") or ():
         _one_of(problems, "gates", g, GATES)
     _one_of(problems, "rollback", raw.get("rollback", "automatic"), ROLLBACK)
+    notify = raw.get("notify") or []
+    if not isinstance(notify, list | tuple) or len(notify) > 8:
+        problems.append(("notify", "notify is a list of at most 8 targets", None))
+    else:
+        for t in notify:
+            if not isinstance(t, str) or not re.fullmatch(r"(email|webhook|pagerduty):[!-~]+", t) or len(t) > 512:
+                problems.append(
+                    ("notify", f"notify target {t!r} is not email:ADDRESS, webhook:URL or pagerduty:URL", None)
+                )
 
 
 def _check_limits(raw: dict[str, Any], problems: list[tuple[str, str, str | None]]) -> None:
@@ -207,6 +219,13 @@ def _check_window(w: Any, problems: list[tuple[str, str, str | None]]) -> None:
         zoneinfo.ZoneInfo(str(w.get("timezone", "UTC")))
     except (zoneinfo.ZoneInfoNotFoundError, ValueError):
         problems.append(("window", f"unknown time zone {w.get('timezone')!r}", "UTC"))
+
+
+def problems_of_window(window: Any) -> list[str]:
+    """What is wrong with a maintenance window's plain data (``{"days", "start", "hours", "timezone"}``)."""
+    out: list[tuple[str, str, str | None]] = []
+    _check_window(dict(window) if isinstance(window, dict) else window, out)
+    return [m for _, m, _ in out]
 
 
 def problems_of(raw: dict[str, Any]) -> list[tuple[str, str, str | None]]:

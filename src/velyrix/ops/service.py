@@ -15,6 +15,7 @@ from velyrix.ops import access_routes, connectivity_routes, twin_routes
 from velyrix.ops.billing import routes as billing_routes
 from velyrix.ops.noc import intake_routes, pagerduty_routes, pagerduty_views, statuspage_routes
 from velyrix.ops.noc import routes as noc_routes
+from velyrix.ops.rollouts import routes as rollout_routes
 
 OPS_ROUTERS: tuple[APIRouter, ...] = (
     noc_routes.router,
@@ -25,6 +26,8 @@ OPS_ROUTERS: tuple[APIRouter, ...] = (
     twin_routes.router,
     access_routes.router,
     connectivity_routes.router,
+    rollout_routes.router,
+    rollout_routes.sim_router,
 )
 """Routers the ops layer adds (NOC incidents; billing, SLA contracts and reports; the twin's node telemetry and
 proactive report, which answer 409 ``no_twin`` until a twin is attached: ``velyrix up``)."""

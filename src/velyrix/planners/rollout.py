@@ -172,7 +172,8 @@ class _Ctx:
         self.waves.append(Wave(len(self.waves), stage, tuple(nodes), **kw))
 
 
-def _cluster_waves(ctx: _Ctx, c: ClusterView, nodes: list[NodeView], earliest: dt.datetime, spares: int) -> None:
+def _cluster_batches(ctx: _Ctx, c: ClusterView, nodes: list[NodeView], spares: int) -> list[list[str]]:
+    """The cluster's waves (node batches) after its checks; empty when a check blocks it."""
     spec = ctx.spec
     per_cluster = spec.max_unavailable if spec.max_unavailable_per_cluster is None else spec.max_unavailable_per_cluster
     size = min(limit(per_cluster, c.node_count, 1), ctx.max_global, c.node_count or ctx.max_global)
@@ -190,8 +191,7 @@ def _cluster_waves(ctx: _Ctx, c: ClusterView, nodes: list[NodeView], earliest: d
             Block("no_spare", f"{c.name} is promised at full size and needs {size} spare nodes; {spares} free", c.name)
         )
     window = c.window or spec.window
-    fits = int(window.hours * 3600 // ctx.wave_s)
-    if fits == 0:
+    if window.hours * 3600 < ctx.wave_s:
         ctx.blocks.append(
             Block(
                 "window_too_short",
@@ -199,27 +199,50 @@ def _cluster_waves(ctx: _Ctx, c: ClusterView, nodes: list[NodeView], earliest: d
                 c.name,
             )
         )
-        return
-    batches = _batches(nodes, size, limit(spec.max_unavailable_per_su, 32, 10**9))
-    slots = occurrences(window, earliest)
-    occ = (earliest, earliest)
-    for i, batch in enumerate(batches):
-        if i % fits == 0:
-            found = next(slots, None)
-            if found is None:
-                ctx.blocks.append(Block("no_window", f"{c.name} has no window in the next {HORIZON_DAYS} days", c.name))
-                return
-            occ = found
-        start = occ[0] + dt.timedelta(seconds=ctx.wave_s * (i % fits))
+        return []
+    return _batches(nodes, size, limit(spec.max_unavailable_per_su, 32, 10**9))
+
+
+def _slot(occ: list[tuple[dt.datetime, dt.datetime]], at: dt.datetime, wave_s: float) -> tuple[dt.datetime, int]:
+    """The earliest start >= ``at`` inside one of ``occ`` with room for a wave, and that occurrence's index
+    (-1: none within the horizon)."""
+    room = dt.timedelta(seconds=wave_s)
+    for i, (a, b) in enumerate(occ):
+        start = max(a, at)
+        if start + room <= b:
+            return start, i
+    return at, -1
+
+
+def _schedule(ctx: _Ctx, todo: list[tuple[ClusterView, list[list[str]]]], earliest: dt.datetime) -> None:
+    """Tenant waves on one timeline (the controller runs waves one after another): the next wave is the
+    one, of any cluster, that can start first inside its cluster's window."""
+    occ = {c.name: list(occurrences(c.window or ctx.spec.window, earliest)) for c, _ in todo}
+    queues = {c.name: list(batches) for c, batches in todo if batches}
+    views = {c.name: c for c, _ in todo}
+    cursor = earliest
+    while queues:
+        options = {name: _slot(occ[name], cursor, ctx.wave_s) for name in queues}
+        for name in [n for n, (_, i) in options.items() if i < 0]:
+            ctx.blocks.append(Block("no_window", f"{name} has no window in the next {HORIZON_DAYS} days", name))
+            del queues[name]
+        if not queues:
+            return
+        name = min(queues, key=lambda n: (options[n][0], n))
+        start, i = options[name]
+        c = views[name]
         ctx.add(
             "production",
-            batch,
+            queues[name].pop(0),
             cluster=c.name,
             tenant=c.tenant,
-            window_start=occ[0],
-            window_end=occ[1],
+            window_start=occ[name][i][0],
+            window_end=occ[name][i][1],
             starts_at=start,
         )
+        if not queues[name]:
+            del queues[name]
+        cursor = start + dt.timedelta(seconds=ctx.wave_s)
 
 
 def plan(spec: RolloutSpec, nodes: Sequence[NodeView], clusters: Sequence[ClusterView], now: dt.datetime) -> Plan:
@@ -263,9 +286,11 @@ def plan(spec: RolloutSpec, nodes: Sequence[NodeView], clusters: Sequence[Cluste
         ctx.add("production", batch)
     lead_s = wave_s * len(ctx.waves) + spec.canary_soak_s
     earliest = now + max(dt.timedelta(hours=spec.notice_hours), dt.timedelta(seconds=lead_s))
+    tenant_waves = []
     for name in sorted({n.cluster for n in todo if n.cluster is not None}):
         c = by_name.get(name) or ClusterView(name, next(n.tenant or "" for n in todo if n.cluster == name), 0)
-        _cluster_waves(ctx, c, [n for n in todo if n.cluster == name], earliest, spares)
+        tenant_waves.append((c, _cluster_batches(ctx, c, [n for n in todo if n.cluster == name], spares)))
+    _schedule(ctx, tenant_waves, earliest)
     if not mine:
         ctx.blocks.append(Block("no_nodes", "the target matches no node of the region"))
     return Plan(

@@ -18,7 +18,8 @@ from sqlalchemy import orm
 from velyrix.controlplane.db import models
 from velyrix.controlplane.db.models import base as models_base
 from velyrix.controlplane.db.models import noc as models_noc
-from velyrix.fleet import clock, states
+from velyrix.controlplane.reconcile.store import DbTransitionStore
+from velyrix.fleet import clock, states, transitions
 from velyrix.fleet.drivers.sim import SimClock, SimDelays, SimDriver, SimRegion
 from velyrix.ops.rollouts.world import World, twin_world
 from velyrix.ops.sla import contracts
@@ -63,10 +64,19 @@ def _contract(measure: str, window: dict[str, Any], notice_days: int) -> dict[st
 
 
 def build(
-    seed: int = 0, *, url: str = "sqlite://", per_cluster: int = 24, free: int = 32, notice_days: int = 5
+    seed: int = 0,
+    *,
+    url: str = "sqlite://",
+    per_cluster: int = 24,
+    free: int = 32,
+    notice_days: int = 5,
+    history: bool = False,
+    fresh: bool = True,
 ) -> Region:
     """The region (see the module docstring); installs the twin's clock as the fleet's clock (``close``
-    puts the previous one back)."""
+    puts the previous one back). ``history``: the nodes reach their state through the fleet's transition
+    table 30 days before ``EPOCH`` (node transitions and allocations: what SLA reports read). ``fresh=False``:
+    the database at ``url`` already holds the region (a restarted process); nothing is added."""
     nodes = per_cluster * len(TENANTS) + free
     sim = SimRegion.build("us-east-1", {"hgx-h200-8g": nodes}, seed=seed, clock=SimClock())
     driver = SimDriver(sim, SimDelays())
@@ -76,6 +86,13 @@ def build(
     region = Region(maker, sim, driver, twin_world(sim, driver))
     region.previous_clock = clock.install(clock.TwinClock(sim.clock, EPOCH.timestamp()))
     hosts = list(sim.nodes)
+    if not fresh:
+        with maker() as s:
+            for c in s.scalars(sa.select(models.Cluster)):
+                region.clusters[c.name] = sorted(
+                    n.name for n in s.scalars(sa.select(models.Node).where(models.Node.cluster_id == c.id))
+                )
+        return region
     with maker() as s:
         for t, (name, window, measure) in enumerate(TENANTS):
             tenant = models.Tenant(id=models.new_id("ten"), name=name)
@@ -104,16 +121,26 @@ def build(
             mine = hosts[free + t * per_cluster : free + (t + 1) * per_cluster]
             region.clusters[cluster.name] = mine
             for h in mine:
-                s.add(_node(sim, h, states.ACTIVE, cluster.id, tenant.id))
+                s.add(_node(s, sim, h, states.ACTIVE, cluster.id, tenant.id, history))
         for h in hosts[:free]:
-            s.add(_node(sim, h, states.AVAILABLE, None, None))
+            s.add(_node(s, sim, h, states.AVAILABLE, None, None, history))
         s.commit()
     return region
 
 
-def _node(sim: SimRegion, hostname: str, prov: str, cluster_id: str | None, tenant_id: str | None) -> models.Node:
+def _node(
+    s: orm.Session,
+    sim: SimRegion,
+    hostname: str,
+    prov: str,
+    cluster_id: str | None,
+    tenant_id: str | None,
+    history: bool,
+) -> models.Node:
     sim_node = sim.node(hostname)
     su = sim_node.position.su if sim_node.position else 0
+    if history:
+        return _delivered(s, sim_node, su, prov, cluster_id, tenant_id)
     return models.Node(
         id=models.new_id("nod"),
         name=hostname,
@@ -125,3 +152,27 @@ def _node(sim: SimRegion, hostname: str, prov: str, cluster_id: str | None, tena
         tenant_id=tenant_id,
         hardware={"position": {"su": su}, "firmware": dict(sim_node.firmware)},
     )
+
+
+def _delivered(
+    s: orm.Session, sim_node: Any, su: int, prov: str, cluster_id: str | None, tenant_id: str | None
+) -> models.Node:
+    """A node moved to ``prov`` (production stage) through the transition table, 30 days before ``EPOCH``."""
+    node = models.Node(
+        id=models.new_id("nod"),
+        name=sim_node.hostname,
+        region="us-east-1",
+        node_type=sim_node.node_type,
+        hardware={"position": {"su": su}, "firmware": dict(sim_node.firmware)},
+    )
+    s.add(node)
+    s.flush()
+    at = (EPOCH - dt.timedelta(days=30)).timestamp()
+    store = DbTransitionStore(s)
+    for to in (states.INSPECTING, states.AVAILABLE, states.PRODUCTION):
+        transitions.transition(node, to, actor="testing", reason="delivered", store=store, now_s=at)
+    if prov == states.ACTIVE:
+        node.cluster_id, node.tenant_id = cluster_id, tenant_id
+        for to in (states.ALLOCATED, states.PROVISIONING, states.ACTIVE):
+            transitions.transition(node, to, actor="testing", reason="delivered", store=store, now_s=at)
+    return node

@@ -66,7 +66,7 @@ class Controller:
         self.sender = sender
         self.rollout = session.get(models_rollouts.Rollout, rollout_id) or _missing(rollout_id)
         self.spec = decl.from_dict(self.rollout.spec)
-        self.journal = Journal(session, self.rollout)
+        self.journal = Journal(session, self.rollout, world.before_commit)
         self.waves = [dict(w) for w in self.rollout.plan["waves"]]
         self.clusters: dict[str, dict[str, Any]] = dict(self.rollout.plan.get("clusters", {}))
 

@@ -38,9 +38,13 @@ def _point(point: str, key: str) -> None:
 class Journal:
     """The steps of one rollout, cached per controller pass (rows are the source of truth)."""
 
-    def __init__(self, session: orm.Session, rollout: models_rollouts.Rollout) -> None:
+    def __init__(
+        self, session: orm.Session, rollout: models_rollouts.Rollout, before_commit: Callable[[], None] | None = None
+    ) -> None:
         self.session = session
         self.rollout = rollout
+        self.before_commit = before_commit
+        """Called before each commit (a twin saves its nodes' state: never behind the journal)."""
         q = sa.select(models_rollouts.RolloutStep).where(models_rollouts.RolloutStep.rollout_id == rollout.id)
         self.rows = {r.key: r for r in session.scalars(q)}
 
@@ -81,7 +85,7 @@ class Journal:
                 started_at=clock.now(),
             )
             self.session.add(row)
-            self.session.commit()
+            self._commit()
             self.rows[key] = row
             _point("recorded", key)
         result = act(dict(row.detail))
@@ -91,8 +95,13 @@ class Journal:
         row.status = DONE
         row.detail = {**row.detail, **result}
         row.finished_at = clock.now()
-        self.session.commit()
+        self._commit()
         return dict(row.detail)
+
+    def _commit(self) -> None:
+        if self.before_commit is not None:
+            self.before_commit()
+        self.session.commit()
 
     def by_action(self, action: str) -> list[models_rollouts.RolloutStep]:
         """Steps of ``action``, in the order they were recorded."""

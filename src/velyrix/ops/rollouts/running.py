@@ -7,6 +7,7 @@ from __future__ import annotations
 import logging
 import threading
 from collections.abc import Callable
+from typing import Any
 
 import sqlalchemy as sa
 from sqlalchemy import orm
@@ -90,3 +91,21 @@ class RolloutThread:
         self._stop.set()
         if self._thread is not None:
             self._thread.join(timeout_s)
+
+
+def start_for(app: Any, runtime: Any) -> RolloutThread | None:
+    """Run the rollouts of ``runtime``'s region in the service of ``app`` (``velyrix up``): the twin's
+    world (driver, drain seam) shared with the API's rollout routes, notices sent by the NOC's ``Pager``.
+    None without a twin."""
+    from velyrix.ops.noc import paging
+    from velyrix.ops.rollouts.world import twin_world
+
+    if runtime.sim is None:
+        return None
+    world = twin_world(runtime.sim, runtime.driver)
+    world.before_commit = runtime.save_twin
+    app.state.rollout_world = world
+    thread = RolloutThread(runtime.sessionmaker, world, runtime.region)
+    thread.sender = paging.Pager()
+    thread.start()
+    return thread

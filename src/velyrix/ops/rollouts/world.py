@@ -7,6 +7,7 @@ contracts (a contract's ``maintenance_window`` and notice; ``cluster-minutes`` c
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
@@ -32,10 +33,12 @@ class World:
     driver: base.Driver
     seam: drains.SchedulerSeam
     sim: Any = None
+    before_commit: Callable[[], None] | None = None
+    """Called before each journal commit (``FleetRuntime.save_twin``: the twin's state is never behind)."""
 
     def installed(self, session: orm.Session, hostname: str) -> dict[str, str]:
-        """Component -> version on ``hostname`` now."""
-        if self.sim is not None:
+        """Component -> version on ``hostname`` now (a node the twin does not hold: its stored inventory)."""
+        if self.sim is not None and hostname in self.sim.nodes:
             return versions.installed(self.sim.node(hostname).firmware)
         node = session.scalar(sa.select(models.Node).where(models.Node.name == hostname))
         firmware = dict((node.hardware or {}).get("firmware", {})) if node else {}

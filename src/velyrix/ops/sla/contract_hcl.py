@@ -38,6 +38,7 @@ ATTRIBUTES: dict[str, str] = {
 BLOCKS: dict[str, dict[str, str]] = {
     "credit": {"below_percent": "a percentage", "credit_percent": "a percentage of the cluster's charge"},
     "response": {"first_response_min": "minutes", "update_every_min": "minutes"},
+    "maintenance_window": {"days": 'e.g. ["sat", "sun"]', "start": '"HH:MM"', "hours": "1..24", "timezone": '"UTC"'},
 }
 MAX_BYTES = 64 * 1024
 
@@ -72,13 +73,15 @@ def _body(block: hcl.Block, diag: _Diagnostics) -> dict[str, Any]:
     for child in block.blocks:
         if child.type not in BLOCKS:
             near = errors.closest(child.type, BLOCKS)
-            diag.add(child.line, child.column, f"unknown block '{child.type}'", "credit or response", *near[:1])
+            diag.add(child.line, child.column, f"unknown block '{child.type}'", ", ".join(BLOCKS), *near[:1])
             continue
         values = _values(child, BLOCKS[child.type], diag)
-        missing = [k for k in BLOCKS[child.type] if k not in values]
+        missing = [k for k in BLOCKS[child.type] if k not in values and k != "timezone"]
         if missing:
             diag.add(child.line, child.column, f"{child.type} block lacks {', '.join(missing)}")
-        if child.type == "credit":
+        if child.type == "maintenance_window":
+            raw["maintenance_window"] = {k: v for k, v in values.items()}
+        elif child.type == "credit":
             credits.append(values)
         elif len(child.labels) != 1:
             diag.add(child.line, child.column, 'response needs one label, e.g. response "P1"', "P1, P2, P3 or P4")

@@ -9,6 +9,7 @@ from decimal import Decimal, InvalidOperation
 from typing import Any
 
 from velyrix import catalog, errors
+from velyrix.declarations import rollout as rollout_decl
 
 MEASURES: dict[str, str] = {
     "node-minutes": "healthy delivered node-minutes over committed node-minutes",
@@ -46,6 +47,9 @@ class Contract:
     """Sorted by ``below_percent`` descending: the lowest tier that applies wins."""
     response: dict[str, ResponseTarget]
     escalation_policy: str = "default"
+    maintenance_window: dict[str, Any] | None = None
+    """The tenant's weekly maintenance window for staged rollouts (``days``, ``start`` "HH:MM", ``hours``,
+    ``timezone``; ``velyrix.ops.rollouts``); None: the rollout's own window."""
 
     def credit_percent(self, availability_percent: Decimal) -> Decimal:
         """The credit (percent of the charge) for a measured availability: that of the lowest tier whose
@@ -58,7 +62,7 @@ class Contract:
 
     def to_dict(self) -> dict[str, Any]:
         """Plain data (percentages as strings, exact), the inverse of ``from_dict``."""
-        return {
+        out = {
             "name": self.name,
             "availability_target_percent": str(self.availability_target_percent),
             "measure": self.measure,
@@ -74,6 +78,9 @@ class Contract:
                 for p, r in self.response.items()
             },
         }
+        if self.maintenance_window is not None:
+            out["maintenance_window"] = dict(self.maintenance_window)
+        return out
 
 
 def percent(value: Any, what: str) -> Decimal:
@@ -118,7 +125,15 @@ def from_dict(name: str, raw: dict[str, Any]) -> Contract:
     notice = int(raw.get("maintenance_notice_days", 5))
     if not 0 <= notice <= 365:
         raise errors.InvalidInputError(f"maintenance_notice_days must be 0..365, got {notice}")
+    window = raw.get("maintenance_window")
+    if window is not None:
+        found = rollout_decl.problems_of_window(window)
+        if found:
+            raise errors.InvalidInputError(f"maintenance_window: {found[0]}")
+        window = {"timezone": "UTC", **dict(window)}
+        window["days"] = list(window["days"])
     return Contract(
+        maintenance_window=window,
         name=name,
         availability_target_percent=percent(raw["availability_target_percent"], "availability_target_percent"),
         measure=measure,
