@@ -17,7 +17,7 @@ from sqlalchemy import orm
 from velyrix import catalog, errors
 from velyrix.controlplane.db import models
 from velyrix.controlplane.reconcile import locks
-from velyrix.controlplane.reconcile.store import move
+from velyrix.controlplane.reconcile.store import flush_nodes, move
 from velyrix.fleet import states
 
 
@@ -252,5 +252,6 @@ def allocate(
             actor=actor,
             reason=("replacement for " if replacement else "allocated to ") + f"cluster {cluster.name}",
         )
-    session.flush()  # a concurrent allocation of the same node fails here on its version column
+    flush_nodes(session, chosen)  # one bulk UPDATE; a concurrent allocation of a node fails on its version
+    session.flush()
     return chosen
