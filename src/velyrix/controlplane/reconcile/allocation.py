@@ -17,7 +17,7 @@ from sqlalchemy import orm
 from velyrix import catalog, errors
 from velyrix.controlplane.db import models
 from velyrix.controlplane.reconcile import locks
-from velyrix.controlplane.reconcile.store import move
+from velyrix.controlplane.reconcile.store import flush_nodes, move
 from velyrix.fleet import states
 
 
@@ -232,16 +232,16 @@ def allocate(
             + (f" ({reserve} more held back as spares)" if reserve else ""),
             hint="lower node_count, wait for capacity to free up, or choose another region or node type",
         )
-    chosen: list[models.Node] = []
-    for su, take in choose_units(units, count, near_su=near_su):
-        chosen.extend(
-            session.scalars(
-                sa.select(models.Node)
-                .where(*_free_where(cluster.region, cluster.node_type), _POSITION_SU == su)
-                .order_by(_POSITION_SLOT, models.Node.name)
-                .limit(take)
-            )
-        )
+    plan = dict(choose_units(units, count, near_su=near_su))
+    rows = session.execute(  # only the chosen units' free nodes are loaded, lowest slots first
+        sa.select(models.Node, _POSITION_SU)
+        .where(*_free_where(cluster.region, cluster.node_type), _POSITION_SU.in_(sorted(plan)))
+        .order_by(_POSITION_SU, _POSITION_SLOT, models.Node.name)
+    )
+    by_su: dict[int, list[models.Node]] = defaultdict(list)
+    for node, su in rows:
+        by_su[int(su)].append(node)
+    chosen = [node for su, take in plan.items() for node in by_su[su][:take]]
     for node in chosen:
         node.cluster_id = cluster.id
         node.tenant_id = cluster.tenant_id
@@ -252,5 +252,6 @@ def allocate(
             actor=actor,
             reason=("replacement for " if replacement else "allocated to ") + f"cluster {cluster.name}",
         )
-    session.flush()  # a concurrent allocation of the same node fails here on its version column
+    flush_nodes(session, chosen)  # one bulk UPDATE; a concurrent allocation of a node fails on its version
+    session.flush()
     return chosen

@@ -13,7 +13,7 @@ from sqlalchemy import orm
 from velyrix import errors
 from velyrix.controlplane.db import models
 from velyrix.controlplane.reconcile import locks, phases
-from velyrix.controlplane.reconcile.store import move
+from velyrix.controlplane.reconcile.store import flush_nodes, move
 from velyrix.fleet import acceptance, states
 from velyrix.fleet.drivers import base
 
@@ -63,6 +63,7 @@ def reconcile_fleet(session: orm.Session, driver: base.Driver, region: str) -> i
             node.last_error = f"intake: the driver refused node '{node.name}': {exc.message}"[:2000]
             if node.provisioning_state != states.FAILED:
                 move(session, node, states.FAILED, actor=ACTOR, reason=node.last_error[:500])
+    flush_nodes(session, rows)  # the pass's node rows in bulk UPDATEs, not one per node
     session.flush()
     return waiting
 

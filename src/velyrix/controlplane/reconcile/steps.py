@@ -19,7 +19,7 @@ from velyrix.controlplane.db import models
 from velyrix.controlplane.reconcile import allocation, node_entry, phases
 from velyrix.controlplane.reconcile.node_entry import NodeEntry
 from velyrix.controlplane.reconcile.scheduler_service import SchedulerService
-from velyrix.controlplane.reconcile.store import move
+from velyrix.controlplane.reconcile.store import flush_nodes, move
 from velyrix.fleet import states
 from velyrix.fleet.drivers import base
 from velyrix.fleet.hardware import StoredHardware
@@ -57,7 +57,9 @@ class Step:
 
     def save(self) -> None:
         """Store the entries this step changed (``node_entry.store``) and the count of nodes leaving; any
-        change also bumps ``work``'s version, so a concurrent step on the same cluster fails at flush."""
+        change also bumps ``work``'s version, so a concurrent step on the same cluster fails at flush. The
+        member node rows the step changed are written first, in bulk (``store.flush_nodes``)."""
+        flush_nodes(self.session, self.members.values())
         if node_entry.store(self.session, self.cluster.id, self.loaded, self.entries):
             self.work.releasing = sum(1 for e in self.entries.values() if e.release)
             self.work.updated_at = models.utcnow()
