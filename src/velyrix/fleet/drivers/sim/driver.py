@@ -24,8 +24,7 @@ from velyrix.fleet.drivers.sim.region import SimRegion
 from velyrix.fleet.drivers.sim.storage import SimStorage
 
 STORAGE_EFFICIENCY = 0.92
-"""Share of the tier model's nominal bandwidth the twin's storage test measures (assumption: above the
-planners' p10 derate, below nominal)."""
+"""Share of the tier model's nominal bandwidth the twin's storage test measures (assumption: p10 < it < 1)."""
 CATCH_UP_WALL_S = 0.2
 """A request completing sees the twin's devices as of at most this many wall seconds ago
 (``SimRegion.catch_up``): bringing the whole fleet up to the clock for every completed request made intake
