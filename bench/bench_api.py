@@ -91,9 +91,10 @@ def _httpx(url: str, headers: dict[str, str]) -> float:
 
 
 @contextlib.contextmanager
-def served(home: Path) -> Iterator[str]:
+def served(home: Path, pids: list[int] | None = None) -> Iterator[str]:
     """``velyrix server`` on a free loopback port with ``home`` as VELYRIX_HOME (its SQLite default):
-    yields the base URL once the port accepts connections; stopped (killed after 10 s) on exit."""
+    yields the base URL once the port accepts connections (its process id appended to ``pids``);
+    stopped (killed after 10 s) on exit."""
     port = _free_port()
     env = {**os.environ, "VELYRIX_HOME": str(home)}
     env.pop("VELYRIX_DATABASE_URL", None)
@@ -113,6 +114,8 @@ def served(home: Path) -> Iterator[str]:
                 if time.monotonic() > deadline or server.poll() is not None:
                     raise RuntimeError("the API server did not start") from None
                 time.sleep(0.1)
+        if pids is not None:
+            pids.append(server.pid)
         yield f"http://127.0.0.1:{port}"
     finally:
         server.terminate()
@@ -121,6 +124,12 @@ def served(home: Path) -> Iterator[str]:
         except subprocess.TimeoutExpired:
             server.kill()
             server.wait()
+
+
+def cpu_s(pid: int) -> float:
+    """CPU seconds (user + system) process ``pid`` has used so far (Linux ``/proc``)."""
+    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
 
 
 def main() -> None:

@@ -2,7 +2,9 @@
 cookie: session lookup, idle/absolute checks, the tenant's clusters rendered) and a key-authenticated
 ``GET /v1/clusters/{id}``, each against the bare ``GET /healthz`` of the same uvicorn server (one
 worker, SQLite in WAL mode under a temporary VELYRIX_HOME), alternated over several rounds with the load
-generator of ``bench_api`` (wrk when installed). Figures: medians of the per-round ratios (target >= 0.5).
+generator of ``bench_api`` (wrk when installed). Figures: medians of the per-round ratios (target >= 0.5),
+and the server process's CPU time per request of each route (its ``/proc`` user + system time over the
+run), which the other load of a shared machine moves less than throughput.
 """
 
 from __future__ import annotations
@@ -55,7 +57,8 @@ def main() -> None:
     with tempfile.TemporaryDirectory(prefix="velyrix-bench-") as tmp:
         home = Path(tmp)
         made = _setup(home)
-        with bench_api.served(home) as base:
+        pids: list[int] = []
+        with bench_api.served(home, pids) as base:
             routes = {
                 "GET /healthz (bare)": (f"{base}/healthz", {}),
                 "GET /ui (session cookie)": (f"{base}/ui", {"Cookie": f"velyrix_session={made['cookie']}"}),
@@ -67,9 +70,13 @@ def main() -> None:
             for url, headers in routes.values():
                 load(url, headers)  # warm-up
             runs: dict[str, list[float]] = {label: [] for label in routes}
+            cpu_us: dict[str, list[float]] = {label: [] for label in routes}
             for _ in range(ROUNDS):
                 for label, (url, headers) in routes.items():
-                    runs[label].append(load(url, headers))
+                    before = bench_api.cpu_s(pids[0])
+                    rate = load(url, headers)
+                    runs[label].append(rate)
+                    cpu_us[label].append(1e6 * (bench_api.cpu_s(pids[0]) - before) / (rate * bench_api.SECONDS_PER_RUN))
     secs = bench_api.SECONDS_PER_RUN
     print(f"load generator: {tool}, {bench_api.CONNECTIONS} connections, {secs} s per run, {ROUNDS} rounds alternated")
     bare = runs["GET /healthz (bare)"]
@@ -78,6 +85,15 @@ def main() -> None:
     for label in list(runs)[1:]:
         ratio = statistics.median(a / b for a, b in zip(runs[label], bare, strict=True))
         print(f"median ratio {label} / bare: {ratio:.2f} (target >= 0.5)")
+    # The server's CPU per request (user + system, /proc): what the shared machine's other load moves least.
+    for label, values in cpu_us.items():
+        print(
+            f"server CPU per request {label:36s} median {statistics.median(values):6.0f} us"
+            f"  runs {[round(x) for x in values]}"
+        )
+    bare_cpu = statistics.median(cpu_us["GET /healthz (bare)"])
+    for label in list(cpu_us)[1:]:
+        print(f"CPU ratio bare / {label}: {bare_cpu / statistics.median(cpu_us[label]):.2f}")
 
 
 if __name__ == "__main__":

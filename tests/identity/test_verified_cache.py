@@ -11,7 +11,9 @@ from pathlib import Path
 from typing import Any
 
 import httpx
+import pytest
 import sqlalchemy as sa
+import sqlalchemy.orm
 
 from tests.identity.conftest import Served
 
@@ -111,5 +113,60 @@ def test_a_database_without_the_triggers_gets_no_cache(tmp_path: Path) -> None:
             conn.execute(sa.text("DROP TRIGGER users_credential_generation_0"))
             conn.execute(sa.text("DROP TRIGGER users_credential_generation_1"))
         assert verified.for_engine(engine) is None
+    finally:
+        engine.dispose()
+
+
+@pytest.fixture(params=["sqlite", pytest.param("postgres", marks=pytest.mark.postgres)])
+def migrated(request: pytest.FixtureRequest, tmp_path: Path) -> str:
+    from velyrix.controlplane.db import migrate
+
+    if request.param == "sqlite":
+        url = f"sqlite:///{tmp_path / 'v.db'}"
+    else:
+        url = request.getfixturevalue("pg_server").create_database(f"gen{tmp_path.name[-12:].replace('-', '')}")
+    migrate.upgrade(url)
+    return url
+
+
+def test_the_generation_moves_on_with_each_change_that_takes_rights_away_and_not_otherwise(migrated: str) -> None:
+    from velyrix.controlplane.auth import principals
+    from velyrix.controlplane.db import engine as engine_mod
+    from velyrix.controlplane.db import models
+    from velyrix.controlplane.db.models.identity import User
+    from velyrix.controlplane.identity import sessions, verified
+
+    engine = engine_mod.make_engine(migrated)
+    factory = sa.orm.sessionmaker(engine, expire_on_commit=False)
+
+    def generation() -> int:
+        with engine.connect() as conn:
+            return int(conn.execute(sa.text("SELECT generation FROM credential_generation WHERE id = 1")).scalar_one())
+
+    try:
+        assert verified.for_engine(engine) is not None
+        with factory() as s:
+            tenant = models.Tenant(name="acme", display_name="acme")
+            s.add(tenant)
+            s.flush()
+            key, _ = principals.issue_key(s, tenant_id=tenant.id, name="owner", role="owner")
+            user = User(tenant_id=tenant.id, user_name="alice@acme.example", role="viewer", groups=[], scim={})
+            s.add(user)
+            s.flush()
+            row, _ = sessions.start(s, user, "oidc")
+            s.commit()
+            start = generation()  # creating credentials takes no right away
+            user.display_name = "Alice"
+            s.commit()
+            assert generation() == start
+            principals.revoke_with_children(s, key)
+            s.commit()
+            assert generation() == start + 1
+            sessions.end(s, row.id, "logout")
+            s.commit()
+            assert generation() == start + 2
+            user.role = "admin"
+            s.commit()
+            assert generation() == start + 3
     finally:
         engine.dispose()

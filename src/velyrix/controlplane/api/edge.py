@@ -193,14 +193,15 @@ class EdgeMiddleware:
             return
         try:
             check_request_line(scope)
-            body = await self._read(scope, receive)
+            # most GETs declare no body: nothing to wait for (``asyncio.wait_for`` costs a task)
+            body = await self._read(scope, receive) if _has_body(scope) else None
             if body and _is_json(scope):
                 parse_strict(body)
         except EdgeError as exc:
             response = await self.refuse(Request(scope), exc)
             await response(scope, _empty_receive, send)
             return
-        await self.app(scope, _replay(body, receive), send)
+        await self.app(scope, receive if body is None else _replay(body, receive), send)
 
     async def _read(self, scope: dict[str, Any], receive: Any) -> bytes:
         limit = body_limit(scope["method"], scope["path"])
@@ -233,6 +234,15 @@ class EdgeMiddleware:
             chunks.append(chunk)
             if not message.get("more_body", False):
                 return b"".join(chunks)
+
+
+def _has_body(scope: dict[str, Any]) -> bool:
+    """Whether the request declares a body: an HTTP/1.1 request without ``Content-Length`` and
+    ``Transfer-Encoding`` has none (RFC 9112 section 6.3), and a ``Content-Length: 0`` an empty one."""
+    for name, value in scope.get("headers") or ():
+        if name == b"transfer-encoding" or (name == b"content-length" and value != b"0"):
+            return True
+    return False
 
 
 def _too_large(limit: int) -> EdgeError:

@@ -29,22 +29,34 @@ class Reader:
         self._engine = engine_mod.make_engine(url.render_as_string(hide_password=False), poolclass=sa.pool.StaticPool)
         sa.event.listen(self._engine, "connect", _short_busy_timeout)
         self._lock = threading.Lock()
+        self._conn: sa.Connection | None = None
 
     @contextlib.contextmanager
     def connection(self) -> Iterator[sa.Connection | None]:
-        """The reader's connection, or ``None`` when another caller holds it; rolled back on exit."""
+        """The reader's connection, or ``None`` when another caller holds it. Kept open between callers
+        (no checkout per read); its read transaction, if one was begun, ends on exit."""
         if not self._lock.acquire(blocking=False):
             yield None
             return
         try:
-            with self._engine.connect() as conn:
+            conn = self._conn
+            if conn is None or conn.closed or conn.invalidated:
+                conn = self._conn = self._engine.connect()
+            try:
                 yield conn
+            finally:
+                if conn.in_transaction():
+                    conn.rollback()
         finally:
             self._lock.release()
 
     def close(self) -> None:
         """Close the connection (a later ``connection`` opens a new one)."""
-        self._engine.dispose()
+        with self._lock:
+            if self._conn is not None:
+                self._conn.close()
+                self._conn = None
+            self._engine.dispose()
 
 
 def _short_busy_timeout(dbapi_conn: object, _record: object) -> None:
