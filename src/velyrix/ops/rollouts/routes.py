@@ -7,11 +7,9 @@ from __future__ import annotations
 
 from typing import Any, Literal
 
-import sqlalchemy as sa
 from fastapi import APIRouter, Depends, Request
 from pydantic import BaseModel, ConfigDict, Field
 
-from velyrix import errors
 from velyrix.catalog import versions
 from velyrix.controlplane.api import idempotency, schemas
 from velyrix.controlplane.api.context import Ctx, require
@@ -81,7 +79,7 @@ def plan_rollout(
 ) -> dict[str, Any]:
     """The plan on the fleet as it is now: waves, their nodes, the windows per tenant, what blocks."""
     spec = _spec(body)
-    planned = service.plan(ctx.scope.session, world_of(request), spec)
+    planned = service.plan(ctx.scope, world_of(request), spec)
     ctx.audit(f"rollouts/plan/{spec.name}", detail={"waves": len(planned["waves"]), "blocks": len(planned["blocks"])})
     ctx.commit()
     return planned
@@ -100,11 +98,10 @@ def create_rollout(
     world = world_of(request)
 
     def make() -> tuple[dict[str, Any], int]:
-        session = ctx.scope.session
-        row, created = service.apply(session, world, spec, ctx.principal.actor, idempotency_key)
+        row, created = service.apply(ctx.scope, world, spec, ctx.principal.actor, idempotency_key)
         if created:
             ctx.audit(f"rollouts/{row.id}", status_code=201, detail={"name": row.name, "version": row.version})
-        return service.status(session, row), 201 if created else 200
+        return service.status(ctx.scope, row), 201 if created else 200
 
     return idempotency.create(ctx, idempotency_key, body, make, RolloutOut)
 
@@ -113,8 +110,7 @@ def create_rollout(
 def list_rollouts(
     ctx: Ctx = Depends(require("fleet:operate")), limit: int = Depends(schemas.limit_param)
 ) -> dict[str, Any]:
-    q = sa.select(models_rollouts.Rollout).order_by(models_rollouts.Rollout.created_at.desc()).limit(limit)
-    rows = ctx.scope.session.scalars(q)
+    rows = service.recent(ctx.scope, limit)
     return {
         "items": [
             {
@@ -131,19 +127,13 @@ def list_rollouts(
 
 
 def _row(ctx: Ctx, rollout_id: str) -> models_rollouts.Rollout:
-    row = ctx.scope.session.get(models_rollouts.Rollout, rollout_id)
-    if row is None:
-        q = sa.select(models_rollouts.Rollout).where(models_rollouts.Rollout.name == rollout_id)
-        row = ctx.scope.session.scalars(q).first()
-    if row is None:
-        raise errors.NotFoundError(kind="rollout", name=rollout_id)
-    return row
+    return service.find(ctx.scope, rollout_id)
 
 
 @router.get("/{rollout_id}", name="rollouts.get", response_model=RolloutOut)
 def get_rollout(rollout_id: str, ctx: Ctx = Depends(require("fleet:operate"))) -> dict[str, Any]:
     """The rollout (by id or name): state, per wave progress and gates, step counts."""
-    return service.status(ctx.scope.session, _row(ctx, rollout_id))
+    return service.status(ctx.scope, _row(ctx, rollout_id))
 
 
 @router.post("/{rollout_id}/actions", name="rollouts.act", response_model=RolloutOut)
@@ -151,10 +141,10 @@ def act_on_rollout(rollout_id: str, body: ActionBody, ctx: Ctx = Depends(require
     """``pause`` (between steps), ``resume``, or ``abort`` (roll back every node the rollout upgraded)."""
     row = _row(ctx, rollout_id)
     before = row.state
-    service.act(ctx.scope.session, row, body.action, ctx.principal.actor)
+    service.act(ctx.scope, row, body.action, ctx.principal.actor)
     ctx.audit(f"rollouts/{row.id}", detail={"action": body.action, "from": before, "to": row.state})
     ctx.commit()
-    return service.status(ctx.scope.session, row)
+    return service.status(ctx.scope, row)
 
 
 @sim_router.post("/defects", name="sim.defects", status_code=201)

@@ -15,6 +15,7 @@ import sqlalchemy as sa
 from sqlalchemy import orm
 
 from velyrix import errors
+from velyrix.controlplane import scoping
 from velyrix.controlplane.db import models
 from velyrix.controlplane.db.models import rollouts as models_rollouts
 from velyrix.declarations import rollout as decl
@@ -32,8 +33,9 @@ class RolloutBlockedError(errors.VelyrixError):
     template = "the rollout cannot be applied: its plan is blocked"
 
 
-def plan(session: orm.Session, world: World, spec: decl.RolloutSpec) -> dict[str, Any]:
+def plan(db: orm.Session | scoping.Scope, world: World, spec: decl.RolloutSpec) -> dict[str, Any]:
     """The plan of ``spec`` on the region as it is now (``planner.Plan.to_dict`` plus ``clusters``)."""
+    session = _session(db)
     nodes, clusters = fleet_view(session, world, spec.region)
     result = planner.plan(spec, nodes, clusters, clock.now())
     out = result.to_dict()
@@ -64,7 +66,7 @@ def get(session: orm.Session, region: str, name: str) -> models_rollouts.Rollout
 
 
 def apply(
-    session: orm.Session,
+    db: orm.Session | scoping.Scope,
     world: World,
     spec: decl.RolloutSpec,
     actor: str,
@@ -72,6 +74,7 @@ def apply(
     sender: notices.Sender | None = None,
 ) -> tuple[models_rollouts.Rollout, bool]:
     """Store and announce the rollout; returns (row, created). The caller commits the audit event."""
+    session = _session(db)
     if request_key:
         again = session.scalars(
             sa.select(models_rollouts.Rollout).where(models_rollouts.Rollout.request_key == request_key)
@@ -130,8 +133,9 @@ def _announce(
             notices.announce(session, row, cluster, start, end, row.spec.get("notify", []), sender)
 
 
-def status(session: orm.Session, row: models_rollouts.Rollout) -> dict[str, Any]:
+def status(db: orm.Session | scoping.Scope, row: models_rollouts.Rollout) -> dict[str, Any]:
     """The rollout's state, per wave progress, and counts of its steps (``velyrix rollout status``)."""
+    session = _session(db)
     steps = list(
         session.scalars(sa.select(models_rollouts.RolloutStep).where(models_rollouts.RolloutStep.rollout_id == row.id))
     )
@@ -184,7 +188,9 @@ def status(session: orm.Session, row: models_rollouts.Rollout) -> dict[str, Any]
 ACTIONS = {"pause": states.PAUSED, "resume": states.RUNNING, "abort": states.ROLLING_BACK}
 
 
-def act(session: orm.Session, row: models_rollouts.Rollout, action: str, actor: str) -> models_rollouts.Rollout:
+def act(
+    db: orm.Session | scoping.Scope, row: models_rollouts.Rollout, action: str, actor: str
+) -> models_rollouts.Rollout:
     """``pause``, ``resume`` or ``abort`` (roll back what was upgraded); ``ConflictError`` if the state
     forbids it. The caller commits (with the audit event)."""
     if action not in ACTIONS:
@@ -193,4 +199,27 @@ def act(session: orm.Session, row: models_rollouts.Rollout, action: str, actor: 
     if action == "abort" and row.state == states.PENDING:
         to = states.ROLLING_BACK
     engine.move(row, to, f"{action} by {actor}")
+    return row
+
+
+def _session(db: orm.Session | scoping.Scope) -> orm.Session:
+    """The session behind ``db``: routes pass their scoped view (``controlplane.scoping``), the
+    controller and tests a session."""
+    return db.session if isinstance(db, scoping.Scope) else db
+
+
+def recent(scope: scoping.Scope, limit: int) -> list[models_rollouts.Rollout]:
+    """The newest ``limit`` rollouts (rollouts are the provider's: ``fleet:operate`` only)."""
+    q = sa.select(models_rollouts.Rollout).order_by(models_rollouts.Rollout.created_at.desc()).limit(limit)
+    return list(scope.session.scalars(q))
+
+
+def find(scope: scoping.Scope, rollout_id: str) -> models_rollouts.Rollout:
+    """The rollout with id or name ``rollout_id``; ``NotFoundError`` otherwise."""
+    row = scope.session.get(models_rollouts.Rollout, rollout_id)
+    if row is None:
+        q = sa.select(models_rollouts.Rollout).where(models_rollouts.Rollout.name == rollout_id)
+        row = scope.session.scalars(q).first()
+    if row is None:
+        raise errors.NotFoundError(kind="rollout", name=rollout_id)
     return row
