@@ -13,12 +13,11 @@
 A scrape never renders and never takes a region lock: it serves the bytes of that node's last rendering.
 One worker thread advances the region every ``advance_every_s`` wall seconds and renders every node in turn,
 paced so that a round over the region takes ``refresh_s`` (default: ``advance_every_s``, or
-``ROUND_S_PER_NODE`` per node when that is longer, so the worker stays near a third of a core); a region
-rendered in less than ``advance_every_s`` is rendered whole right after each advance instead. The first
-round runs as fast as it can (``warm`` is set when it ends; a node scraped before its first rendering is
-rendered on demand). A node's exposition is thus at most about ``refresh_s`` old, as a real exporter's
-collection interval makes it (set ``refresh_s`` to the scrape interval to render each node once per scrape,
-what rendering on request cost). ``/sd`` is built once (nodes do not come and go in a twin).
+``ROUND_S_PER_NODE`` per node when that is longer, so the worker stays near a third of a core), the first round as
+fast as it can (``warm`` is set when it ends; a node scraped before its first rendering is rendered on
+demand). A node's exposition is thus at most about ``refresh_s`` old, as a real exporter's collection interval
+makes it (set ``refresh_s`` to the scrape interval to render each node once per scrape, what rendering on
+request cost). ``/sd`` is built once (nodes do not come and go in a twin).
 """
 
 from __future__ import annotations
@@ -81,14 +80,12 @@ class FleetTargets:
         self._worker.start()
 
     def _work(self) -> None:
-        # A small region is rendered whole right after each advance (a scrape then lags the twin by at most
-        # ``advance_every_s``, as when it read the twin itself); a big one is rendered paced over ``refresh_s``.
-        next_advance = time.monotonic()
+        next_advance = time.monotonic() + self.advance_every_s
+        paced = False
         while not self.stop.is_set():
             hosts = list(self.region.nodes)
             started = time.monotonic()
-            paced = self.warm.is_set() and len(hosts) * ROUND_S_PER_NODE >= self.advance_every_s
-            slot_s = max(self.refresh_s, self.advance_every_s) / max(len(hosts), 1) if paced else 0.0
+            slot_s = self.refresh_s / max(len(hosts), 1) if paced else 0.0
             for i, host in enumerate(hosts):
                 if time.monotonic() >= next_advance:
                     self._advance()
@@ -99,7 +96,8 @@ class FleetTargets:
                     return
             self.last_round_s = time.monotonic() - started
             self.warm.set()
-            if not paced and self.stop.wait(max(0.0, next_advance - time.monotonic())):
+            paced = True
+            if not hosts and self.stop.wait(self.advance_every_s):
                 return
 
     def _advance(self) -> None:
