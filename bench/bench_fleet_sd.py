@@ -14,6 +14,8 @@ from __future__ import annotations
 import os
 import time
 
+import httpx
+
 from velyrix import errors
 from velyrix.agent.fleet_targets import FleetServer, FleetTargets
 from velyrix.fleet.drivers.sim import SimClock, SimRegion
@@ -32,6 +34,26 @@ def rss_mib() -> float:
     return float("nan")
 
 
+def _request_path(targets: FleetTargets, server: FleetServer, count: int = 200) -> None:
+    """In the same run: one node's rendering (what a scrape used to cost) against one scrape over loopback HTTP
+    of a cached rendering (what it costs now), both wall ms per node, sequentially."""
+    hosts = list(targets.region.nodes)[:count]
+    start = time.perf_counter()
+    for h in hosts:
+        targets.render_node(h)
+    render_ms = (time.perf_counter() - start) / count * 1000
+    with httpx.Client(base_url=f"http://127.0.0.1:{server.port}") as http:
+        start = time.perf_counter()
+        for h in hosts:
+            http.get(f"/nodes/{h}/metrics").raise_for_status()
+        scrape_ms = (time.perf_counter() - start) / count * 1000
+    print(
+        f"one node rendered: {render_ms:.2f} ms; one cached scrape over HTTP: {scrape_ms:.2f} ms "
+        f"(ratio {render_ms / scrape_ms:.1f}x); load average {os.getloadavg()[0]:.1f}",
+        flush=True,
+    )
+
+
 def main() -> None:
     start = time.perf_counter()
     region = SimRegion.build("us-east-1", {"hgx-h200-8g": NODES}, seed=1, clock=SimClock(speed=1.0))
@@ -46,6 +68,7 @@ def main() -> None:
     print(
         f"every node rendered once in {time.perf_counter() - start:.1f} s since start; load average {os.getloadavg()}"
     )
+    _request_path(targets, server)
     prom = PrometheusServer(
         {}, interval_s=INTERVAL_S, scrape_timeout_s=10.0, http_sd={"velyrix-nodes": (server.sd_url, NODES)}
     )

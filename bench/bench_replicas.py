@@ -13,6 +13,7 @@ Knobs: ``VELYRIX_BENCH_REPLICA_CLUSTERS`` (30), ``VELYRIX_BENCH_REPLICA_KILL_S``
 
 from __future__ import annotations
 
+import json
 import os
 import random
 import signal
@@ -35,6 +36,17 @@ REPLICAS = 3
 SHARDS = 32
 SPEED = 600.0  # simulated s per wall s: a 900 s provisioning takes 1.5 s, so kills land on requests in flight
 HELD = ("allocated", "provisioning", "active")
+STANDBY = """
+import json, sys
+from velyrix.cli import main
+import uvicorn, velyrix.ops.service, velyrix.controlplane.reconcile.runtime  # noqa: F401  (warm imports)
+import velyrix.fleet.drivers.sim.remote  # noqa: F401
+args = json.loads(sys.stdin.readline())
+sys.argv = ["velyrix", *args]
+main.run()
+"""
+"""A replica process with its imports done, waiting for its arguments: a restart then costs the real start-up
+(migrations, enrollment check, leases) but not Python's imports (tens of seconds on the loaded machine)."""
 
 
 def _spec(name: str) -> dict[str, Any]:
@@ -65,6 +77,7 @@ class World:
         db.upgrade(url=self.url, engine=self.engine)
         self.sm = orm.sessionmaker(self.engine, expire_on_commit=False)
         self.home = home
+        self.kills: list[tuple[float, str]] = []
         self.token_file = home / "twin.token"
         self.twin_port = postgres.free_port()
         self.nodes = CLUSTERS * NODES_PER_CLUSTER + max(8, CLUSTERS // 3)  # room for the spares held back
@@ -74,22 +87,39 @@ class World:
             + ["--seed", "5", "--speed", str(SPEED), "--token-file", str(self.token_file)],
         )
         self.replicas: dict[int, subprocess.Popen[bytes]] = {}  # API port -> process
-        self.kills: list[tuple[float, str]] = []
+        self.standby = self._spawn(self.url, [], standby=True)
 
-    def _spawn(self, url: str | None, args: list[str]) -> subprocess.Popen[bytes]:
+    def _spawn(self, url: str | None, args: list[str], standby: bool = False) -> subprocess.Popen[bytes]:
         env = {**os.environ, "VELYRIX_HOME": str(self.home)}
         env.update({"VELYRIX_RECONCILE_POLL_S": "0.05", "VELYRIX_RECONCILE_IDLE_S": "0.5"})
         env.pop("VELYRIX_DATABASE_URL", None)
         if url:
             env["VELYRIX_DATABASE_URL"] = url
-        cmd = [sys.executable, "-m", "velyrix.cli.main", *args]
-        return subprocess.Popen(cmd, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        cmd = [sys.executable, "-c", STANDBY] if standby else [sys.executable, "-m", "velyrix.cli.main", *args]
+        stdin = subprocess.PIPE if standby else None
+        with open(self.home / f"{'replica' if standby else args[0]}-{time.monotonic_ns()}.log", "wb") as log:
+            return subprocess.Popen(cmd, env=env, stdin=stdin, stdout=log, stderr=subprocess.STDOUT)
 
     def start_replica(self, port: int) -> None:
         args = ["server", "--port", str(port), "--fleet-driver", f"http://127.0.0.1:{self.twin_port}"]
         args += ["--fleet-token-file", str(self.token_file), "--lease-s", str(LEASE_S)]
         args += ["--lease-shards", str(SHARDS)]
-        self.replicas[port] = self._spawn(self.url, args)
+        proc, self.standby = self.standby, self._spawn(self.url, [], standby=True)
+        assert proc.stdin is not None
+        proc.stdin.write(json.dumps(args).encode() + b"\n")
+        proc.stdin.flush()
+        self.replicas[port] = proc
+
+    def ready(self) -> list[int]:
+        """API ports of the replicas that answer ``/healthz`` (started, not killed)."""
+        up = []
+        for port, proc in self.replicas.items():
+            try:
+                if proc.poll() is None and httpx.get(f"http://127.0.0.1:{port}/healthz", timeout=1).status_code == 200:
+                    up.append(port)
+            except httpx.HTTPError:
+                pass
+        return up
 
     def wait(self, what: str, check: Any, timeout_s: float = 180.0) -> None:
         deadline = time.monotonic() + timeout_s
@@ -118,7 +148,7 @@ class World:
             client.close()
 
     def close(self) -> None:
-        for proc in [*self.replicas.values(), self.twin]:
+        for proc in [*self.replicas.values(), self.standby, self.twin]:
             if proc.poll() is None:
                 proc.send_signal(signal.SIGKILL)
             proc.wait(10)
@@ -187,6 +217,7 @@ def _run(world: World, key: str, kill: bool) -> dict[str, Any]:
     rng = random.Random(14)
     next_kill = started + KILL_S
     failovers: list[float] = []
+    late: list[float] = []  # how long each kill waited for two replicas to be up
     watching: tuple[subprocess.Popen[bytes], float] | None = None
     deadline = started + 900
     while time.monotonic() < deadline:
@@ -197,8 +228,10 @@ def _run(world: World, key: str, kill: bool) -> dict[str, Any]:
         if watching is not None and _orphaned_shards(world, watching[0]) == 0:
             failovers.append(now - watching[1])
             watching = None
-        if kill and now >= next_kill:
-            port = rng.choice(sorted(world.replicas))
+        up = world.ready() if kill and now >= next_kill else []
+        if len(up) >= 2:  # never the last replica up, nor one still starting (then the kill waits)
+            late.append(now - next_kill)
+            port = rng.choice(sorted(up))
             victim = world.replicas.pop(port)
             victim.send_signal(signal.SIGKILL)
             victim.wait(10)
@@ -208,7 +241,7 @@ def _run(world: World, key: str, kill: bool) -> dict[str, Any]:
             next_kill = now + KILL_S
         time.sleep(0.2)
     wall_s = time.monotonic() - started
-    return {"wall_s": wall_s, "failovers": failovers, **_checks(world)}
+    return {"wall_s": wall_s, "failovers": failovers, "late_max_s": max(late, default=0.0), **_checks(world)}
 
 
 def _step(request_id: str) -> str:
@@ -238,6 +271,10 @@ def _checks(world: World) -> dict[str, Any]:
             )
         )
         epochs = s.scalar(sa.text("SELECT coalesce(sum(epoch), 0) FROM reconcile_leases"))
+        actors = s.scalars(
+            sa.text("SELECT DISTINCT actor FROM node_transitions WHERE actor LIKE 'reconciler/cluster@%'")
+        )
+        reconciled_by = {a.rsplit(":", 1)[1] for a in actors}
     ledger = world.ledger()
     twice = sum(1 for e in ledger if e["executions"] > 1)
     per_step = Counter(_step(e["request_id"]) for e in ledger if e["executions"])
@@ -253,6 +290,7 @@ def _checks(world: World) -> dict[str, Any]:
         "requests": len(ledger),
         "takeovers": int(epochs or 0),
         "replicas_submitting": len({r for e in ledger for r in e["submitters"]} - {"bench"}),
+        "replicas_reconciling": len(reconciled_by),
     }
 
 
@@ -262,7 +300,7 @@ def _print(label: str, r: dict[str, Any], kills: int) -> None:
     print(
         f"| {label} | {r['ready']} / {CLUSTERS} | {r['wall_s']:.1f} s | {kills} | {r['takeovers']} | {failover} | "
         f"{r['double_allocations']} | {r['orphans']} | {r['duplicated_requests']} of {r['requests']} | "
-        f"{r['replicas_submitting']} |",
+        f"{r['replicas_submitting']} | {r['replicas_reconciling']} |",
         flush=True,
     )
 
@@ -281,11 +319,12 @@ def main() -> None:
     )
     print(
         "| run | Ready | wall to all Ready | kills | lease epochs (holder changes) | failover | double allocations "
-        "| orphans | duplicated driver requests | replica processes that submitted |"
+        "| orphans | duplicated driver requests | processes that submitted requests | that moved nodes |"
     )
-    print("|---|---|---|---|---|---|---|---|---|---|")
+    print("|---|---|---|---|---|---|---|---|---|---|---|")
     results = {}
-    with postgres.PostgresServer.start() as pg, tempfile.TemporaryDirectory() as tmp:
+    keep = os.environ.get("VELYRIX_BENCH_REPLICA_LOGS")  # a directory to keep the processes' logs in
+    with postgres.PostgresServer.start() as pg, tempfile.TemporaryDirectory(dir=keep) as tmp:
         for label, kill in (("no kills", False), (f"SIGKILL every {KILL_S:g} s", True)):
             home = Path(tmp) / label.split()[0]
             home.mkdir()
@@ -297,4 +336,6 @@ def main() -> None:
             finally:
                 world.close()
     base, killed = results["no kills"]["wall_s"], results[f"SIGKILL every {KILL_S:g} s"]["wall_s"]
-    print(f"wall with kills / without: {killed / base:.2f}x; load average at end {os.getloadavg()[0]:.1f}")
+    late = results[f"SIGKILL every {KILL_S:g} s"]["late_max_s"]
+    print(f"wall with kills / without: {killed / base:.2f}x; a kill waited at most {late:.1f} s for two replicas up")
+    print(f"load average at end {os.getloadavg()[0]:.1f}")

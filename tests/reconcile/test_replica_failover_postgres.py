@@ -18,6 +18,7 @@ import sqlalchemy as sa
 from sqlalchemy import orm
 
 from tests.reconcile.world import body, check_invariants
+from velyrix import errors
 from velyrix.cli import sim_serve
 from velyrix.controlplane import db
 from velyrix.controlplane.auth import principals
@@ -142,6 +143,8 @@ def _twin_up(port: int, token_file: Path) -> bool:
     client = TwinClient(f"http://127.0.0.1:{port}", sim_serve.read_or_create_token(token_file), "test")
     try:
         return len(client.list_nodes()) == NODES
+    except errors.RemoteError:  # the token file is written before the twin listens
+        return False
     finally:
         client.close()
 
