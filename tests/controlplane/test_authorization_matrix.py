@@ -322,6 +322,19 @@ def seed_for(route: APIRoute, world: World, obj: str, owner: Any) -> None:
                         cluster_id=obj,
                     )
                 )
+        elif route.name == "clusters.scheduler":  # a cluster whose Scheduler step delivered its Slurm
+            from velyrix.controlplane.db.models import scheduler as scheduler_tables
+
+            if not s.scalar(
+                sa.select(scheduler_tables.SchedulerDelivery).where(
+                    scheduler_tables.SchedulerDelivery.cluster_id == obj
+                )
+            ):
+                s.add(
+                    scheduler_tables.SchedulerDelivery(
+                        cluster_id=obj, tenant_id=owner.tenant_id, kind="slurm", state="ready", env={}, nodes=[]
+                    )
+                )
         s.commit()
 
 
