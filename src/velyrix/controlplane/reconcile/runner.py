@@ -26,7 +26,13 @@ from velyrix.controlplane.reconcile.scheduler_service import SchedulerService
 from velyrix.fleet.drivers import base
 
 log = logging.getLogger("velyrix.reconcile")
-TEMPORARY = (sa_exc.OperationalError, sa_exc.IntegrityError, orm.exc.StaleDataError, sa_exc.InterfaceError)
+TEMPORARY = (
+    sa_exc.OperationalError,
+    sa_exc.IntegrityError,
+    orm.exc.StaleDataError,
+    sa_exc.InterfaceError,
+    sa_exc.PendingRollbackError,  # an earlier flush in the pass lost a race (StaleDataError): retry it whole
+)
 
 
 class Reconciler:
