@@ -108,10 +108,8 @@ class Controller:
         members = self.clusters.get(wave.get("cluster") or "", {}).get("nodes") or nodes
         if "all_reduce_baseline" in self.spec.gates and self._cluster_test(f"baseline/{group}", members) is None:
             return Outcome(states.RUNNING)
-        for n in nodes:
-            self.journal.step(f"w{i}/drain/{n}", "drain", n, functools.partial(self._drain, n))
-            if self.clusters.get(wave.get("cluster") or "", {}).get("full_size"):
-                self.journal.step(f"w{i}/lend/{n}", "lend", n, functools.partial(self._lend, n))
+        if not self._take(i, wave, nodes):
+            return Outcome(states.RUNNING)
         if not self._all(nodes, lambda n: self._install(f"w{i}/upgrade/{n}", n, self.spec.version)):
             return Outcome(states.RUNNING)
         if not self._all(nodes, lambda n: self._validate(f"w{i}/validate/{n}", f"w{i}/upgrade/{n}", n)):
@@ -127,16 +125,42 @@ class Controller:
         self.journal.step(f"w{i}/finished", "wave", None, lambda _: self._finished(wave))
         return None
 
+    def _take(self, i: int, wave: dict[str, Any], nodes: list[str]) -> bool:
+        """Drain the wave's nodes (lending spares where promised); True once every one is free of jobs."""
+        for n in nodes:
+            self.journal.step(f"w{i}/drain/{n}", "drain", n, functools.partial(self._drain, n))
+            if self.clusters.get(wave.get("cluster") or "", {}).get("full_size"):
+                self.journal.step(f"w{i}/lend/{n}", "lend", n, functools.partial(self._lend, n))
+        return self._all(nodes, lambda n: self._free(f"w{i}/free/{n}", n))
+
     # --- steps ------------------------------------------------------------------------------------
 
     def _reason(self) -> str:
         return f"{self.spec.component} {self.spec.version} ({self.rollout.name})"
 
+    def _slurm_source(self) -> str:
+        """The holder of the rollout's drains in a delivered Slurm: its reason reads
+        ``velyrix:rollout-NAME: COMPONENT VERSION (NAME)`` (``velyrix.ops.scheduler.slurm_drains``)."""
+        return f"{SOURCE}-{self.rollout.name}"
+
     def _drain(self, node: str, _: dict[str, Any]) -> dict[str, Any]:
         self.world.seam.drain(node, self._reason(), f"{SOURCE}:{self.rollout.name}")
-        return {"drained": True}
+        slurm = self.world.scheduler_of(self.session, node)
+        if slurm is not None:  # the cluster's own Slurm: no new job starts there; the running one finishes
+            slurm.drain(node, self._reason(), self._slurm_source())
+        return {"drained": True, "slurm": slurm is not None}
+
+    def _free(self, key: str, node: str) -> bool:
+        """True once no job of the cluster's delivered Slurm runs on ``node`` (a step only where one runs)."""
+        slurm = self.world.scheduler_of(self.session, node)
+        if slurm is None or not hasattr(slurm, "busy"):
+            return True
+        return self.journal.step(key, "free", node, lambda _: WAIT if slurm.busy(node) else {"free": True}) is not None
 
     def _return(self, node: str, wave: int, _: dict[str, Any]) -> dict[str, Any]:
+        slurm = self.world.scheduler_of(self.session, node)
+        if slurm is not None:  # resumed in the cluster's Slurm once re-validated (others' drains stay)
+            slurm.undrain(node, self._slurm_source())
         self.world.seam.undrain(node, f"{SOURCE}:{self.rollout.name}")
         lent = self.journal.done(f"w{wave}/lend/{node}") or {}
         return {"returned": True, "spare_back": lent.get("spare")}
@@ -351,8 +375,10 @@ class Controller:
         waiting = False
         for node, previous in touched.items():
             self.journal.step(f"rb/drain/{node}", "drain", node, functools.partial(self._drain, node))
-            if not self._install(f"rb/upgrade/{node}", node, previous) or not self._validate(
-                f"rb/validate/{node}", f"rb/upgrade/{node}", node
+            if (
+                not self._free(f"rb/free/{node}", node)
+                or not self._install(f"rb/upgrade/{node}", node, previous)
+                or not self._validate(f"rb/validate/{node}", f"rb/upgrade/{node}", node)
             ):
                 waiting = True
                 continue
