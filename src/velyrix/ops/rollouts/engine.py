@@ -28,7 +28,7 @@ from velyrix.controlplane.db.models import rollouts as models_rollouts
 from velyrix.declarations import rollout as decl
 from velyrix.fleet import clock
 from velyrix.fleet.drivers import base
-from velyrix.ops.rollouts import gates, notices, states
+from velyrix.ops.rollouts import baseline, gates, notices, states
 from velyrix.ops.rollouts.journal import WAIT, Journal, utc
 from velyrix.ops.rollouts.world import World
 from velyrix.planners import rollout as planner
@@ -93,6 +93,9 @@ class Controller:
             out = self._wave(wave)
             if out is not None:
                 return out
+        image = getattr(self.world.driver, "firmware_image", None)
+        what = (self.spec.component, self.spec.version, image)
+        self.journal.step("baseline", "baseline", None, lambda _: baseline.follow(self.session, self.rollout, *what))
         move(self.rollout, states.COMPLETED, f"every wave passed; {self.spec.component} {self.spec.version} everywhere")
         self._tell_all("RolloutCompleted", f"{self.spec.component} {self.spec.version} installed on every planned node")
         self.session.commit()
