@@ -25,8 +25,10 @@ from velyrix import errors
 from velyrix.catalog import versions
 from velyrix.controlplane.db import models
 from velyrix.controlplane.db.models import rollouts as models_rollouts
+from velyrix.controlplane.reconcile import store
 from velyrix.declarations import rollout as decl
 from velyrix.fleet import clock
+from velyrix.fleet import states as fleet_states
 from velyrix.fleet.drivers import base
 from velyrix.ops.rollouts import baseline, gates, notices, states
 from velyrix.ops.rollouts.journal import WAIT, Journal, utc
@@ -375,23 +377,60 @@ class Controller:
         for row in self.journal.by_action("upgrade"):
             if not row.key.startswith("rb/") and row.node and row.node not in touched:
                 touched[row.node] = str(row.detail.get("from"))
-        waiting = False
-        for node, previous in touched.items():
-            self.journal.step(f"rb/drain/{node}", "drain", node, functools.partial(self._drain, node))
-            if (
-                not self._free(f"rb/free/{node}", node)
-                or not self._install(f"rb/upgrade/{node}", node, previous)
-                or not self._validate(f"rb/validate/{node}", f"rb/upgrade/{node}", node)
-            ):
-                waiting = True
-                continue
-            self.journal.step(f"rb/return/{node}", "return", node, functools.partial(self._return, node, -1))
-        if waiting:
+        outcomes = {node: self._back(node, previous) for node, previous in touched.items()}
+        if None in outcomes.values():
             return Outcome(states.ROLLING_BACK)
+        quarantined = {n: why for n, why in outcomes.items() if why}
+        if quarantined:
+            return self._halt_quarantined(len(touched), quarantined)
         move(self.rollout, states.ROLLED_BACK, f"{len(touched)} nodes back on their previous version")
         self._tell_all("RolloutRolledBack", f"rollout {self.rollout.name} rolled back on {len(touched)} nodes")
         self.session.commit()
         return Outcome(states.ROLLED_BACK)
+
+    def _back(self, node: str, previous: str) -> str | None:
+        """Roll ``node`` back to ``previous``, re-validated: "" once returned to service, why it failed its
+        validation once quarantined instead (not returned, still drained), None while waiting."""
+        self.journal.step(f"rb/drain/{node}", "drain", node, functools.partial(self._drain, node))
+        if (
+            not self._free(f"rb/free/{node}", node)
+            or not self._install(f"rb/upgrade/{node}", node, previous)
+            or not self._validate(f"rb/validate/{node}", f"rb/upgrade/{node}", node)
+        ):
+            return None
+        v = gates.verdict(NODE_GATES, {node: self.journal.done(f"rb/validate/{node}") or {}}, None, None)
+        if v.failed:
+            why = "; ".join(v.failed[node])[:500]
+            self.journal.step(f"rb/quarantine/{node}", "quarantine", node, lambda _: self._quarantine(node, why))
+            return why
+        self.journal.step(f"rb/return/{node}", "return", node, functools.partial(self._return, node, -1))
+        return ""
+
+    def _quarantine(self, node: str, why: str) -> dict[str, Any]:
+        """Quarantine ``node`` through the fleet's transition table (``reconcile.store.move``, recorded; the
+        reconciler replaces a cluster's quarantined member from its spares)."""
+        row = self.session.scalar(sa.select(models.Node).where(models.Node.name == node))
+        if row is not None:
+            reason = f"rollout {self.rollout.name}: failed validation after the rollback: {why}"
+            store.move(
+                self.session, row, fleet_states.QUARANTINED, actor=f"{SOURCE}:{self.rollout.name}", reason=reason
+            )
+        return {"quarantined": row is not None, "why": why}
+
+    def _halt_quarantined(self, touched: int, quarantined: dict[str, str]) -> Outcome:
+        names = ", ".join(sorted(quarantined))
+        why = (
+            f"rolled back {touched - len(quarantined)} of {touched} nodes; quarantined {names} "
+            "(failed validation after the rollback)"
+        )
+        move(self.rollout, states.HALTED, why)
+        self._tell_all("RolloutHalted", f"rollout {self.rollout.name} halted: {why}", warning=True)
+        self.session.commit()
+        return Outcome(states.HALTED)
+
+
+NODE_GATES = ("acceptance", "no_new_xids")
+"""What a node must pass after a rollback to return to service (whatever gates the rollout declared)."""
 
 
 def _span(start: dt.datetime, end: dt.datetime, _: dict[str, Any]) -> dict[str, Any]:
