@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import os
 import subprocess
+import tempfile
 import time
 from collections.abc import Iterator
 from pathlib import Path
@@ -54,8 +55,6 @@ def slurm_region() -> Iterator[tuple[tr.Region, twin_delivery.TwinSchedulers, di
 
 
 def tempfile_root() -> str:
-    import tempfile
-
     return tempfile.mkdtemp(prefix="vx-ro-", dir="/tmp")  # short: Unix socket paths stay under 108 bytes
 
 
