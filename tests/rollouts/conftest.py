@@ -24,6 +24,13 @@ def example_spec(**changes: object) -> decl.RolloutSpec:
     return decl.from_dict({**_example().to_dict(), **changes})
 
 
+@pytest.fixture(autouse=True)
+def _own_firmware_baseline(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A completed rollout moves the region's signed firmware baseline: each test signs its own."""
+    monkeypatch.setenv("VELYRIX_SIGNING_KEY_DIR", str(tmp_path / "keys"))
+    monkeypatch.setenv("VELYRIX_FIRMWARE_DIR", str(tmp_path / "firmware"))
+
+
 @pytest.fixture
 def region() -> Iterator[tr.Region]:
     r = tr.build(0)

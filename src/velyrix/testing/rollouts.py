@@ -17,6 +17,7 @@ from sqlalchemy import orm
 
 from velyrix.controlplane.db import models
 from velyrix.controlplane.db.models import base as models_base
+from velyrix.controlplane.db.models import evidence as models_evidence
 from velyrix.controlplane.db.models import noc as models_noc
 from velyrix.controlplane.reconcile.store import DbTransitionStore
 from velyrix.fleet import clock, states, transitions
@@ -94,6 +95,8 @@ def build(
                 )
         return region
     with maker() as s:
+        if s.get(models_evidence.AuditLogHead, 1) is None:  # what the migrations start (a completed rollout audits)
+            s.add(models_evidence.AuditLogHead(id=1, tree_size=0))
         for t, (name, window, measure) in enumerate(TENANTS):
             tenant = models.Tenant(id=models.new_id("ten"), name=name)
             s.add(tenant)

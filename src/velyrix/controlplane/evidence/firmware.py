@@ -49,10 +49,12 @@ def key_name(region: str) -> str:
 
 def publish(region: str, baseline: Mapping[str, str], image: Callable[[str, str], bytes]) -> Path:
     """Sign the manifest of ``baseline`` (component -> version) with the digests of ``image(c, v)``."""
-    components = [
-        {"component": c, "version": v, "image_sha256": hashlib.sha256(image(c, v)).hexdigest()}
-        for c, v in sorted(baseline.items())
-    ]
+    return publish_signed(region, {c: (v, hashlib.sha256(image(c, v)).hexdigest()) for c, v in baseline.items()})
+
+
+def publish_signed(region: str, pinned: Mapping[str, tuple[str, str]]) -> Path:
+    """Sign and write the manifest of ``pinned`` (component -> (version, image SHA-256 hex)), atomically."""
+    components = [{"component": c, "version": v, "image_sha256": d} for c, (v, d) in sorted(pinned.items())]
     signed = signing.sign({"kind": KIND, "region": region, "components": components}, key_name(region))
     path = manifest_path(region)
     path.parent.mkdir(parents=True, exist_ok=True)

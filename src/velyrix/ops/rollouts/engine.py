@@ -25,10 +25,12 @@ from velyrix import errors
 from velyrix.catalog import versions
 from velyrix.controlplane.db import models
 from velyrix.controlplane.db.models import rollouts as models_rollouts
+from velyrix.controlplane.reconcile import store
 from velyrix.declarations import rollout as decl
 from velyrix.fleet import clock
+from velyrix.fleet import states as fleet_states
 from velyrix.fleet.drivers import base
-from velyrix.ops.rollouts import gates, notices, states
+from velyrix.ops.rollouts import baseline, gates, notices, states
 from velyrix.ops.rollouts.journal import WAIT, Journal, utc
 from velyrix.ops.rollouts.world import World
 from velyrix.planners import rollout as planner
@@ -93,6 +95,9 @@ class Controller:
             out = self._wave(wave)
             if out is not None:
                 return out
+        image = getattr(self.world.driver, "firmware_image", None)
+        what = (self.spec.component, self.spec.version, image)
+        self.journal.step("baseline", "baseline", None, lambda _: baseline.follow(self.session, self.rollout, *what))
         move(self.rollout, states.COMPLETED, f"every wave passed; {self.spec.component} {self.spec.version} everywhere")
         self._tell_all("RolloutCompleted", f"{self.spec.component} {self.spec.version} installed on every planned node")
         self.session.commit()
@@ -108,10 +113,8 @@ class Controller:
         members = self.clusters.get(wave.get("cluster") or "", {}).get("nodes") or nodes
         if "all_reduce_baseline" in self.spec.gates and self._cluster_test(f"baseline/{group}", members) is None:
             return Outcome(states.RUNNING)
-        for n in nodes:
-            self.journal.step(f"w{i}/drain/{n}", "drain", n, functools.partial(self._drain, n))
-            if self.clusters.get(wave.get("cluster") or "", {}).get("full_size"):
-                self.journal.step(f"w{i}/lend/{n}", "lend", n, functools.partial(self._lend, n))
+        if not self._take(i, wave, nodes):
+            return Outcome(states.RUNNING)
         if not self._all(nodes, lambda n: self._install(f"w{i}/upgrade/{n}", n, self.spec.version)):
             return Outcome(states.RUNNING)
         if not self._all(nodes, lambda n: self._validate(f"w{i}/validate/{n}", f"w{i}/upgrade/{n}", n)):
@@ -127,16 +130,42 @@ class Controller:
         self.journal.step(f"w{i}/finished", "wave", None, lambda _: self._finished(wave))
         return None
 
+    def _take(self, i: int, wave: dict[str, Any], nodes: list[str]) -> bool:
+        """Drain the wave's nodes (lending spares where promised); True once every one is free of jobs."""
+        for n in nodes:
+            self.journal.step(f"w{i}/drain/{n}", "drain", n, functools.partial(self._drain, n))
+            if self.clusters.get(wave.get("cluster") or "", {}).get("full_size"):
+                self.journal.step(f"w{i}/lend/{n}", "lend", n, functools.partial(self._lend, n))
+        return self._all(nodes, lambda n: self._free(f"w{i}/free/{n}", n))
+
     # --- steps ------------------------------------------------------------------------------------
 
     def _reason(self) -> str:
         return f"{self.spec.component} {self.spec.version} ({self.rollout.name})"
 
+    def _slurm_source(self) -> str:
+        """The holder of the rollout's drains in a delivered Slurm: its reason reads
+        ``velyrix:rollout-NAME: COMPONENT VERSION (NAME)`` (``velyrix.ops.scheduler.slurm_drains``)."""
+        return f"{SOURCE}-{self.rollout.name}"
+
     def _drain(self, node: str, _: dict[str, Any]) -> dict[str, Any]:
         self.world.seam.drain(node, self._reason(), f"{SOURCE}:{self.rollout.name}")
-        return {"drained": True}
+        slurm = self.world.scheduler_of(self.session, node)
+        if slurm is not None:  # the cluster's own Slurm: no new job starts there; the running one finishes
+            slurm.drain(node, self._reason(), self._slurm_source())
+        return {"drained": True, "slurm": slurm is not None}
+
+    def _free(self, key: str, node: str) -> bool:
+        """True once no job of the cluster's delivered Slurm runs on ``node`` (a step only where one runs)."""
+        slurm = self.world.scheduler_of(self.session, node)
+        if slurm is None or not hasattr(slurm, "busy"):
+            return True
+        return self.journal.step(key, "free", node, lambda _: WAIT if slurm.busy(node) else {"free": True}) is not None
 
     def _return(self, node: str, wave: int, _: dict[str, Any]) -> dict[str, Any]:
+        slurm = self.world.scheduler_of(self.session, node)
+        if slurm is not None:  # resumed in the cluster's Slurm once re-validated (others' drains stay)
+            slurm.undrain(node, self._slurm_source())
         self.world.seam.undrain(node, f"{SOURCE}:{self.rollout.name}")
         lent = self.journal.done(f"w{wave}/lend/{node}") or {}
         return {"returned": True, "spare_back": lent.get("spare")}
@@ -348,21 +377,60 @@ class Controller:
         for row in self.journal.by_action("upgrade"):
             if not row.key.startswith("rb/") and row.node and row.node not in touched:
                 touched[row.node] = str(row.detail.get("from"))
-        waiting = False
-        for node, previous in touched.items():
-            self.journal.step(f"rb/drain/{node}", "drain", node, functools.partial(self._drain, node))
-            if not self._install(f"rb/upgrade/{node}", node, previous) or not self._validate(
-                f"rb/validate/{node}", f"rb/upgrade/{node}", node
-            ):
-                waiting = True
-                continue
-            self.journal.step(f"rb/return/{node}", "return", node, functools.partial(self._return, node, -1))
-        if waiting:
+        outcomes = {node: self._back(node, previous) for node, previous in touched.items()}
+        if None in outcomes.values():
             return Outcome(states.ROLLING_BACK)
+        quarantined = {n: why for n, why in outcomes.items() if why}
+        if quarantined:
+            return self._halt_quarantined(len(touched), quarantined)
         move(self.rollout, states.ROLLED_BACK, f"{len(touched)} nodes back on their previous version")
         self._tell_all("RolloutRolledBack", f"rollout {self.rollout.name} rolled back on {len(touched)} nodes")
         self.session.commit()
         return Outcome(states.ROLLED_BACK)
+
+    def _back(self, node: str, previous: str) -> str | None:
+        """Roll ``node`` back to ``previous``, re-validated: "" once returned to service, why it failed its
+        validation once quarantined instead (not returned, still drained), None while waiting."""
+        self.journal.step(f"rb/drain/{node}", "drain", node, functools.partial(self._drain, node))
+        if (
+            not self._free(f"rb/free/{node}", node)
+            or not self._install(f"rb/upgrade/{node}", node, previous)
+            or not self._validate(f"rb/validate/{node}", f"rb/upgrade/{node}", node)
+        ):
+            return None
+        v = gates.verdict(NODE_GATES, {node: self.journal.done(f"rb/validate/{node}") or {}}, None, None)
+        if v.failed:
+            why = "; ".join(v.failed[node])[:500]
+            self.journal.step(f"rb/quarantine/{node}", "quarantine", node, lambda _: self._quarantine(node, why))
+            return why
+        self.journal.step(f"rb/return/{node}", "return", node, functools.partial(self._return, node, -1))
+        return ""
+
+    def _quarantine(self, node: str, why: str) -> dict[str, Any]:
+        """Quarantine ``node`` through the fleet's transition table (``reconcile.store.move``, recorded; the
+        reconciler replaces a cluster's quarantined member from its spares)."""
+        row = self.session.scalar(sa.select(models.Node).where(models.Node.name == node))
+        if row is not None:
+            reason = f"rollout {self.rollout.name}: failed validation after the rollback: {why}"
+            store.move(
+                self.session, row, fleet_states.QUARANTINED, actor=f"{SOURCE}:{self.rollout.name}", reason=reason
+            )
+        return {"quarantined": row is not None, "why": why}
+
+    def _halt_quarantined(self, touched: int, quarantined: dict[str, str]) -> Outcome:
+        names = ", ".join(sorted(quarantined))
+        why = (
+            f"rolled back {touched - len(quarantined)} of {touched} nodes; quarantined {names} "
+            "(failed validation after the rollback)"
+        )
+        move(self.rollout, states.HALTED, why)
+        self._tell_all("RolloutHalted", f"rollout {self.rollout.name} halted: {why}", warning=True)
+        self.session.commit()
+        return Outcome(states.HALTED)
+
+
+NODE_GATES = ("acceptance", "no_new_xids")
+"""What a node must pass after a rollback to return to service (whatever gates the rollout declared)."""
 
 
 def _span(start: dt.datetime, end: dt.datetime, _: dict[str, Any]) -> dict[str, Any]:

@@ -104,6 +104,7 @@ def start_for(app: Any, runtime: Any) -> RolloutThread | None:
         return None
     world = twin_world(runtime.sim, runtime.driver)
     world.before_commit = runtime.save_twin
+    world.schedulers = getattr(app.state, "schedulers", None)  # `velyrix up --slurm`: drains go to the Slurm too
     app.state.rollout_world = world
     thread = RolloutThread(runtime.sessionmaker, world, runtime.region)
     thread.sender = paging.Pager()

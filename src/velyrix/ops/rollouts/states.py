@@ -13,7 +13,8 @@ PAUSED = "paused"
 
 HALTED = "halted"
 """A gate failed (or the failed-node limit was reached) with ``rollback = "manual"``: touched nodes stay on
-the new version, drained, until an operator aborts (rolls back) the rollout."""
+the new version, drained, until an operator aborts (rolls back) the rollout. A rollback ends here too when a
+node failed its validation after it: that node is quarantined instead of returned, and the reason names it."""
 
 ROLLING_BACK = "rolling_back"
 """Returning every node the rollout upgraded to its previous version, re-validated."""
@@ -38,7 +39,8 @@ MOVES: dict[str, frozenset[str]] = {
     PAUSED: frozenset({RUNNING, ROLLING_BACK}),
     # an operator aborts: roll back
     HALTED: frozenset({ROLLING_BACK}),
-    ROLLING_BACK: frozenset({ROLLED_BACK}),
+    # every node back; or a node failed its validation after the rollback: quarantined, halted for a person
+    ROLLING_BACK: frozenset({ROLLED_BACK, HALTED}),
     ROLLED_BACK: frozenset(),
     COMPLETED: frozenset(),
 }

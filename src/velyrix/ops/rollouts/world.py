@@ -35,6 +35,20 @@ class World:
     sim: Any = None
     before_commit: Callable[[], None] | None = None
     """Called before each journal commit (``FleetRuntime.save_twin``: the twin's state is never behind)."""
+    schedulers: Any = None
+    """The service of the schedulers delivered with clusters (``seam(cluster_id)``: the drain seam of the
+    cluster's running Slurm, or None; ``velyrix.ops.scheduler.twin_delivery.TwinSchedulers``); None: none."""
+
+    def scheduler_of(self, session: orm.Session, hostname: str) -> drains.SchedulerSeam | None:
+        """The drain seam of the Slurm delivered with ``hostname``'s cluster (None: no cluster, or no
+        delivered scheduler running for it)."""
+        if self.schedulers is None:
+            return None
+        node = session.scalar(sa.select(models.Node).where(models.Node.name == hostname))
+        if node is None or not node.cluster_id:
+            return None
+        seam: drains.SchedulerSeam | None = self.schedulers.seam(node.cluster_id)
+        return seam
 
     def installed(self, session: orm.Session, hostname: str) -> dict[str, str]:
         """Component -> version on ``hostname`` now (a node the twin does not hold: its stored inventory)."""

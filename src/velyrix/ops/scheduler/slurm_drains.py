@@ -73,6 +73,11 @@ class SlurmSeam(drains.SchedulerSeam):
             return {}
         return parse_reason(reason)
 
+    def busy(self, node: str) -> bool:
+        """Whether a job still runs on ``node`` (Slurm state ALLOCATED, MIXED or COMPLETING)."""
+        state, _ = self._state(node)
+        return any(s in state for s in ("alloc", "mix", "comp"))
+
     def drain(self, node: str, reason: str, source: str) -> None:
         """DRAIN ``node`` with reason ``velyrix:<source>: <reason>``, keeping other holders' reasons."""
         held = self.holders(node)
