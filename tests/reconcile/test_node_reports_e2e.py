@@ -52,9 +52,11 @@ class Up:
         agent_interval_s: float = 0.0,
         node_counts: dict[str, int] | None = None,
         exporter: bool = False,
+        state_file: Path | None = None,
     ) -> None:
         """``node_counts``: twin nodes per type (default: ``twin_nodes`` H200 nodes); ``exporter``: serve the
-        twin's fleet exporter too (``velyrix up --exporter-port``) on a free port, at ``self.exporter``."""
+        twin's fleet exporter too (``velyrix up --exporter-port``) on a free port, at ``self.exporter``;
+        ``state_file``: the twin's state file (``velyrix up`` keeps one), to start again on the same database."""
         self.app = create_app(db_url)
         self.runtime = FleetRuntime.twin(
             self.app.state.sessionmaker,
@@ -63,10 +65,13 @@ class Up:
             seed=3,
             delays=False,
             settings=phases.ReconcileSettings(poll_s=0.01, idle_s=0.05),
+            state_file=state_file,
         )
         self.runtime.attach(self.app)
         with self.app.state.sessionmaker() as s:
-            t = models.Tenant(name="acme", display_name="ACME")
+            t = s.query(models.Tenant).filter_by(name="acme").one_or_none() or models.Tenant(
+                name="acme", display_name="ACME"
+            )
             s.add(t)
             s.flush()
             owner = principals.issue_key(s, tenant_id=t.id, name="t", role="owner")[1]

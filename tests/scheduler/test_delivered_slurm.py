@@ -8,6 +8,7 @@ drains the node in that Slurm with a reason naming Velyrix (and the replacement 
 from __future__ import annotations
 
 import os
+import re
 import subprocess
 import time
 from collections.abc import Callable, Iterator
@@ -46,6 +47,34 @@ def until(what: str, check: Callable[[], Any], timeout_s: float = 240.0, every_s
     return got
 
 
+def start_plane(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Up:
+    """What `velyrix up --slurm` runs, on the database and twin state file under ``tmp_path`` (a second call
+    is a restart: same VELYRIX_HOME, same database)."""
+    # agents poll once at start, then the test polls the victim's agent itself (test_up_exporter.py does too)
+    up = Up(
+        f"sqlite:///{tmp_path / 'velyrix.db'}",
+        twin_nodes=12,
+        agent_interval_s=3600.0,
+        state_file=tmp_path / "twin.json",
+    )
+    schedulers = twin_delivery.install(up.app, up.runtime)  # what `velyrix up --slurm` hands the reconcilers
+    assert up.runtime.sim is not None
+    up.exporter = twin_agents.serve_exporter(up.runtime.sim, port=0, job_map_root=schedulers.job_map_root)
+    monkeypatch.setenv("VELYRIX_ENDPOINT", up.url)
+    monkeypatch.setenv("VELYRIX_API_KEY", up.tenant["Authorization"].split()[1])
+    return up
+
+
+def stop_plane(up: Up) -> None:
+    """Stop `velyrix up --slurm`: the control plane, then every Slurm daemon it started."""
+    up.stop()
+    schedulers = up.app.state.schedulers
+    schedulers.close()
+    assert not any(e.controller and e.controller.daemons.procs for e in schedulers.entries.values()) and not (
+        schedulers.accounting and schedulers.accounting.daemons.procs
+    )
+
+
 @pytest.fixture
 def plane(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[Up]:
     missing = local_slurm.missing_binaries()
@@ -54,21 +83,26 @@ def plane(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[Up]:
     if os.geteuid() != 0:
         pytest.skip("slurmd runs as root to start jobs (CI runs as root)")
     monkeypatch.setenv("VELYRIX_HOME", str(tmp_path))
-    # agents poll once at start, then the test polls the victim's agent itself (test_up_exporter.py does too)
-    up = Up(f"sqlite:///{tmp_path / 'velyrix.db'}", twin_nodes=12, agent_interval_s=3600.0)
-    schedulers = twin_delivery.install(up.app, up.runtime)  # what `velyrix up --slurm` hands the reconcilers
-    assert up.runtime.sim is not None
-    up.exporter = twin_agents.serve_exporter(up.runtime.sim, port=0, job_map_root=schedulers.job_map_root)
-    monkeypatch.setenv("VELYRIX_ENDPOINT", up.url)
-    monkeypatch.setenv("VELYRIX_API_KEY", up.tenant["Authorization"].split()[1])
+    up = start_plane(tmp_path, monkeypatch)
     try:
         yield up
     finally:
-        up.stop()
-        schedulers.close()
-        assert not any(e.controller and e.controller.daemons.procs for e in schedulers.entries.values()) and not (
-            schedulers.accounting and schedulers.accounting.daemons.procs
-        )
+        while getattr(up, "restarted_as", None) is not None:  # the test restarted it: stop the last one
+            up = up.restarted_as
+        stop_plane(up)
+
+
+def restart(old: Up, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Up:
+    """Stop `velyrix up --slurm` and start it again on the same VELYRIX_HOME and database."""
+    stop_plane(old)
+    new = start_plane(tmp_path, monkeypatch)
+    old.restarted_as = new  # type: ignore[attr-defined]
+    return new
+
+
+def condition(up: Up, cid: str) -> dict[str, Any]:
+    cluster = up.http.get(f"/v1/clusters/{cid}", headers=up.tenant).json()
+    return {c["type"]: c for c in cluster["status"]["conditions"]}["SchedulerReady"]  # type: ignore[no-any-return]
 
 
 def slurm_env(velyrix: Any) -> dict[str, str]:
@@ -145,14 +179,21 @@ def test_slurm_delivered_with_the_cluster_follows_it_from_ready_to_destroy(
     assert plane.agents is not None
     agent = plane.agents.agents[victim]
 
+    seen: list[str] = []  # the victim in this Slurm, while it is still there
+
     def drained() -> str:
         agent.tick()
+        shown = subprocess.run(["scontrol", "show", "node", victim], env=env, capture_output=True, text=True)
+        seen.append(shown.stdout)
         # slurmdbd keeps the node's events after the replacement took it out of this Slurm
         out = tool(env, "sacctmgr", "-n", "-P", "show", "event", "All_Time", f"nodes={victim}", "format=reason")
         return next((r for r in out.splitlines() if r.startswith("velyrix:health")), "")
 
     reason = until("the health drain in Slurm", drained, every_s=1.0)
     assert "xid" in reason.lower(), reason
+    # replaced at once, the victim left this Slurm drained: the rung's reboot runs on the quarantined node,
+    # not as a Slurm reboot (tests/reconcile/test_reboot_to_scheduler.py: a node that stays gets one)
+    assert not any(re.search(r"\bState=\S*REBOOT_", o) for o in seen), seen
     monkeypatch.setenv("VELYRIX_API_KEY", plane.tenant["Authorization"].split()[1])
 
     # the replacement joins this Slurm, the failed node leaves it
@@ -178,6 +219,21 @@ def test_slurm_delivered_with_the_cluster_follows_it_from_ready_to_destroy(
     monkeypatch.setenv("SLURM_CONF", env["SLURM_CONF"])  # eval "$(velyrix scheduler env train)"
     report = velyrix("scheduler", "report", "--from", "2026-01-01", "--to", "2031-01-01", "--format", "json")
     assert report.exit_code == 0 and '"acme"' in report.stdout, report.stdout + report.stderr  # the tenant's account
+
+    # `velyrix up --slurm` stopped and started again: the Ready cluster's Slurm is delivered again, with the
+    # same node names, SchedulerReady false until it is back, and its accounting records kept in slurmdbd
+    plane = restart(plane, tmp_path, monkeypatch)
+    assert plane.wait_phase(cid, "Ready")["status"]["phase"] == "Ready"
+    waiting = condition(plane, cid)  # set before `up` serves (starting Slurm takes seconds more)
+    assert (waiting["status"], waiting["reason"]) == ("False", "Redelivering"), waiting
+    back = until(
+        "SchedulerReady true again", lambda: condition(plane, cid)["status"] == "True" and condition(plane, cid)
+    )
+    assert back["reason"] == "Delivered" and "6 nodes registered and idle" in back["message"], back
+    env = slurm_env(velyrix)
+    assert sinfo(env) == {n: ("idle", "gpu:h200:8(S:0-1)") for n in nodes}
+    before = tool(env, "sacct", "-M", env["SLURM_CLUSTER_NAME"], "-X", "-n", "-P", "-j", job_id, "-o", "jobid")
+    assert before.split() == [job_id]
 
     schedulers = plane.app.state.schedulers
     controller, name = schedulers.entries[cid].controller, env["SLURM_CLUSTER_NAME"]

@@ -282,7 +282,10 @@ def heal(
     if cluster.phase not in HEALABLE or cluster.desired_state == "absent":
         return []  # before allocation nothing is delivered; Failed/Deleting clusters give nodes back anyway
     locks.hold(session, f"cluster/{cluster.id}")  # PostgreSQL: wait for a reconciler's step on it to commit
+    added = _unsaved_events(cluster)  # e.g. the report's HealthDrain: the refresh would drop them
     session.refresh(cluster)
+    if added:
+        cluster.events = [*cluster.events, *added][-status.MAX_EVENTS :]
     work = work_of(session, cluster)
     session.refresh(work)
     members = {n.name: n for n in session.scalars(sa.select(models.Node).where(models.Node.cluster_id == cluster.id))}
@@ -301,6 +304,15 @@ def heal(
     st.save()
     session.flush()
     return list(work.replacements[before:])
+
+
+def _unsaved_events(cluster: models.Cluster) -> list[dict[str, Any]]:
+    """The events added to ``cluster`` in this session and not yet flushed (``status.add_event``)."""
+    hist = sa.inspect(cluster).attrs.events.history
+    if not hist.added:
+        return []
+    old = list(hist.deleted[0]) if hist.deleted else []
+    return [e for e in hist.added[0] if e not in old]
 
 
 def _run_phases(st: Step, max_phases: int) -> None:

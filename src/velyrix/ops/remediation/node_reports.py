@@ -22,6 +22,7 @@ commit together or not at all.
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Callable
 from typing import Any
 
@@ -53,12 +54,13 @@ ACTOR = "health/control-plane"
 
 class ClusterEventSeam(SchedulerSeam):
     """A scheduler seam that records drains, undrains and reboots as events of the node's cluster, and
-    passes drains and undrains on to ``scheduler`` (the seam of the Slurm delivered with the cluster, when
+    passes drains, undrains and reboots on to ``scheduler`` (the seam of the Slurm delivered with the cluster, when
     one runs: ``velyrix.ops.scheduler.twin_delivery``); a scheduler that refuses is an event, not a lost report."""
 
     def __init__(self, cluster: models.Cluster | None, scheduler: SchedulerSeam | None = None) -> None:
         self.cluster = cluster
         self.scheduler = scheduler
+        self.reboots: list[tuple[str, str]] = []
 
     def _forward(self, what: str, node: str, call: Callable[[SchedulerSeam], None]) -> None:
         if self.scheduler is None:
@@ -81,7 +83,24 @@ class ClusterEventSeam(SchedulerSeam):
         self._forward("release of", node, lambda s: s.undrain(node, source))
 
     def reboot(self, node: str, reason: str) -> None:
+        """Recorded; passed on to the scheduler by ``forward_reboots`` once the ladder is done."""
         self._event("HealthReboot", f"{node} rebooting: {reason}")
+        self.reboots.append((node, reason))
+
+    def forward_reboots(self, members: set[str]) -> list[str]:
+        """Pass the reboots of nodes that stay in the cluster (``members``) on to its scheduler (Slurm: ``scontrol
+        reboot ASAP``: once the node's jobs end; it comes back held by health's drain until health releases
+        it). A node taken out (quarantined) leaves the cluster: the driver reboots it there, outside the cluster."""
+        done = []
+        for node, reason in self.reboots:
+            if node in members and self.scheduler is not None:
+                self._forward("reboot of", node, functools.partial(_reboot_in, node=node, reason=reason))
+                done.append(f"reboot {node} in the cluster's scheduler once its jobs end")
+        return done
+
+
+def _reboot_in(scheduler: SchedulerSeam, *, node: str, reason: str) -> None:
+    scheduler.reboot(node, reason)
 
 
 def _incident_title(session: orm.Session, cluster: models.Cluster, nodes: list[str]) -> str:
@@ -254,8 +273,9 @@ def handle(
     cluster = session.get(models.Cluster, node.cluster_id) if node.cluster_id else None
     if remediator.takes_out(verdict) and node.fleet_stage == states.PRODUCTION:
         node.last_error = f"health: {verdict.summary()}"[:2000]
+    seam = ClusterEventSeam(cluster, scheduler)
     runner = remediator.Remediator(
-        seam=ClusterEventSeam(cluster, scheduler),
+        seam=seam,
         nodes={node.name: node},
         replacer=_replacer(session, cluster, verdict, t_s),
         store=DbTransitionStore(session),
@@ -264,6 +284,8 @@ def handle(
     if held is not None:
         runner.held[node.name] = held
     done = runner.handle(verdict)
+    stays = cluster is not None and not remediator.takes_out(verdict)  # one taken out leaves, spare or not
+    done.extend(seam.forward_reboots({node.name} if stays else set()))
     now_held = runner.held.get(node.name)
     row.held_action = now_held.name if now_held is not None else None
     for op in done:

@@ -94,7 +94,8 @@ def uts_namespaces() -> bool:
 
 
 class SlurmAccounting:
-    """munge + MariaDB + slurmdbd under ``root`` (``etc/slurmdbd.conf``, ``munge/munge.sock``)."""
+    """munge + MariaDB + slurmdbd under ``root`` (``etc/slurmdbd.conf``, ``munge/munge.sock``); a database an
+    earlier start left under ``root`` is started again, with its accounting records."""
 
     def __init__(self, root: Path, user: str | None = None, *, host: str | None = None) -> None:
         self.root = root
@@ -148,6 +149,7 @@ class SlurmAccounting:
         d = self.root / "munge"
         d.mkdir(mode=0o711, exist_ok=True)
         d.chmod(0o711)
+        (d / "munge.sock").unlink(missing_ok=True)  # left by an earlier start on this root: wait for the new one
         key = d / "munge.key"
         key.write_bytes(os.urandom(1024))
         key.chmod(0o600)
@@ -158,6 +160,9 @@ class SlurmAccounting:
 
     def _start_mariadb(self) -> None:
         data = self.root / "mysql"
+        if (data / "mysql").is_dir():  # an earlier start's database: its accounting records are kept
+            self._start_mariadbd(data)
+            return
         with open(self.root / "log" / "mariadb-install.log", "wb") as fh:
             subprocess.run(
                 [
@@ -173,6 +178,9 @@ class SlurmAccounting:
                 check=True,
                 timeout=180,
             )
+        self._start_mariadbd(data)
+
+    def _start_mariadbd(self, data: Path) -> None:
         # Grant tables are skipped: the server listens on loopback only and lives as long as its owner.
         argv = [_bin("mariadbd"), "--no-defaults", f"--datadir={data}", f"--user={self.user}"]
         argv += ["--bind-address=127.0.0.1", f"--port={self.db_port}", f"--socket={self.root / 'mysql.sock'}"]

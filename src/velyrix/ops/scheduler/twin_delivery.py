@@ -15,13 +15,19 @@ Work runs in one background thread (daemons start one cluster at a time: on a 2-
 only slow each other); ``ensure``/``remove`` return at once with where it stands. Every node's job map is
 ``<root>/jobmap/<hostname>/`` (the prolog writes it); ``sync_load`` drives the twin: a node with a job mapped
 runs its GPUs at ``JOB_LOAD_PCT``, back to idle when the epilog removed the map. ``close`` stops every daemon.
+
+The daemons' state lives in ``$VELYRIX_HOME/slurm`` (``install``): after a restart of ``velyrix up --slurm`` the
+clusters recorded as delivered are started again on it (``scheduler_resume``), with the same node names, the
+accounting records of the shared slurmdbd and each slurmctld's saved state (its job ids go on).
 """
 
 from __future__ import annotations
 
 import concurrent.futures
 import getpass
+import hashlib
 import logging
+import os
 import re
 import shutil
 import tempfile
@@ -30,6 +36,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from velyrix import settings
+from velyrix.controlplane.reconcile import scheduler_resume
 from velyrix.controlplane.reconcile import scheduler_service as delivery
 from velyrix.controlplane.reconcile.runtime import FleetRuntime
 from velyrix.fleet.drivers.sim import SimRegion
@@ -98,28 +106,56 @@ class _Entry:
     """Twin nodes whose load this service set (only those go back to idle)."""
 
 
-def install(app: Any, runtime: FleetRuntime) -> TwinSchedulers:
+def install(app: Any, runtime: FleetRuntime, home: Path | None = None) -> TwinSchedulers:
     """``velyrix up --slurm``: a ``TwinSchedulers`` on ``runtime``'s twin, handed to its reconcilers and to the
-    API's health path (``app.state.schedulers``), started; its daemons under a new directory of /tmp (Unix
-    socket paths must stay under 108 bytes), removed by ``close``."""
-    base = tempfile.gettempdir()
-    base = base if len(base) <= 16 else "/tmp"  # a long TMPDIR would push slurmstepd's sockets past the limit
-    service = TwinSchedulers(Path(tempfile.mkdtemp(prefix="velyrix-slurm-", dir=base)), runtime.sim, remove_root=True)
+    API's health path (``app.state.schedulers``), started, and the schedulers recorded as delivered by an
+    earlier run delivered again (``scheduler_resume.Redelivery``). Its daemons keep their state (MariaDB's
+    accounting records, slurmctld's job ids) in ``<home>/slurm`` (default ``$VELYRIX_HOME``), reached through a
+    short link in /tmp (Unix socket paths must stay under 108 bytes) that ``close`` removes."""
+    state = (home or settings.load().paths.home) / "slurm"
+    state.mkdir(parents=True, exist_ok=True)
+    service = TwinSchedulers(short_link(state), runtime.sim, unlink_root=True)
     runtime.reconciler.scheduler = service
     app.state.schedulers = service
     service.start()
+    service.redelivery = scheduler_resume.Redelivery(app.state.sessionmaker, service)
+    service.redelivery.start()
     return service
+
+
+def short_link(target: Path) -> Path:
+    """A short path in the temp directory (/tmp when TMPDIR is long) that links to ``target``, named after it."""
+    base = tempfile.gettempdir()
+    base = base if len(base) <= 16 else "/tmp"  # a long TMPDIR would push slurmstepd's sockets past the limit
+    real = target.resolve()
+    link = Path(base) / f"velyrix-slurm-{hashlib.sha256(str(real).encode()).hexdigest()[:12]}"
+    if link.is_symlink() and link.resolve() == real:
+        return link
+    tmp = link.with_name(f"{link.name}.{os.getpid()}")
+    tmp.unlink(missing_ok=True)
+    tmp.symlink_to(real, target_is_directory=True)
+    tmp.replace(link)  # a file of that name is replaced, never followed
+    return link
 
 
 class TwinSchedulers:
     """Schedulers of the twin's delivered clusters, under ``root`` (see the module doc)."""
 
     def __init__(
-        self, root: Path, region: SimRegion | None = None, *, user: str | None = None, remove_root: bool = False
+        self,
+        root: Path,
+        region: SimRegion | None = None,
+        *,
+        user: str | None = None,
+        remove_root: bool = False,
+        unlink_root: bool = False,
     ) -> None:
-        """``remove_root``: ``close`` removes ``root`` (a directory made for this service)."""
+        """``remove_root``: ``close`` removes ``root`` (a directory made for this service); ``unlink_root``:
+        ``root`` is a link (``short_link``) that ``close`` removes, leaving what it points to."""
         self.root = root
         self.remove_root = remove_root
+        self.unlink_root = unlink_root
+        self.redelivery: scheduler_resume.Redelivery | None = None
         self.region = region
         self.user = user or getpass.getuser()
         self.job_map_root = root / "jobmap"
@@ -197,6 +233,8 @@ class TwinSchedulers:
     def close(self) -> None:
         """Stop every cluster's daemons, then the accounting."""
         self._stop.set()
+        if self.redelivery is not None:
+            self.redelivery.stop()
         self._pool.shutdown(wait=True, cancel_futures=True)
         for entry in list(self.entries.values()):
             if entry.controller is not None:
@@ -205,6 +243,8 @@ class TwinSchedulers:
             self.accounting.stop()
         if self.remove_root:
             shutil.rmtree(self.root, ignore_errors=True)
+        if self.unlink_root and self.root.is_symlink():
+            self.root.unlink()
 
     def sync_load(self) -> int:
         """Set each delivered twin node's load from its job map; returns the nodes running a job."""
