@@ -102,6 +102,12 @@ def up(
         help="With --redfish-port: the BMCs' password (user 'velyrix'), read from this file; "
         "default: a new one in $VELYRIX_HOME/twin-redfish.password (mode 0600).",
     ),
+    jump_port: int = typer.Option(
+        0,
+        "--jump-port",
+        help="Run the real OpenSSH jump host on 127.0.0.1:PORT in front of the twin's allocated nodes, one "
+        "sshd per node (ssh -J with `velyrix ssh certificate`; docs/access.md; 0: none).",
+    ),
 ) -> None:
     """Run the control plane with a digital-twin region as its fleet (API, reconcilers, twin, a node agent
     per twin node that reports to the API, and the NOC's escalation sweeps on the twin's clock; long-running)."""
@@ -143,6 +149,7 @@ def up(
     if exporter_port > 0 and runtime.sim is not None:  # before the threads start: a port in use stops here
         exporter = twin_agents.serve_exporter(runtime.sim, host, exporter_port)
     redfish = _serve_redfish(runtime, host, redfish_port, redfish_password_file, home) if redfish_port else None
+    jump = _serve_jump(app, home, jump_port, redfish) if jump_port else None
     runtime.start()
     agents = None
     if agent_interval_s > 0 and runtime.sim is not None:
@@ -162,6 +169,7 @@ def up(
         + (f", one agent per node every {agent_interval_s:g} s" if agents else ", no node agents")
         + (f", node metrics listed at {exporter.sd_url}" if exporter else "")
         + (f", BMCs on {redfish.service.url}/redfish/v1 (provisioning through Redfish)" if redfish else "")
+        + (f", jump host on 127.0.0.1:{jump.port} (host keys: {jump.known_hosts})" if jump else "")
     )
     try:
         uvicorn.run(app, host=host, port=port, log_level="warning", loop="uvloop", http="httptools", **tls_options)
@@ -173,6 +181,18 @@ def up(
         runtime.stop()
         if redfish is not None:
             redfish.close()
+        if jump is not None:
+            jump.close()
+
+
+def _serve_jump(app: Any, home: Path, port: int, redfish: Any) -> Any:
+    """``--jump-port``: the jump host and the twin nodes' sshd (``velyrix.testing.twin_jump``); with
+    ``--redfish-port`` the nodes' BMC targets are the twin's Redfish service."""
+    from velyrix.testing import twin_jump
+
+    url = app.state.engine.url.render_as_string(hide_password=False)
+    bmc = ("127.0.0.1", redfish.service.port) if redfish is not None else None
+    return twin_jump.TwinJumpHost(app.state.sessionmaker, url, home / "jump", port, bmc=bmc).start()
 
 
 def _serve_redfish(runtime: Any, host: str, port: int, password_file: Path | None, home: Path) -> Any:
