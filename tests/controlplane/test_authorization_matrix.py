@@ -48,6 +48,7 @@ def body_for(route: APIRoute, world: World, principal_role: str, cluster_name: s
         "clusters.update": cluster_body(cluster_name or "x", node_count=2),
         "nodes.create": {"name": unique("gpu"), "region": "us-east-1", "node_type": "hgx-h200-8g"},
         "nodes.update": {"labels": {"rack": "r1"}},
+        "nodes.act": {"action": "drain", "reason": "matrix"},
         "volumes.create": {"name": unique("v"), "region": "us-east-1", "tier": "object", "size_tb": 5},
         "volumes.update": {"size_tb": 50},
         "clusters.destroy": {"delete_volumes": False},
@@ -399,6 +400,7 @@ def test_lists_of_each_tenant_hold_only_its_objects(client: Any, world: World) -
 
 GATED_NODE_ROUTES: dict[str, Any] = {
     "nodes.update": lambda: {"labels": {"rack": "r1"}},
+    "nodes.act": lambda: {"action": "reboot", "reason": "matrix"},
     "operator_certificates.create": lambda: {"public_key": _public_key()},
 }
 """Routes by which a provider key acts on a tenant's node: on a self-operated cluster's node the role's

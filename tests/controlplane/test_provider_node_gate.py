@@ -95,3 +95,44 @@ def test_the_servers_health_quarantine_of_a_self_operated_node_is_allowed_and_to
     assert [e["target"] for e in mine.json()["items"]] == [node["id"]]
     (warning,) = [e for e in _cluster_events(client, world, cluster_id) if e["reason"] == "ProviderHealthAction"]
     assert node["name"] in warning["message"] and "quarantine" in warning["message"]
+
+
+def test_a_provider_drain_of_a_self_operated_node_needs_approval_or_break_glass(client: Any, world: World) -> None:
+    cluster_id, node_id = self_operated(client, world)
+    op = auth(world.provider["operator"])
+    path = f"/v1/nodes/{node_id}/actions"
+    refused = client.post(path, json={"action": "drain", "reason": "fabric work"}, headers=op)
+    assert refused.status_code == 403 and refused.json()["code"] == "access_approval_required", refused.text
+    assert not [e for e in _cluster_events(client, world, cluster_id) if e["reason"] == "ProviderDrain"]
+    approval = client.post(
+        f"/v1/clusters/{cluster_id}/access-approvals", json={"action": "drain"}, headers=auth(world.a.keys["owner"])
+    ).json()["id"]
+    ok = client.post(path, json={"action": "drain", "reason": "fabric work", "approval_id": approval}, headers=op)
+    assert ok.status_code == 200 and ok.json()["via"] == "approval", ok.text
+    (drain,) = [e for e in _cluster_events(client, world, cluster_id) if e["reason"] == "ProviderDrain"]
+    assert "fabric work" in drain["message"]
+    reason = "leaf switch replaced tonight, tenant paged with no answer"
+    glass = client.post(path, json={"action": "drain", "reason": "leaf", "break_glass_reason": reason}, headers=op)
+    assert glass.status_code == 200 and glass.json()["via"] == "break_glass" and glass.json()["incident"], glass.text
+    (event,) = events(world, "access.break_glass", f"nodes/{node_id}/actions")
+    assert event.tenant_id == world.a.tenant_id and event.detail["break_glass_reason"] == reason
+    listed = client.get("/v1/incidents", headers=auth(world.a.keys["viewer"]), params={"cluster_id": cluster_id})
+    assert glass.json()["incident"] in [i["number"] for i in listed.json()["items"]]
+    # a reboot passes the gate with its own approval only; without a fleet driver it is a clear 409
+    reboot = client.post(path, json={"action": "reboot", "reason": "x", "approval_id": approval}, headers=op)
+    assert reboot.status_code == 403
+
+
+def test_a_reboot_without_a_fleet_is_a_409_and_a_managed_node_drains_without_approval(
+    client: Any, world: World
+) -> None:
+    node_id = world.node(world.a, world.cluster(world.a))
+    op = auth(world.provider["operator"])
+    drained = client.post(f"/v1/nodes/{node_id}/actions", json={"action": "drain", "reason": "r"}, headers=op)
+    assert drained.status_code == 200 and drained.json()["via"] == "provider", drained.text
+    reboot = client.post(f"/v1/nodes/{node_id}/actions", json={"action": "reboot", "reason": "r"}, headers=op)
+    assert reboot.status_code == 409 and "no fleet" in reboot.json()["detail"], reboot.text
+    tenant = client.post(
+        f"/v1/nodes/{node_id}/actions", json={"action": "drain", "reason": "r"}, headers=auth(world.a.keys["owner"])
+    )
+    assert tenant.status_code == 403 and tenant.json()["code"] == "forbidden"
