@@ -4,6 +4,7 @@ public key, and migration 0024 seals the rows an older database kept in the clea
 
 from __future__ import annotations
 
+import itertools
 from pathlib import Path
 
 import pytest
@@ -16,6 +17,7 @@ from velyrix.controlplane.access import ca_sealing, certificates, ssh_ca
 from velyrix.controlplane.db import engine, migrate
 
 MARK = b"OPENSSH PRIVATE KEY"
+_n = itertools.count()
 
 
 def _database_bytes(url: str) -> bytes:
@@ -63,11 +65,18 @@ def test_a_database_sealed_under_another_key_file_signs_nothing(
         certificates.authority(s, world.a.tenant_id)
 
 
+@pytest.fixture(params=["sqlite", pytest.param("postgres", marks=pytest.mark.postgres)])
+def old_url(request: pytest.FixtureRequest, tmp_path: Path) -> str:
+    if request.param == "sqlite":
+        return f"sqlite:///{tmp_path / 'old.db'}"
+    return str(request.getfixturevalue("pg_server").create_database(f"camig{next(_n)}"))
+
+
 def test_migration_0024_seals_the_keys_an_older_database_kept_in_the_clear(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+    old_url: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     monkeypatch.setenv("VELYRIX_SIGNING_KEY_DIR", str(tmp_path / "keys"))
-    url = f"sqlite:///{tmp_path / 'old.db'}"
+    url = old_url
     eng = engine.make_engine(url)
     migrate.upgrade(url, revision="0022", engine=eng)
     old = ssh_ca.new_authority("velyrix-ca tenant:ten_old")
@@ -87,9 +96,12 @@ def test_migration_0024_seals_the_keys_an_older_database_kept_in_the_clear(
         )
     assert migrate.upgrade(url, engine=eng) == migrate.head()
     eng.dispose()
-    assert MARK not in _database_bytes(url)
+    if url.startswith("sqlite"):
+        assert MARK not in _database_bytes(url)
     eng = engine.make_engine(url)
     with eng.connect() as conn:
         (sealed,) = conn.execute(sa.text("SELECT sealed_private_key FROM ssh_authorities")).scalars()
+        columns = {c["name"] for c in sa.inspect(conn).get_columns("ssh_authorities")}
     eng.dispose()
+    assert "private_key_pem" not in columns
     assert ca_sealing.unseal(bytes(sealed), "ten_old") == old.private_key_pem
