@@ -1,12 +1,14 @@
 """``velyrix up --jump-port``: the running system starts the real sshd jump host in front of the twin's
 nodes. A tenant logs in, declares a self-operated cluster, the twin provisions it, ``velyrix ssh
 certificate --root`` signs the user's key, and real OpenSSH reaches the cluster's node through the jump
-host (and with ``--redfish-port``, the node's BMC: the twin's Redfish service); another tenant's node
-is refused; the session is in the audit log with its duration. ``velyrix up`` is stopped at the end."""
+host (and with ``--redfish-port``, the node's BMC: its own system of the twin's Redfish service, no
+other); another tenant's node is refused; the session is in the audit log with its duration.
+``velyrix up`` is stopped at the end, and its daemons with it."""
 
 from __future__ import annotations
 
 import getpass
+import json
 import os
 import socket
 import subprocess
@@ -130,11 +132,19 @@ def test_velyrix_up_jump_host_reaches_the_tenants_twin_node(
     refused = subprocess.run([*jump, "node", free], capture_output=True, text=True, timeout=60)
     assert refused.returncode != 0 and "no node" in refused.stderr, refused.stderr
 
-    # the node's BMC through the jump host is the twin's Redfish service
-    request = f"GET /redfish/v1/Systems/{node['name']} HTTP/1.1\r\nHost: bmc\r\nConnection: close\r\n\r\n"
-    bmc = subprocess.run([*jump, "bmc", node["name"]], capture_output=True, text=True, timeout=60, input=request)
-    assert bmc.returncode == 0 and bmc.stdout.startswith("HTTP/1."), bmc.stderr
-    assert " 401 " in bmc.stdout.splitlines()[0]  # the BMC's own login still stands
+    # the node's BMC through the jump host: the twin's Redfish service, that node's system only
+    def bmc(path: str) -> tuple[str, str]:
+        request = f"GET {path} HTTP/1.1\r\nHost: bmc\r\nConnection: close\r\n\r\n"
+        got = subprocess.run([*jump, "bmc", node["name"]], capture_output=True, text=True, timeout=60, input=request)
+        assert got.returncode == 0 and got.stdout.startswith("HTTP/1."), got.stderr
+        head, _, body = got.stdout.partition("\n\n")  # text mode: the CRLFs read as newlines
+        return head.splitlines()[0], body
+
+    status, body = bmc(f"/redfish/v1/Systems/{node['name']}")
+    assert " 200 " in status and body.startswith("{"), (status, body)
+    assert json.loads(body)["Id"] == node["name"]
+    for elsewhere in (f"/redfish/v1/Systems/{free}", "/redfish/v1/Systems", "/redfish/v1/AccountService"):
+        assert " 403 " in bmc(elsewhere)[0], elsewhere
 
 
 def _maker(home: Path) -> Any:

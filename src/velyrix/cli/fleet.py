@@ -187,12 +187,11 @@ def up(
 
 def _serve_jump(app: Any, home: Path, port: int, redfish: Any) -> Any:
     """``--jump-port``: the jump host and the twin nodes' sshd (``velyrix.testing.twin_jump``); with
-    ``--redfish-port`` the nodes' BMC targets are the twin's Redfish service."""
+    ``--redfish-port`` each node's BMC target is its own view of the twin's Redfish service."""
     from velyrix.testing import twin_jump
 
     url = app.state.engine.url.render_as_string(hide_password=False)
-    bmc = ("127.0.0.1", redfish.service.port) if redfish is not None else None
-    return twin_jump.TwinJumpHost(app.state.sessionmaker, url, home / "jump", port, bmc=bmc).start()
+    return twin_jump.TwinJumpHost(app.state.sessionmaker, url, home / "jump", port, bmc=redfish is not None).start()
 
 
 def _serve_redfish(runtime: Any, host: str, port: int, password_file: Path | None, home: Path) -> Any:

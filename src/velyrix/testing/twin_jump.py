@@ -8,7 +8,9 @@ runs the jump host (``jumphost.jump_authorized_keys`` with the forced command ``
 ``127.0.0.1:PORT``. A thread re-reads the database every ``refresh_s`` wall seconds: a newly allocated
 node gets its daemon, a released one loses it, and a tenant's CA made since (its first certificate)
 is trusted from then on; sshd reads ``authorized_keys`` at each login, so nothing restarts. With
-``--redfish-port`` every node's BMC target is the twin's Redfish service (``bmc NAME``).
+``--redfish-port`` (``bmc=True``) each node's BMC target (``bmc NAME``) is its own view of the twin's
+Redfish service (``testing/twin_bmc_view.py``: that node's system only, logged in with its stored
+credential).
 
 ``known_hosts`` (in ``directory``) holds the jump host's and every node's host key, for ``ssh -o
 UserKnownHostsFile=...``. ``close()`` stops exactly the daemons this started.
@@ -24,10 +26,11 @@ import sqlalchemy as sa
 from sqlalchemy import orm
 
 from velyrix import errors, private_files
+from velyrix.controlplane import bmc_credentials
 from velyrix.controlplane.access import jump_targets, jumphost
 from velyrix.controlplane.db import models
 from velyrix.controlplane.db.models import access as tables
-from velyrix.testing import sshd
+from velyrix.testing import sshd, twin_bmc_view
 
 log = logging.getLogger(__name__)
 
@@ -47,7 +50,7 @@ class TwinJumpHost:
         directory: Path,
         port: int,
         *,
-        bmc: tuple[str, int] | None = None,
+        bmc: bool = False,
         refresh_s: float = 1.0,
     ) -> None:
         self.sessionmaker = sessionmaker
@@ -59,6 +62,7 @@ class TwinJumpHost:
         self.config_path = self.directory / "jump.json"
         self.known_hosts = self.directory / "known_hosts"
         self.nodes: dict[str, sshd.Sshd] = {}
+        self.bmc_views: dict[str, twin_bmc_view.BmcView] = {}
         self.jump: sshd.Sshd | None = None
         self._stop = threading.Event()
         self._thread: threading.Thread | None = None
@@ -104,7 +108,7 @@ class TwinJumpHost:
         with self._lock, self.sessionmaker() as s:
             names = self._allocated(s)
             addresses = {n: ("127.0.0.1", self.nodes[n].port if n in self.nodes else sshd.free_port()) for n in names}
-            bmcs = dict.fromkeys(names, self.bmc) if self.bmc else None
+            bmcs = {n: ("127.0.0.1", self._bmc_view(n).port) for n in names} if self.bmc else None
             config = jump_targets.config(s, self.database_url, addresses, bmcs)
             provider = s.scalar(
                 sa.select(tables.SshAuthority.public_key).where(tables.SshAuthority.tenant_id.is_(None))
@@ -112,12 +116,20 @@ class TwinJumpHost:
         wanted = {t.name for t in config.targets}
         for name in [n for n in self.nodes if n not in wanted]:
             self.nodes.pop(name).stop()
+        for name in [n for n in self.bmc_views if n not in wanted]:
+            self.bmc_views.pop(name).close()
         for target in config.targets:
             ca = config.authorities.get(target.tenant_id)
             text = jumphost.node_authorized_keys(target, ca, provider) if ca else ""
             self._node(target.name, target.port, text)
         config.write(self.config_path)
         return jumphost.jump_authorized_keys(config.authorities, self.config_path)
+
+    def _bmc_view(self, name: str) -> twin_bmc_view.BmcView:
+        if name not in self.bmc_views:
+            endpoint = bmc_credentials.endpoints(self.sessionmaker)
+            self.bmc_views[name] = twin_bmc_view.BmcView(lambda: endpoint(name)).start()
+        return self.bmc_views[name]
 
     def _node(self, name: str, port: int, authorized: str) -> None:
         daemon = self.nodes.get(name)
@@ -142,5 +154,8 @@ class TwinJumpHost:
             for daemon in self.nodes.values():
                 daemon.stop()
             self.nodes.clear()
+            for view in self.bmc_views.values():
+                view.close()
+            self.bmc_views.clear()
         if self.jump is not None:
             self.jump.stop()
