@@ -49,6 +49,7 @@ def test_operator_needs_approval_or_break_glass_on_a_self_operated_node(client: 
     ok = client.post(path, json={"public_key": public_key(), "approval_id": approval_id}, headers=op)
     assert ok.status_code == 201, ok.text
     assert ok.json()["via"] == "approval" and ok.json()["principals"] == [ssh_ca.OPERATOR]
+    assert "PRIVATE KEY" not in ok.text  # the CA's key stays sealed (controlplane/access/ca_sealing.py)
     again = client.post(path, json={"public_key": public_key(), "approval_id": approval_id}, headers=op)
     assert again.status_code == 403 and "used or expired" in again.json()["detail"]
 

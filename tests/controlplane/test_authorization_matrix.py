@@ -82,6 +82,7 @@ def body_for(route: APIRoute, world: World, principal_role: str, cluster_name: s
         "clusters.update": cluster_body(cluster_name or "x", node_count=2),
         "nodes.create": {"name": unique("gpu"), "region": "us-east-1", "node_type": "hgx-h200-8g"},
         "nodes.update": {"labels": {"rack": "r1"}},
+        "nodes.act": {"action": "drain", "reason": "matrix"},
         "volumes.create": {"name": unique("v"), "region": "us-east-1", "tier": "object", "size_tb": 5},
         "volumes.update": {"size_tb": 50},
         "clusters.destroy": {"delete_volumes": False},
@@ -171,7 +172,7 @@ ACCESS_BODIES: dict[str, Any] = {
     "operator_certificates.create": lambda w: {"public_key": _public_key()},
 }
 """Bodies of the access routes (ops/access_routes.py); the clusters in them are managed, so an operator's
-certificate needs no approval here (the gate: tests/access/test_provider_gate.py)."""
+certificate needs no approval here (the gate: GATED_NODE_ROUTES below, tests/controlplane/test_access_gate.py)."""
 
 
 CONNECTIVITY_HCL = """resource "velyrix_private_link" "aws" {
@@ -471,3 +472,35 @@ def test_lists_of_each_tenant_hold_only_its_objects(client: Any, world: World) -
     enrolled = {"limit": 200, "provisioning_state": "enrolled"}  # the tenants' nodes, not the free fleet
     fleet = client.get("/v1/nodes", headers=auth(world.provider["operator"]), params=enrolled).json()["items"]
     assert {n["tenant_id"] for n in fleet} >= {world.a.tenant_id, world.b.tenant_id}
+
+
+GATED_NODE_ROUTES: dict[str, Any] = {
+    "nodes.update": lambda: {"labels": {"rack": "r1"}},
+    "nodes.act": lambda: {"action": "reboot", "reason": "matrix"},
+    "operator_certificates.create": lambda: {"public_key": _public_key()},
+}
+"""Routes by which a provider key acts on a tenant's node: on a self-operated cluster's node the role's
+scope is not enough (controlplane/access/provider_actions.py, access/approvals.py)."""
+GATED = [r for r in ROUTES if r.name in GATED_NODE_ROUTES]
+
+
+def test_every_gated_node_route_is_in_the_app() -> None:
+    assert sorted(r.name for r in GATED) == sorted(GATED_NODE_ROUTES)
+
+
+@pytest.mark.parametrize("route", GATED, ids=[r.name for r in GATED])
+@pytest.mark.parametrize("who", PROVIDER_ROLES + TENANT_ROLES)
+def test_provider_action_on_a_self_operated_node_needs_more_than_the_scope(
+    client: Any, world: World, route: APIRoute, who: str
+) -> None:
+    from tests.controlplane.test_access_gate import self_operated
+
+    _, node_id = self_operated(client, world)
+    path = route.path.replace("{node_id}", node_id)
+    resp = call(client, route, path, secret_for(world, who), GATED_NODE_ROUTES[route.name]())
+    scopes = roles.PROVIDER_ROLES[who] if who in PROVIDER_ROLES else roles.TENANT_ROLES[who]
+    if required_scope(route) not in scopes:
+        assert resp.status_code == 403 and resp.json()["code"] == "forbidden", resp.text
+    else:  # a provider role with the scope: the tenant's approval or a break-glass is still needed
+        assert who in PROVIDER_ROLES
+        assert resp.status_code == 403 and resp.json()["code"] == "access_approval_required", resp.text

@@ -109,6 +109,12 @@ def up(
         "loopback (slurmctld, one slurmd per node, accounting in one shared slurmdbd on MariaDB; needs Debian's "
         'slurm-wlm, slurmdbd, munge, mariadb-server), for "kubernetes" its Kueue and GPU manifests.',
     ),
+    jump_port: int = typer.Option(
+        0,
+        "--jump-port",
+        help="Run the real OpenSSH jump host on 127.0.0.1:PORT in front of the twin's allocated nodes, one "
+        "sshd per node (ssh -J with `velyrix ssh certificate`; docs/access.md; 0: none).",
+    ),
 ) -> None:
     """Run the control plane with a digital-twin region as its fleet (API, reconcilers, twin, a node agent
     per twin node that reports to the API, and the NOC's escalation sweeps on the twin's clock; long-running)."""
@@ -156,6 +162,7 @@ def up(
         jobs = schedulers.job_map_root if schedulers is not None else None
         exporter = twin_agents.serve_exporter(runtime.sim, host, exporter_port, job_map_root=jobs)
     redfish = _serve_redfish(runtime, host, redfish_port, redfish_password_file, home) if redfish_port else None
+    jump = _serve_jump(app, home, jump_port, redfish) if jump_port else None
     runtime.start()
     from velyrix.ops.rollouts import running as rollouts_running
 
@@ -178,6 +185,7 @@ def up(
         + (f", one agent per node every {agent_interval_s:g} s" if agents else ", no node agents")
         + (f", node metrics listed at {exporter.sd_url}" if exporter else "")
         + (f", BMCs on {redfish.service.url}/redfish/v1 (provisioning through Redfish)" if redfish else "")
+        + (f", jump host on 127.0.0.1:{jump.port} (host keys: {jump.known_hosts})" if jump else "")
     )
     try:
         uvicorn.run(app, host=host, port=port, log_level="warning", loop="uvloop", http="httptools", **tls_options)
@@ -193,6 +201,17 @@ def up(
             schedulers.close()
         if redfish is not None:
             redfish.close()
+        if jump is not None:
+            jump.close()
+
+
+def _serve_jump(app: Any, home: Path, port: int, redfish: Any) -> Any:
+    """``--jump-port``: the jump host and the twin nodes' sshd (``velyrix.testing.twin_jump``); with
+    ``--redfish-port`` each node's BMC target is its own view of the twin's Redfish service."""
+    from velyrix.testing import twin_jump
+
+    url = app.state.engine.url.render_as_string(hide_password=False)
+    return twin_jump.TwinJumpHost(app.state.sessionmaker, url, home / "jump", port, bmc=redfish is not None).start()
 
 
 def _serve_redfish(runtime: Any, host: str, port: int, password_file: Path | None, home: Path) -> Any:

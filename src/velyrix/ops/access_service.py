@@ -72,7 +72,7 @@ def approval(
     }
 
 
-def _notify(
+def notify_break_glass(
     scope: scoping.Scope, info: audit.RequestInfo, cluster: models.Cluster, node: models.Node, reason: str
 ) -> str:
     """A NOC incident of the tenant's cluster recording the break-glass (the tenant's incident list and
@@ -118,7 +118,9 @@ def operator_certificate(
         approval_id=approval_id,
         break_glass_reason=break_glass_reason,
     )
-    incident = _notify(scope, info, cluster, node, decision.reason) if decision.via == "break_glass" else None
+    incident = (
+        notify_break_glass(scope, info, cluster, node, decision.reason) if decision.via == "break_glass" else None
+    )
     issued = certificates.issue_operator(
         scope.session, info, scope.principal, node, public_key, decision, valid_for_s=valid_for_s
     )

@@ -11,7 +11,7 @@ from typing import Any
 from fastapi import APIRouter, FastAPI
 
 from velyrix.controlplane.api import app as controlplane_api
-from velyrix.ops import access_routes, connectivity_routes, twin_routes
+from velyrix.ops import access_routes, connectivity_routes, node_actions, twin_routes
 from velyrix.ops.billing import routes as billing_routes
 from velyrix.ops.noc import intake_routes, pagerduty_routes, pagerduty_views, statuspage_routes
 from velyrix.ops.noc import routes as noc_routes
@@ -28,6 +28,7 @@ OPS_ROUTERS: tuple[APIRouter, ...] = (
     connectivity_routes.router,
     rollout_routes.router,
     rollout_routes.sim_router,
+    node_actions.router,
 )
 """Routers the ops layer adds (NOC incidents; billing, SLA contracts and reports; the twin's node telemetry and
 proactive report, which answer 409 ``no_twin`` until a twin is attached: ``velyrix up``)."""

@@ -36,6 +36,16 @@ def free_port() -> int:
         return int(s.getsockname()[1])
 
 
+def _end_with_parent() -> None:
+    """In the child before ``exec``: Linux ends the daemon (SIGTERM) when the thread that started it ends,
+    so a ``velyrix up`` stopped by a signal (uvicorn re-raises it, no ``finally`` runs) leaves no sshd."""
+    import ctypes
+    import signal
+
+    pr_set_pdeathsig = 1  # <linux/prctl.h>
+    ctypes.CDLL(None, use_errno=True).prctl(pr_set_pdeathsig, signal.SIGTERM, 0, 0, 0)
+
+
 class Sshd:
     """One ``sshd -D`` on 127.0.0.1 with ``authorized_keys`` for every user; its log (``-E``) is
     ``log_path``. ``start()`` returns once the port accepts connections."""
@@ -72,7 +82,9 @@ class Sshd:
         check = subprocess.run([SSHD, "-t", "-f", str(self.config)], capture_output=True, text=True)
         if check.returncode != 0:
             raise errors.ExternalToolError(f"sshd -t refused its configuration: {check.stderr.strip()}")
-        self.process = subprocess.Popen([SSHD, "-D", "-f", str(self.config), "-E", str(self.log_path)])
+        self.process = subprocess.Popen(
+            [SSHD, "-D", "-f", str(self.config), "-E", str(self.log_path)], preexec_fn=_end_with_parent
+        )
         deadline = time.monotonic() + timeout_s
         while time.monotonic() < deadline:
             if self.process.poll() is not None:

@@ -14,7 +14,7 @@ from sqlalchemy import orm
 
 from velyrix import errors
 from velyrix.controlplane import audit
-from velyrix.controlplane.access import approvals, modes, ssh_ca
+from velyrix.controlplane.access import approvals, ca_sealing, modes, ssh_ca
 from velyrix.controlplane.auth.principals import Principal
 from velyrix.controlplane.db import models
 from velyrix.controlplane.db.models import access as tables
@@ -44,12 +44,12 @@ def authority(session: orm.Session, tenant_id: str | None) -> ssh_ca.Certificate
     row = session.scalar(sa.select(tables.SshAuthority).where(col.is_(None) if tenant_id is None else col == tenant_id))
     if row is None:
         made = ssh_ca.new_authority(f"velyrix-ca tenant:{tenant_id or 'provider'}")
-        row = tables.SshAuthority(
-            tenant_id=tenant_id, public_key=made.public_key, private_key_pem=made.private_key_pem.decode()
-        )
+        sealed = ca_sealing.seal(made.private_key_pem, tenant_id)
+        row = tables.SshAuthority(tenant_id=tenant_id, public_key=made.public_key, sealed_private_key=sealed)
         session.add(row)
         session.flush()
-    return ssh_ca.CertificateAuthority(public_key=row.public_key, private_key_pem=row.private_key_pem.encode())
+    pem = ca_sealing.unseal(row.sealed_private_key, tenant_id)
+    return ssh_ca.CertificateAuthority(public_key=row.public_key, private_key_pem=pem)
 
 
 def add_user_key(session: orm.Session, tenant_id: str, user_id: str, public_key: str) -> tables.SshUserKey:

@@ -12,7 +12,7 @@ from __future__ import annotations
 import datetime as dt
 import secrets
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from cryptography.hazmat.primitives import serialization
 from cryptography.hazmat.primitives.asymmetric import ed25519
@@ -39,10 +39,11 @@ def tenant_principal(tenant_id: str) -> str:
 
 @dataclass(frozen=True)
 class CertificateAuthority:
-    """A CA key pair: OpenSSH public key line and the private key as unencrypted OpenSSH PEM."""
+    """A CA key pair: OpenSSH public key line and the private key as OpenSSH PEM, in memory only (the
+    database keeps it sealed: ``ca_sealing``); the key never appears in this object's repr."""
 
     public_key: str
-    private_key_pem: bytes
+    private_key_pem: bytes = field(repr=False)
 
     def signer(self) -> ed25519.Ed25519PrivateKey:
         key = serialization.load_ssh_private_key(self.private_key_pem, password=None)

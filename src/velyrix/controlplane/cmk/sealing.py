@@ -20,17 +20,20 @@ KEY_FILE = "cmk-grants.key"
 NONCE_BYTES = 12
 
 
-def key_path() -> Path:
+def key_path(file_name: str = KEY_FILE) -> Path:
+    """The sealing key file ``file_name`` beside the region signing keys."""
     current = settings.load()
     base = Path(current.signing.key_dir) if current.signing.key_dir else current.paths.home / "keys"
-    return base / KEY_FILE
+    return base / file_name
 
 
-def _key() -> bytes:
-    path = key_path()
+def region_key(file_name: str = KEY_FILE) -> bytes:
+    """The 32-byte AES-256-GCM key of the file ``file_name`` (mode 0600), created on first use; other
+    sealed secrets of the region (``access/ca_sealing.py``) use this arrangement with their own file."""
+    path = key_path(file_name)
     if not path.exists():
         private_files.private_dir(path.parent)
-        tmp = path.with_name(f"{KEY_FILE}.{os.getpid()}.tmp")
+        tmp = path.with_name(f"{file_name}.{os.getpid()}.tmp")
         fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
         with os.fdopen(fd, "wb") as fh:
             fh.write(AESGCM.generate_key(bit_length=256))
@@ -41,8 +44,12 @@ def _key() -> bytes:
         tmp.unlink()
     key = path.read_bytes()
     if len(key) != 32:
-        raise errors.VelyrixError(f"{path} is not a 32-byte grant-sealing key")
+        raise errors.VelyrixError(f"{path} is not a 32-byte sealing key")
     return key
+
+
+def _key() -> bytes:
+    return region_key(KEY_FILE)
 
 
 def seal(credential: dict[str, Any], grant_id: str) -> bytes:

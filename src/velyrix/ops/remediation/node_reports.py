@@ -32,6 +32,7 @@ from sqlalchemy import orm
 
 from velyrix import errors
 from velyrix.controlplane import node_evidence, status
+from velyrix.controlplane.access import provider_actions
 from velyrix.controlplane.db import health_tables, models
 from velyrix.controlplane.db.models import cloud as models_cloud
 from velyrix.controlplane.reconcile import cluster as cluster_mod
@@ -295,6 +296,7 @@ def handle(
     done.extend(_fix(driver, node, row, verdict, t_s))
     done.extend(_release_repaired(session, node, row, verdict))
     degradation.track(session, node, verdict.level, verdict.summary(), clock.now())
+    provider_actions.record_automatic(session, node, cluster, done, verdict.summary())
     for rma in runner.rma:
         session.add(
             models.RmaRecord(

@@ -9,8 +9,9 @@ from fastapi import APIRouter, Depends, Query, Request, Response
 from pydantic import BaseModel, ConfigDict, Field
 
 from velyrix import catalog, errors
+from velyrix.controlplane.access import provider_actions
 from velyrix.controlplane.api import idempotency, schemas
-from velyrix.controlplane.api.context import Ctx, check_if_match, require, with_etag
+from velyrix.controlplane.api.context import Ctx, check_if_match, request_info, require, with_etag
 from velyrix.controlplane.commands import Commands
 from velyrix.controlplane.db import models
 
@@ -39,6 +40,12 @@ class NodeUpdate(BaseModel):
     model_config = ConfigDict(extra="forbid")
     hardware: dict[str, Any] | None = Field(None, json_schema_extra=schemas.JSON_OBJECT_OR_NULL)
     labels: dict[str, str] | None = None
+    approval_id: str | None = Field(
+        None, max_length=32, description="the tenant's approval (action labels) for a self-operated cluster's node"
+    )
+    break_glass_reason: str | None = Field(
+        None, max_length=500, description="instead of an approval: what is wrong (audited, the tenant is told)"
+    )
 
 
 def out(n: Any) -> dict[str, Any]:  # an ORM entity or a row of Scope.read
@@ -128,15 +135,42 @@ def update_node(
     ctx: Ctx = Depends(require("fleet:operate")),
     if_match: str | None = schemas.IF_MATCH,
 ) -> dict[str, Any]:
-    """Replace a node's inventory or labels."""
+    """Replace a node's inventory or labels. On a self-operated cluster's node a provider key needs the
+    tenant's approval or a break-glass (``controlplane/access/provider_actions.py``)."""
     node = ctx.scope.get(models.Node, node_id, "node")
     check_if_match(request, node)
+    try:
+        decision = provider_actions.gate_node(
+            ctx.scope.session,
+            request_info(request),
+            ctx.principal,
+            node,
+            action="labels",
+            approval_id=body.approval_id,
+            break_glass_reason=body.break_glass_reason,
+        )
+    except errors.AccessError:
+        request.state.audited = True  # the gate wrote and committed the refusal's audit event
+        raise
     if body.hardware is not None:
         node.hardware = body.hardware
     if body.labels is not None:
         node.labels = body.labels
     ctx.scope.flush()
-    ctx.audit(f"nodes/{node.id}")
+    if decision is None or decision.via == "managed":
+        ctx.audit(f"nodes/{node.id}")
+    else:
+        ctx.audit(
+            f"nodes/{node.id}",
+            action="access.break_glass" if decision.via == "break_glass" else None,
+            tenant_id=decision.tenant_id,
+            detail={
+                "action": "labels",
+                "via": decision.via,
+                "approval_id": decision.approval_id,
+                "reason": decision.reason,
+            },
+        )
     ctx.commit()
     with_etag(response, node)
     return out(node)

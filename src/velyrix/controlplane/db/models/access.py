@@ -15,7 +15,8 @@ from velyrix.controlplane.db.models.base import Base, utcnow
 
 class SshAuthority(Base):
     """A tenant's SSH user CA: its public key line (what jump host and nodes trust) and private key
-    (OpenSSH PEM; it signs the tenant's short-lived certificates and never leaves the control plane)."""
+    (OpenSSH PEM, kept only sealed: ``access/ca_sealing.py``, migration ``0024``; it signs the tenant's
+    short-lived certificates and never leaves the control plane)."""
 
     __tablename__ = "ssh_authorities"
     id_prefix = "sca"
@@ -24,7 +25,7 @@ class SshAuthority(Base):
     tenant_id: Mapped[str | None] = mapped_column(sa.ForeignKey("tenants.id"), unique=True)
     """NULL: the CA of the provider's operators (``vlx-operator`` certificates)."""
     public_key: Mapped[str] = mapped_column(sa.String(400))
-    private_key_pem: Mapped[str] = mapped_column(sa.Text())
+    sealed_private_key: Mapped[bytes] = mapped_column(sa.LargeBinary)
     created_at: Mapped[dt.datetime] = mapped_column(default=utcnow)
 
 

@@ -1,0 +1,110 @@
+"""``POST /v1/nodes/{id}/actions``: a provider operator orders a drain or a reboot of a node.
+
+On a self-operated cluster's node the order needs the tenant's approval of that action or a break-glass
+with a reason (``controlplane/access/provider_actions.py``; refused: 403 ``access_approval_required``,
+audited); a break-glass also opens a NOC incident of the tenant's cluster (``access_service``). A drain
+is a Warning event of the node's cluster naming the operator and the reason (the cluster's scheduler
+follows its events: ``ops/remediation/node_reports.py`` ``ClusterEventSeam``); a reboot goes to the fleet
+driver (409 ``conflict`` on a control plane that drives no fleet). One audit event per order.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Literal
+
+from fastapi import APIRouter, Depends
+from pydantic import BaseModel, ConfigDict, Field, model_validator
+
+from velyrix import errors
+from velyrix.controlplane import status
+from velyrix.controlplane.access import approvals, provider_actions
+from velyrix.controlplane.api import schemas
+from velyrix.controlplane.api.context import Ctx, request_info, require
+from velyrix.controlplane.db import models
+from velyrix.ops import access_service
+
+router = APIRouter(prefix="/v1/nodes", tags=["access"], responses=schemas.PROBLEM_RESPONSES)
+
+
+class NodeActionRequest(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+    action: Literal["drain", "reboot"]
+    reason: str = Field(min_length=1, max_length=500, description="why (the cluster's event shows it)")
+    approval_id: str | None = Field(None, min_length=1, max_length=32)
+    break_glass_reason: str | None = Field(
+        None,
+        max_length=500,
+        pattern=r"(\S\s*){" + str(approvals.MIN_REASON_CHARS) + "}",
+        description=f"why the glass is broken: at least {approvals.MIN_REASON_CHARS} non-space characters",
+    )
+
+    @model_validator(mode="after")
+    def _one_way_in(self) -> NodeActionRequest:
+        if self.approval_id is not None and self.break_glass_reason is not None:
+            raise ValueError("give approval_id or break_glass_reason, not both")
+        return self
+
+
+class NodeActionOut(BaseModel):
+    node_id: str
+    action: str
+    via: str = Field(description="provider (no cluster, or a managed one), approval or break_glass")
+    operation: str | None = Field(description="the fleet driver's operation id of a reboot")
+    incident: str | None = Field(description="the NOC incident that tells the tenant of a break-glass")
+
+
+def _reboot(ctx: Ctx, node: models.Node) -> str:
+    fleet = getattr(ctx.request.app.state, "fleet", None)
+    if fleet is None:
+        raise errors.ConflictError(
+            "this control plane drives no fleet: nothing to reboot", hint="velyrix up, or a server with a driver"
+        )
+    return str(fleet.driver.reboot(node.name, request_id=request_info(ctx.request).request_id).id)
+
+
+@router.post("/{node_id}/actions", name="nodes.act", response_model=NodeActionOut)
+def act(node_id: str, body: NodeActionRequest, ctx: Ctx = Depends(require("fleet:operate"))) -> dict[str, Any]:
+    """Drain or reboot a node; on a self-operated cluster's node only with the tenant's approval or a
+    break-glass (audited; the tenant is told through a NOC incident and its cluster's events)."""
+    node = ctx.scope.get(models.Node, node_id, "node")
+    info = request_info(ctx.request)
+    try:
+        decision = provider_actions.gate_node(
+            ctx.scope.session,
+            info,
+            ctx.principal,
+            node,
+            action=body.action,
+            approval_id=body.approval_id,
+            break_glass_reason=body.break_glass_reason,
+        )
+    except errors.AccessError:
+        ctx.request.state.audited = True  # the gate wrote and committed the refusal's audit event
+        raise
+    via = decision.via if decision is not None and decision.via != "managed" else "provider"
+    cluster = ctx.scope.session.get(models.Cluster, node.cluster_id) if node.cluster_id else None
+    operation = None
+    if body.action == "reboot":
+        operation = _reboot(ctx, node)
+    elif cluster is not None:
+        status.add_event(
+            cluster, "ProviderDrain", f"{node.name} drained by {ctx.principal.name}: {body.reason}", "Warning"
+        )
+    incident = None
+    if decision is not None and decision.via == "break_glass" and cluster is not None:
+        incident = access_service.notify_break_glass(ctx.scope, info, cluster, node, decision.reason)
+    ctx.audit(
+        f"nodes/{node.id}/actions",
+        action="access.break_glass" if via == "break_glass" else None,
+        tenant_id=cluster.tenant_id if cluster is not None else None,
+        detail={
+            "action": body.action,
+            "reason": body.reason,
+            "via": via,
+            "approval_id": decision.approval_id if decision else None,
+            "break_glass_reason": decision.reason if decision else "",
+            "operation": operation,
+        },
+    )
+    ctx.commit()
+    return {"node_id": node.id, "action": body.action, "via": via, "operation": operation, "incident": incident}
