@@ -10,6 +10,8 @@ from typing import Any
 
 from fastapi import APIRouter, FastAPI
 
+from velyrix.console import render as console_render
+from velyrix.console import routes as console_routes
 from velyrix.controlplane.api import app as controlplane_api
 from velyrix.ops import access_routes, connectivity_routes, twin_routes
 from velyrix.ops.billing import routes as billing_routes
@@ -29,7 +31,10 @@ OPS_ROUTERS: tuple[APIRouter, ...] = (
 """Routers the ops layer adds (NOC incidents; billing, SLA contracts and reports; the twin's node telemetry and
 proactive report, which answer 409 ``no_twin`` until a twin is attached: ``velyrix up``)."""
 
-ROUTERS: tuple[APIRouter, ...] = (*controlplane_api.ROUTERS, *OPS_ROUTERS)
+CONSOLE_ROUTERS: tuple[APIRouter, ...] = console_routes.ROUTERS
+"""The web console's pages and form posts (``velyrix.console``; tests/console/test_console_leaks.py)."""
+
+ROUTERS: tuple[APIRouter, ...] = (*controlplane_api.ROUTERS, *OPS_ROUTERS, *CONSOLE_ROUTERS)
 """Every router of the service as it runs (the authorization matrix is built from this table)."""
 
 KEYED_ROUTERS: tuple[APIRouter, ...] = (pagerduty_routes.ENQUEUE_ROUTER, statuspage_routes.PUBLIC_ROUTER)
@@ -45,8 +50,9 @@ def create_app(*args: Any, noc_sweep_s: float = 0.0, **kwargs: Any) -> FastAPI:
     from velyrix.ops.remediation import node_reports
 
     app = node_reports.install(controlplane_app(*args, **kwargs))
-    for router in (*OPS_ROUTERS, *KEYED_ROUTERS):
+    for router in (*OPS_ROUTERS, *KEYED_ROUTERS, *CONSOLE_ROUTERS):
         app.include_router(router)
+    console_render.install(app)
     app.state.refusal_shapes[pagerduty_routes.ENQUEUE_ROUTER.prefix + "/"] = pagerduty_views.refusal
     app.openapi_schema = None
     if noc_sweep_s > 0:
