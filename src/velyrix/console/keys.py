@@ -2,7 +2,7 @@
 revoke button per key. Each action calls the API's own route code (``api.routes.api_keys``) with the
 user's session, so its checks (role rights, step-up for owner keys) and its audit event are the API's;
 the event's action is the console route's name (``console.api_keys.*``: kind console). A form the API's
-model refuses is shown again with each error beside its field (422) and a denied audit event."""
+model (or the API's rules) refuses is shown again with each error beside its field and a denied audit event."""
 
 from __future__ import annotations
 
@@ -15,8 +15,7 @@ from fastapi.responses import RedirectResponse, Response
 
 from velyrix import errors
 from velyrix.console import access, render
-from velyrix.controlplane import audit
-from velyrix.controlplane.api import context
+from velyrix.controlplane.api import problems
 from velyrix.controlplane.api.context import Ctx
 from velyrix.controlplane.api.routes import api_keys
 from velyrix.controlplane.auth import roles
@@ -63,21 +62,11 @@ def _field_errors(exc: pydantic.ValidationError) -> dict[str, str]:
 
 
 def _refused(request: Request, ctx: Ctx, form: dict[str, str], fields: dict[str, str], exc: Any) -> Response:
-    """The form again with ``fields`` beside their inputs, and the refusal's audit event."""
+    """The form again with ``fields`` beside their inputs; the refusal is recorded as the API records
+    its own (``problems.problem``: a denied audit event under the route's name, nothing committed)."""
     status = getattr(exc, "http_status", 422)
-    ctx.scope.session.rollback()
-    audit.record(
-        ctx.scope.session,
-        context.request_info(request),
-        ctx.principal,
-        action="console.api_keys.create",
-        target="api-keys",
-        outcome="denied",
-        status_code=status,
-        error_code=getattr(exc, "code", "invalid_input"),
-        detail={"fields": sorted(fields)},
-    )
-    ctx.commit()
+    code = getattr(exc, "code", "invalid_request")
+    problems.problem(request, status, code, "; ".join(f"{k}: {v}" for k, v in sorted(fields.items())))
     return _page(request, ctx, status, form=form, field_errors=fields)
 
 

@@ -14,6 +14,7 @@ from fastapi import APIRouter, Depends, Query, Request
 from fastapi.responses import RedirectResponse, Response
 
 from velyrix.console import access, grid, render
+from velyrix.controlplane import scoping
 from velyrix.controlplane.api.context import Ctx
 from velyrix.controlplane.api.routes import clusters as cluster_routes
 from velyrix.controlplane.db import models
@@ -74,21 +75,29 @@ def cluster(cluster_id: str, request: Request, ctx: Ctx = Depends(access.reads("
     return render.page(request, "cluster.html", cluster=row, has_report=has_report, title=row.name)
 
 
-def _reports(ctx: Ctx, node_ids: list[str]) -> dict[str, Any]:
-    if not node_ids:
-        return {}
-    table = health_tables.NodeReport
-    stmt = ctx.scope.select(table).where(table.node_id.in_(node_ids))
-    return {r.node_id: r for r in ctx.scope.session.scalars(stmt)}
+def _all(ctx: Ctx, model: Any, most: int, **where: Any) -> list[Any]:
+    """Up to ``most`` visible rows of ``model`` through the scope's pages (``filters`` or ``extra``)."""
+    found: list[Any] = []
+    cursor = None
+    while len(found) < most:
+        rows, cursor = ctx.scope.page(model, cursor=cursor, limit=scoping.MAX_PAGE, **where)
+        found.extend(rows)
+        if cursor is None:
+            break
+    return found[:most]
 
 
 @router.get("/console/clusters/{cluster_id}/nodes", name="console.cluster_nodes")
 def cluster_nodes(cluster_id: str, request: Request, ctx: Ctx = Depends(access.reads("nodes:read"))) -> Response:
     """The cluster's node grid: scalable units by rail, each node and GPU coloured by health."""
     row = _cluster(ctx, cluster_id)
-    stmt = ctx.scope.select(models.Node).where(models.Node.cluster_id == row.id).limit(MAX_GRID_NODES)
-    nodes = list(ctx.scope.session.scalars(stmt))
-    units = grid.layout(nodes, _reports(ctx, [n.id for n in nodes]))
+    nodes = _all(ctx, models.Node, MAX_GRID_NODES, filters={"cluster_id": row.id})
+    table = health_tables.NodeReport
+    reports = {}
+    for start in range(0, len(nodes), scoping.MAX_PAGE):
+        ids = [n.id for n in nodes[start : start + scoping.MAX_PAGE]]
+        reports.update({r.node_id: r for r in _all(ctx, table, len(ids), extra=[table.node_id.in_(ids)])})
+    units = grid.layout(nodes, reports)
     return render.page(
         request, "nodes.html", cluster=row, units=units, rails=grid.rails_of(units), title=f"{row.name}: nodes"
     )
