@@ -11,6 +11,7 @@ tests/controlplane's)."""
 
 from __future__ import annotations
 
+import os
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -25,6 +26,8 @@ from tests.identity.browser import browser  # noqa: F401  (fixture)
 from tests.identity.conftest import Served
 from tests.identity.oidc_provider import CLIENT_ID, CLIENT_SECRET, oidc_provider
 
+SHOTS = os.environ.get("VELYRIX_CONSOLE_SCREENSHOTS", "")
+"""A folder to save each page's screenshot in (docs/console.md's are made so), or empty for none."""
 AXE = Path(__file__).parents[2] / "src/velyrix/console/assets/node_modules/axe-core/axe.min.js"
 ACCOUNTS = {"alice@acme.example": {"name": "Alice", "groups": ["gpu-admins"]}}
 
@@ -126,8 +129,12 @@ def _bearer(key: str) -> dict[str, str]:
     return {"Authorization": f"Bearer {key}"}
 
 
-def axe_serious(page: Any) -> list[str]:
-    """The serious and critical axe-core violations of the page (rule id and first target)."""
+def axe_serious(page: Any, name: str) -> list[str]:
+    """The serious and critical axe-core violations of the page (rule id and first target); the page's
+    screenshot saved as ``name``.png first when ``SHOTS`` names a folder."""
+    if SHOTS:
+        hidden = [page.locator("#secret")]  # a key's secret never lands in a picture
+        page.screenshot(path=str(Path(SHOTS) / f"{name}.png"), full_page=True, mask=hidden)
     if not AXE.is_file():
         pytest.skip("needs src/velyrix/console/assets/node_modules (scripts/bootstrap.sh runs npm ci)")
     page.add_script_tag(path=str(AXE))
@@ -157,7 +164,7 @@ def test_sign_in_read_the_grid_and_manage_a_key(browser: Any, site: Site) -> Non
     page.wait_for_url(f"{site.url}/console/clusters")
     table = page.inner_text("#clusters")
     assert "acme-train" in table and site.foreign_cluster not in table
-    assert axe_serious(page) == []
+    assert axe_serious(page, "clusters") == []
 
     page.click("a.cluster")
     page.wait_for_url(f"{site.url}/console/clusters/{site.cluster_id}")
@@ -168,7 +175,8 @@ def test_sign_in_read_the_grid_and_manage_a_key(browser: Any, site: Site) -> Non
         s.commit()
     page.wait_for_function("document.getElementById('phase').textContent === 'Allocating'")  # over SSE
     assert before == "Pending" and "nodes being chosen" in page.inner_text("#events")
-    assert axe_serious(page) == []
+    assert "Allocating" in page.inner_text("#phases")  # the history arrives with the fragment
+    assert axe_serious(page, "cluster") == []
 
     page.click("#node-grid")
     page.wait_for_selector("table.grid")
@@ -176,15 +184,20 @@ def test_sign_in_read_the_grid_and_manage_a_key(browser: Any, site: Site) -> Non
     assert "Scalable unit 0" in grid and "Scalable unit 1" in grid and "Rail 7" in grid
     bad = page.locator("tr.node.h-fatal")
     assert bad.count() == 1 and "XID 79" in bad.inner_text() and "1 DBE" in bad.inner_text()
-    assert axe_serious(page) == []
+    assert axe_serious(page, "node-grid") == []
 
     page.click("text=API keys")
-    page.fill("#key-name", "from-the-console")
+    page.focus("#key-name")  # by keyboard: type the name, Tab to the role, Enter submits
+    page.keyboard.type("from-the-console")
+    page.keyboard.press("Tab")
+    assert page.evaluate("document.activeElement.id") == "key-role"
     page.select_option("#key-role", "viewer")
-    page.click("#create")
+    page.keyboard.press("Shift+Tab")
+    page.keyboard.press("Enter")
+    page.wait_for_selector("#secret")
     secret = page.inner_text("#secret")
     assert httpx.get(f"{site.url}/v1/clusters", headers=_bearer(secret)).status_code == 200
-    assert axe_serious(page) == []
+    assert axe_serious(page, "api-keys") == []
     page.click("button[aria-label='Revoke key from-the-console']")
     page.wait_for_url(f"{site.url}/console/keys")
     row = page.locator("tr", has_text="from-the-console")
