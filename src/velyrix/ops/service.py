@@ -31,16 +31,17 @@ OPS_ROUTERS: tuple[APIRouter, ...] = (
 """Routers the ops layer adds (NOC incidents; billing, SLA contracts and reports; the twin's node telemetry and
 proactive report, which answer 409 ``no_twin`` until a twin is attached: ``velyrix up``)."""
 
-CONSOLE_ROUTERS: tuple[APIRouter, ...] = console_routes.ROUTERS
-"""The web console's pages and form posts (``velyrix.console``; tests/console/test_console_leaks.py)."""
-
-ROUTERS: tuple[APIRouter, ...] = (*controlplane_api.ROUTERS, *OPS_ROUTERS, *CONSOLE_ROUTERS)
+ROUTERS: tuple[APIRouter, ...] = (*controlplane_api.ROUTERS, *OPS_ROUTERS)
 """Every router of the service as it runs (the authorization matrix is built from this table)."""
 
 KEYED_ROUTERS: tuple[APIRouter, ...] = (pagerduty_routes.ENQUEUE_ROUTER, statuspage_routes.PUBLIC_ROUTER)
 """Routers without a bearer key, outside the authorization matrix: PagerDuty Events v2 (the ``routing_key``
 in the body is the credential; tests/noc/test_pagerduty.py) and the public region status pages
 (tests/noc/test_statuspage.py)."""
+
+CONSOLE_ROUTERS: tuple[APIRouter, ...] = console_routes.ROUTERS
+"""The web console's pages and form posts (``velyrix.console``), outside the OpenAPI document; its leak
+test (tests/console/test_console_leaks.py) is built from this table."""
 
 
 def create_app(*args: Any, noc_sweep_s: float = 0.0, **kwargs: Any) -> FastAPI:
