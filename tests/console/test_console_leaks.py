@@ -198,6 +198,14 @@ def test_a_refused_form_shows_each_error_beside_its_field(client: TestClient, wo
     assert {e.status_code for e in denied} >= {422, 403}
 
 
+def test_an_oversized_field_is_refused_in_html(client: TestClient, world: World) -> None:
+    secret = world.acme.sessions["admin"]
+    form = {"csrf": sessions.csrf_token(secret), "name": "x" * 5000, "role": "viewer"}
+    answer = client.post("/console/keys", data=form, headers={"cookie": f"{sessions.COOKIE}={secret}"})
+    assert answer.status_code == 422 and answer.headers["content-type"].startswith("text/html")
+    assert 'id="refusal"' in answer.text and "name" in answer.text
+
+
 def test_root_and_sign_in(client: TestClient, world: World) -> None:
     assert client.get("/", follow_redirects=False).headers["location"] == "/console/sign-in"
     cookie = {"cookie": f"{sessions.COOKIE}={world.acme.sessions['viewer']}"}

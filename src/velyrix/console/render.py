@@ -12,6 +12,7 @@ from typing import Any
 
 import jinja2
 from fastapi import FastAPI, Request
+from fastapi.exceptions import RequestValidationError
 from fastapi.responses import HTMLResponse, RedirectResponse, Response
 from starlette.concurrency import run_in_threadpool
 
@@ -59,8 +60,10 @@ def static_file(name: str) -> Response:
 
 
 def install(app: FastAPI) -> None:
-    """Answer refusals on ``/console`` paths in HTML (the problem handler runs first: its audit event)."""
+    """Answer refusals on ``/console`` paths in HTML: the API's problem handler runs first (its audit
+    event); a request the route's parameters refuse (422) gets the same page with its first error."""
     api_handler = app.exception_handlers[errors.VelyrixError]
+    validation_handler = app.exception_handlers[RequestValidationError]
 
     async def refused(request: Request, exc: Exception) -> Response:
         answer = await _call(api_handler, request, exc)
@@ -70,7 +73,17 @@ def install(app: FastAPI) -> None:
             return RedirectResponse(f"{PREFIX}/sign-in", status_code=303)
         return page(request, "refused.html", exc.http_status, error=exc)
 
+    async def invalid(request: Request, exc: Exception) -> Response:
+        answer = await _call(validation_handler, request, exc)
+        if not request.url.path.startswith(PREFIX) or not isinstance(exc, RequestValidationError):
+            return answer
+        first = exc.errors()[0] if exc.errors() else {}
+        where = ".".join(str(p) for p in first.get("loc", ()))
+        error = errors.InvalidInputError(f"{where}: {first.get('msg', 'invalid request')}")
+        return page(request, "refused.html", answer.status_code, error=error)
+
     app.add_exception_handler(errors.VelyrixError, refused)
+    app.add_exception_handler(RequestValidationError, invalid)
 
 
 async def _call(handler: Any, request: Request, exc: Exception) -> Response:
