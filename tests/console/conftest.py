@@ -1,5 +1,5 @@
-"""Fixtures of the console suite: a control plane (``velyrix.ops.service``) on a temporary SQLite
-database, two tenants, and for tenant ``acme`` one signed-in browser session per tenant role; tenant
+"""Fixtures of the console suite: a control plane (``velyrix.ops.service``) on SQLite and on PostgreSQL
+(``db_url``), two tenants, and for tenant ``acme`` one signed-in browser session per tenant role; tenant
 ``beta`` (the foreign tenant) owns a cluster with nodes (positions, GPU reports), an acceptance report
 and a key that acme's sessions must never see."""
 
@@ -12,7 +12,7 @@ from typing import Any
 
 import pytest
 
-from tests.controlplane.conftest import TENANT_ROLES
+from tests.controlplane.conftest import TENANT_ROLES, db_url  # noqa: F401  (fixture: SQLite and PostgreSQL)
 
 GPUS = 8
 
@@ -142,7 +142,7 @@ class World:
 
 
 @pytest.fixture(scope="module")
-def world(tmp_path_factory: pytest.TempPathFactory) -> Iterator[World]:
+def world(db_url: str, tmp_path_factory: pytest.TempPathFactory) -> Iterator[World]:  # noqa: F811
     from velyrix.ops.service import create_app
 
     home: Path = tmp_path_factory.mktemp("console-home")
@@ -150,7 +150,7 @@ def world(tmp_path_factory: pytest.TempPathFactory) -> Iterator[World]:
         mp.setenv("VELYRIX_HOME", str(home))
         mp.setenv("VELYRIX_SIGNING_KEY_DIR", str(home / "keys"))
         mp.delenv("VELYRIX_DATABASE_URL", raising=False)
-        app = create_app(f"sqlite:///{home / 'velyrix.db'}")
+        app = create_app(db_url)
         with app.state.sessionmaker() as s:
             acme, beta = _tenant(s, "acme"), _tenant(s, "beta")
             _cluster(s, acme, 4)
