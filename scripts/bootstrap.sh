@@ -39,3 +39,12 @@ fi
 if command -v npm >/dev/null && [ ! -d tests/identity/oidc/node_modules ]; then
   (cd tests/identity/oidc && npm ci --no-audit --no-fund --silent)
 fi
+# the web console's pinned front-end assets (src/velyrix/console/assets/package-lock.json), served from the package
+if command -v npm >/dev/null && [ ! -d src/velyrix/console/assets/node_modules ]; then
+  (cd src/velyrix/console/assets && npm ci --no-audit --no-fund --silent)
+fi
+if [ -d src/velyrix/console/assets/node_modules ]; then
+  mkdir -p src/velyrix/console/static/vendor
+  cp src/velyrix/console/assets/node_modules/htmx.org/dist/htmx.min.js \
+     src/velyrix/console/assets/node_modules/htmx-ext-sse/dist/sse.min.js src/velyrix/console/static/vendor/
+fi

@@ -10,6 +10,8 @@ from typing import Any
 
 from fastapi import APIRouter, FastAPI
 
+from velyrix.console import render as console_render
+from velyrix.console import routes as console_routes
 from velyrix.controlplane.api import app as controlplane_api
 from velyrix.ops import access_routes, connectivity_routes, node_actions, twin_routes
 from velyrix.ops.billing import routes as billing_routes
@@ -41,6 +43,10 @@ KEYED_ROUTERS: tuple[APIRouter, ...] = (pagerduty_routes.ENQUEUE_ROUTER, statusp
 in the body is the credential; tests/noc/test_pagerduty.py) and the public region status pages
 (tests/noc/test_statuspage.py)."""
 
+CONSOLE_ROUTERS: tuple[APIRouter, ...] = console_routes.ROUTERS
+"""The web console's pages and form posts (``velyrix.console``), outside the OpenAPI document; its leak
+test (tests/console/test_console_leaks.py) is built from this table."""
+
 
 def create_app(*args: Any, noc_sweep_s: float = 0.0, **kwargs: Any) -> FastAPI:
     """``velyrix.controlplane.api.create_app(*args, **kwargs)`` with the remediation of node reports, the
@@ -49,8 +55,9 @@ def create_app(*args: Any, noc_sweep_s: float = 0.0, **kwargs: Any) -> FastAPI:
     from velyrix.ops.remediation import node_reports
 
     app = node_reports.install(controlplane_app(*args, **kwargs))
-    for router in (*OPS_ROUTERS, *KEYED_ROUTERS):
+    for router in (*OPS_ROUTERS, *KEYED_ROUTERS, *CONSOLE_ROUTERS):
         app.include_router(router)
+    console_render.install(app)
     app.state.refusal_shapes[pagerduty_routes.ENQUEUE_ROUTER.prefix + "/"] = pagerduty_views.refusal
     app.openapi_schema = None
     if noc_sweep_s > 0:

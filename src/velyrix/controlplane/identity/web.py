@@ -231,5 +231,6 @@ async def home(request: Request, ctx: Ctx = Depends(require("clusters:read"))) -
         f"<form method='post' action='/auth/logout'><input type='hidden' name='csrf' value='{csrf}'>"
         "<button id='logout' type='submit'>Sign out</button></form>"
         "<p><a id='security' href='/ui/security'>Security keys and owner keys</a></p>"
+        "<p><a id='console' href='/console/clusters'>Open the console</a></p>"
     )
     return HTMLResponse(_page("Velyrix", body))

@@ -1,0 +1,9 @@
+"""Every router of the console, for the composition root (``velyrix.ops.service``) and the leak test."""
+
+from __future__ import annotations
+
+from fastapi import APIRouter
+
+from velyrix.console import keys, live, pages
+
+ROUTERS: tuple[APIRouter, ...] = (pages.router, keys.router, live.router)
