@@ -60,11 +60,15 @@ def _tenancy(model: type[models.Base], provider: bool) -> list[sa.ColumnElement[
 
 
 @functools.cache
-def _read_statement(model: type[models.Base], provider: bool) -> sa.Select[Any]:
+def _read_statement(model: type[models.Base], provider: bool, json_text: bool = False) -> sa.Select[Any]:
     """``SELECT <columns> WHERE id = :obj_id`` plus the tenancy rule with ``:tenant``; built once per
-    table and kind of principal (statement construction costs more than the SQLite query itself)."""
+    table and kind of principal (statement construction costs more than the SQLite query itself).
+    ``json_text``: JSON columns come back as the text stored (not decoded), for answers that send them on."""
     table = model.__table__
-    return sa.select(*table.c).where(table.c.id == sa.bindparam("obj_id"), *_tenancy(model, provider))
+    columns = [
+        sa.type_coerce(c, sa.Text).label(c.name) if json_text and isinstance(c.type, sa.JSON) else c for c in table.c
+    ]
+    return sa.select(*columns).where(table.c.id == sa.bindparam("obj_id"), *_tenancy(model, provider))
 
 
 @functools.cache
@@ -135,10 +139,11 @@ class Scope:
             raise errors.NotFoundError(kind=kind, name=obj_id)
         return row
 
-    def read(self, model: type[M], obj_id: str, kind: str) -> sa.Row[Any]:
+    def read(self, model: type[M], obj_id: str, kind: str, *, json_text: bool = False) -> sa.Row[Any]:
         """Like ``get`` but a read-only row of columns (attribute access by column name), several times
-        cheaper than an ORM entity: for the GET routes that only render the object."""
-        stmt = _read_statement(model, self.principal.is_provider)
+        cheaper than an ORM entity: for the GET routes that only render the object. ``json_text``: JSON
+        columns as stored (text on SQLite; a driver may still hand over decoded values)."""
+        stmt = _read_statement(model, self.principal.is_provider, json_text)
         params = {"obj_id": obj_id, "tenant": self.principal.tenant_id}
         if self._session is None and self._connection is not None:
             row = self._connection.execute(stmt, params).first()
