@@ -83,6 +83,7 @@ def _operations(client: Any, world: World) -> list[tuple[str, str, dict[str, Any
         "key_id": world.key(world.a, "viewer")[0],  # a key of its own: rotating it harms no other test
         "incident_id": billing_object(world, world.a, "incident_id"),
         "cmk_id": cmk_tenant.customer_key(world, world.a),
+        "rollout_id": "rol_fuzz",  # none such: the body is still validated before the lookup answers 404
     }
     bodies: dict[str, dict[str, Any]] = {
         "/v1/clusters": cluster_body(unique("fz")),
@@ -99,7 +100,9 @@ def _operations(client: Any, world: World) -> list[tuple[str, str, dict[str, Any
             if method.upper() not in ("POST", "PUT", "PATCH") or "requestBody" not in op:
                 continue
             concrete = path.format(**ids)
-            provider = path.startswith(("/v1/nodes", "/v1/tenants", "/v1/sim", "/v1/incidents", "/v1/contracts"))
+            provider = path.startswith(
+                ("/v1/nodes", "/v1/tenants", "/v1/sim", "/v1/incidents", "/v1/contracts", "/v1/rollouts")
+            )
             if path == "/v1/nodes/{hostname}/reports":
                 key = node["node_token"]
             else:
