@@ -70,7 +70,7 @@ def act(node_id: str, body: NodeActionRequest, ctx: Ctx = Depends(require("fleet
     info = request_info(ctx.request)
     try:
         decision = provider_actions.gate_node(
-            ctx.scope.session,
+            ctx.scope,
             info,
             ctx.principal,
             node,
@@ -82,7 +82,7 @@ def act(node_id: str, body: NodeActionRequest, ctx: Ctx = Depends(require("fleet
         ctx.request.state.audited = True  # the gate wrote and committed the refusal's audit event
         raise
     via = decision.via if decision is not None and decision.via != "managed" else "provider"
-    cluster = ctx.scope.session.get(models.Cluster, node.cluster_id) if node.cluster_id else None
+    cluster = provider_actions.cluster_of(ctx.scope, node)
     operation = None
     if body.action == "reboot":
         operation = _reboot(ctx, node)

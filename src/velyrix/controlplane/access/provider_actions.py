@@ -11,7 +11,7 @@ from collections.abc import Sequence
 
 from sqlalchemy import orm
 
-from velyrix.controlplane import audit, status
+from velyrix.controlplane import audit, scoping, status
 from velyrix.controlplane.access import approvals, modes
 from velyrix.controlplane.auth.principals import Principal
 from velyrix.controlplane.db import models
@@ -24,6 +24,11 @@ _HEALTH_OPS = ("drain", "reboot", "reset", "quarantine", "rma", "replace")
 """The first words of ``Remediator.handle``'s and ``node_reports.handle``'s results that act on the node."""
 
 
+def cluster_of(scope: scoping.Scope, node: models.Node) -> models.Cluster | None:
+    """The cluster ``node`` belongs to (None for a free node), read on the principal's scoped view's session."""
+    return scope.session.get(models.Cluster, node.cluster_id) if node.cluster_id else None
+
+
 def self_operated(cluster: models.Cluster | None) -> bool:
     """Whether provider actions on ``cluster``'s nodes go through the gate."""
     if cluster is None:
@@ -32,7 +37,7 @@ def self_operated(cluster: models.Cluster | None) -> bool:
 
 
 def gate_node(
-    session: orm.Session,
+    scope: scoping.Scope,
     info: audit.RequestInfo,
     principal: Principal,
     node: models.Node,
@@ -47,6 +52,7 @@ def gate_node(
     break-glass puts a Warning event on the cluster naming the operator, the action and the reason."""
     if not principal.is_provider or node.cluster_id is None:
         return None
+    session = scope.session
     cluster = session.get(models.Cluster, node.cluster_id)
     if cluster is None:
         return None

@@ -141,7 +141,7 @@ def update_node(
     check_if_match(request, node)
     try:
         decision = provider_actions.gate_node(
-            ctx.scope.session,
+            ctx.scope,
             request_info(request),
             ctx.principal,
             node,
