@@ -27,7 +27,18 @@ router = APIRouter(prefix="/v1/nodes", tags=["access"], responses=schemas.PROBLE
 
 
 class NodeActionRequest(BaseModel):
-    model_config = ConfigDict(extra="forbid")
+    """A provider's drain or reboot. Cross-field rule: ``approval_id`` and ``break_glass_reason`` are not
+    given together (422); on a self-operated cluster's node one of them is needed (else 403)."""
+
+    model_config = ConfigDict(
+        extra="forbid",
+        json_schema_extra={
+            "not": {
+                "required": ["approval_id", "break_glass_reason"],
+                "properties": {"approval_id": {"type": "string"}, "break_glass_reason": {"type": "string"}},
+            }
+        },
+    )
     action: Literal["drain", "reboot"]
     reason: str = Field(min_length=1, max_length=500, description="why (the cluster's event shows it)")
     approval_id: str | None = Field(None, min_length=1, max_length=32)
