@@ -108,8 +108,7 @@ def test_dmtf_redfish_service_validator_finds_no_error(up: tuple[str, str, Path]
             url,
             "-u",
             redfish_twin.USERNAME,
-            "-p",
-            password,
+            f"--password={password}",  # one argument: a generated password may begin with "-"
             "--authtype",
             "Basic",
             "--logdir",
