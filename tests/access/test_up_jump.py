@@ -93,6 +93,10 @@ def test_velyrix_up_jump_host_reaches_the_tenants_twin_node(
     from velyrix.cli import client
 
     api = client.Client.from_login()
+    _poll(  # the twin's intake must have made a node available first (one of the two is held as a spare)
+        "an available node",
+        lambda: [c for c in api.get("/v1/regions/us-east-1")["capacity"] if c["available_nodes"] >= 1],
+    )
     cluster = api.post("/v1/clusters", cluster_body("train") | {"operating_mode": "self_operated"})
     (node,) = _poll("the cluster's node", lambda: api.get("/v1/nodes", cluster_id=cluster["id"])["items"])
     eng = engine.make_engine(f"sqlite:///{home / 'velyrix.db'}")
