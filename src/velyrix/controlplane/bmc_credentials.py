@@ -17,7 +17,8 @@ from cryptography.exceptions import InvalidTag
 from cryptography.hazmat.primitives.ciphers.aead import AESGCM
 from sqlalchemy import orm
 
-from velyrix import errors, private_files, settings
+from velyrix import errors
+from velyrix.controlplane.cmk import sealing
 from velyrix.controlplane.db.models.bmc import BmcCredential
 from velyrix.fleet.drivers.redfish import BmcEndpoint, Secret
 from velyrix.fleet.drivers.redfish.driver import EndpointSource
@@ -28,28 +29,12 @@ MAX_PASSWORD_CHARS = 256
 
 
 def key_path() -> Path:
-    current = settings.load()
-    base = Path(current.signing.key_dir) if current.signing.key_dir else current.paths.home / "keys"
-    return base / KEY_FILE
+    """The region's BMC-credential key file (``cmk.sealing``'s arrangement, with its own file)."""
+    return sealing.key_path(KEY_FILE)
 
 
 def _key() -> bytes:
-    path = key_path()
-    if not path.exists():
-        private_files.private_dir(path.parent)
-        tmp = path.with_name(f"{KEY_FILE}.{os.getpid()}.tmp")
-        fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
-        with os.fdopen(fd, "wb") as fh:
-            fh.write(AESGCM.generate_key(bit_length=256))
-        try:
-            os.link(tmp, path)  # first writer wins when two replicas race
-        except FileExistsError:
-            pass
-        tmp.unlink()
-    key = path.read_bytes()
-    if len(key) != 32:
-        raise errors.VelyrixError(f"{path} is not a 32-byte BMC-credential key")
-    return key
+    return sealing.region_key(KEY_FILE)
 
 
 def seal(password: str, node: str) -> bytes:
