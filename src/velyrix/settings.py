@@ -140,6 +140,9 @@ class IdentitySettings:
     webauthn_origins: str = field(default_factory=lambda: _env("VELYRIX_WEBAUTHN_ORIGINS", ""))
     """Comma-separated origins (``https://cloud.example``) assertions may come from; empty:
     ``https://<rp id>``, or, for the RP ID ``localhost``, any http(s)://localhost port."""
+    provider_tenant: str = field(default_factory=lambda: _env("VELYRIX_PROVIDER_TENANT", ""))
+    """The tenant of the provider's own staff: its users with a provider role (operator, auditor) act as
+    provider staff in the console (``controlplane/identity/provider_staff.py``); empty: none."""
 
 
 @dataclass(frozen=True)

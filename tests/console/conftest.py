@@ -29,6 +29,7 @@ class Tenant:
     key_name: str = ""
     node_names: list[str] = field(default_factory=list)
     sessions: dict[str, str] = field(default_factory=dict)
+    incident_id: str = ""
 
 
 def hardware(name: str, su: int, slot: int) -> dict[str, Any]:
@@ -134,6 +135,24 @@ def _cluster(s: Any, tenant: Tenant, nodes: int) -> None:
     )
 
 
+def incident(s: Any, tenant: Tenant, priority: str = "P1") -> str:
+    """A NOC incident of the tenant's cluster opened now (``ops.noc.incidents.open_incident``), its id."""
+    from velyrix.fleet import clock
+    from velyrix.ops.noc import incidents
+
+    row, _ = incidents.open_incident(
+        s,
+        key=f"capacity/{tenant.cluster_id}",
+        priority=priority,
+        title=f"{tenant.cluster_name} lost a node and no spare is left",
+        tenant_id=tenant.id,
+        cluster_id=tenant.cluster_id,
+        source="control-plane",
+        at=clock.now(),
+    )
+    return row.id
+
+
 @dataclass
 class World:
     app: Any
@@ -155,6 +174,7 @@ def world(db_url: str, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Wor
             acme, beta = _tenant(s, "acme"), _tenant(s, "beta")
             _cluster(s, acme, 4)
             _cluster(s, beta, 2)
+            acme.incident_id, beta.incident_id = incident(s, acme), incident(s, beta)
             s.commit()
         yield World(app, acme, beta)
         app.state.engine.dispose()

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from fastapi import APIRouter
 
-from velyrix.console import keys, live, pages
+from velyrix.console import keys, live, operator_fleet, operator_noc, pages
 
 ROUTERS: tuple[APIRouter, ...] = (pages.router, keys.router, live.router)
+ROUTERS += (operator_fleet.router, operator_noc.router)

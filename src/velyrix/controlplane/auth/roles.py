@@ -21,6 +21,7 @@ SCOPES: dict[str, str] = {
     "incidents:write": "acknowledge, update, mitigate and resolve incidents (provider NOC)",
     "audit:read": "read audit events (tenants: their own; auditors: every tenant's)",
     "fleet:operate": "register nodes and change their state (provider)",
+    "fleet:read": "read the whole fleet, its queues, incidents and capacity in the console (provider staff)",
     "nodes:report": "report a node's samples and health verdict (node agents' tokens only, never a role's)",
     "cmk:read": "read the tenant's customer-managed keys (where they live, never a credential)",
     "cmk:admin": "register, rotate, destroy customer-managed keys and grant or revoke their use",
@@ -73,6 +74,7 @@ PROVIDER_ROLES: dict[str, frozenset[str]] = {
             "nodes:read",
             "regions:read",
             "fleet:operate",
+            "fleet:read",
             "incidents:read",
             "incidents:write",
             "billing:read",
@@ -81,6 +83,7 @@ PROVIDER_ROLES: dict[str, frozenset[str]] = {
     ),
     "auditor": frozenset(
         {"tenants:read", "clusters:read", "nodes:read", "regions:read", "audit:read", "incidents:read", "billing:read"}
+        | {"fleet:read"}
     ),
     "physical-access": frozenset({"physical:report"}),  # badge and cage-door systems: routes/physical_access.py
 }

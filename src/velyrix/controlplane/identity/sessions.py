@@ -19,10 +19,10 @@ import sqlalchemy as sa
 from sqlalchemy import orm
 
 from velyrix import errors
-from velyrix.controlplane.auth import roles
 from velyrix.controlplane.auth.principals import Principal
 from velyrix.controlplane.db import models
 from velyrix.controlplane.db.models.identity import TenantIdentityPolicy, User, UserSession
+from velyrix.controlplane.identity import provider_staff
 
 COOKIE = "velyrix_session"
 CSRF_HEADER = "x-csrf-token"
@@ -161,12 +161,13 @@ def check(
                 status=403,
                 hint="register a security key at /ui/security, then sign in again",
             )
+    tenant_id, scopes = provider_staff.rights(conn, row)
     principal = Principal(
         key_id=row.id,
         name=row.user_name,
-        tenant_id=row.tenant_id,
+        tenant_id=tenant_id,
         role=row.role,
-        scopes=roles.TENANT_ROLES.get(row.role, frozenset()),
+        scopes=scopes,
         expires_at=row.expires_at,
         user_id=row.user_id,
         mfa_at=row.mfa_at,

@@ -1,0 +1,175 @@
+"""The operator pages for the provider's own staff (``console/operator_*.py``): users of the provider's
+tenant (``VELYRIX_PROVIDER_TENANT``) with a provider role who proved a second factor act as provider
+staff (``controlplane/identity/provider_staff.py``). The fleet grid shows every tenant's nodes and filters
+by GET parameters; the queues show quarantined nodes with their XID/ECC evidence; capacity has the API's
+figures; an incident is acknowledged, noted and resolved through the API's route with its timers and
+``console.incidents.act`` audit events. Tenant roles get 403 on all of them (test_console_leaks.py)."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from dataclasses import dataclass
+from typing import Any
+
+import pytest
+import sqlalchemy as sa
+from fastapi.testclient import TestClient
+
+from tests.console.conftest import World, incident, sample
+from velyrix.controlplane.identity import sessions
+
+PROVIDER = "velyrix-noc"
+
+
+@dataclass
+class Staff:
+    """Cookie secrets: ``operator`` and ``auditor`` (second factor proved), ``operator_no_mfa``, and a
+    user with the role name ``operator`` in tenant acme (``impostor``)."""
+
+    sessions: dict[str, str]
+
+
+def _user(s: Any, tenant_id: str, name: str, role: str, mfa: bool) -> str:
+    from velyrix.controlplane.db.models.identity import User
+    from velyrix.controlplane.identity import login
+
+    user = User(tenant_id=tenant_id, user_name=name, role=role)
+    s.add(user)
+    s.flush()
+    return str(login.start_session(s, user, "oidc", mfa=mfa)[1])
+
+
+@pytest.fixture(scope="module")
+def staff(world: World) -> Iterator[Staff]:
+    from velyrix.controlplane.db import models
+
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setenv("VELYRIX_PROVIDER_TENANT", PROVIDER)
+        with world.app.state.sessionmaker() as s:
+            row = models.Tenant(name=PROVIDER, display_name="the provider's NOC")
+            s.add(row)
+            s.flush()
+            found = {
+                "operator": _user(s, row.id, "ops@noc.example", "operator", True),
+                "auditor": _user(s, row.id, "audit@noc.example", "auditor", True),
+                "operator_no_mfa": _user(s, row.id, "new@noc.example", "operator", False),
+                "impostor": _user(s, world.acme.id, "ops@acme.example", "operator", True),
+            }
+            s.commit()
+        yield Staff(found)
+
+
+@pytest.fixture(scope="module")
+def client(world: World) -> Iterator[TestClient]:
+    with TestClient(world.app, base_url="https://testserver") as c:
+        yield c
+
+
+def _get(client: TestClient, secret: str, url: str) -> Any:
+    return client.get(url, headers={"cookie": f"{sessions.COOKIE}={secret}"}, follow_redirects=False)
+
+
+def _post(client: TestClient, secret: str, url: str, **form: str) -> Any:
+    data = {"csrf": sessions.csrf_token(secret), **form}
+    return client.post(url, data=data, headers={"cookie": f"{sessions.COOKIE}={secret}"}, follow_redirects=False)
+
+
+PAGES = ("/console/fleet", "/console/fleet/capacity", "/console/noc/incidents")
+
+
+def test_only_the_providers_staff_with_a_second_factor_open_the_operator_pages(
+    client: TestClient, staff: Staff, world: World
+) -> None:
+    for url in PAGES:
+        assert _get(client, staff.sessions["operator"], url).status_code == 200, url
+        assert _get(client, staff.sessions["auditor"], url).status_code == 200, url
+        assert _get(client, staff.sessions["operator_no_mfa"], url).status_code == 403, url
+        assert _get(client, staff.sessions["impostor"], url).status_code == 403, url
+    assert _get(client, staff.sessions["operator"], "/console/fleet/queues").status_code == 200
+    assert _get(client, staff.sessions["auditor"], "/console/fleet/queues").status_code == 403  # fleet:operate
+    # the impostor's role name gives it nothing in its own tenant either
+    assert _get(client, staff.sessions["impostor"], "/console/clusters").status_code == 403
+
+
+def test_the_fleet_grid_shows_every_tenants_nodes_and_filters_them(
+    client: TestClient, staff: Staff, world: World
+) -> None:
+    page = _get(client, staff.sessions["operator"], "/console/fleet").text
+    for name in world.acme.node_names + world.beta.node_names:
+        assert f'title="{name}: allocated / production' in page
+    assert page.count('class="n s-allocated"') == len(world.acme.node_names) + len(world.beta.node_names)
+    only_beta = _get(client, staff.sessions["operator"], "/console/fleet?tenant=beta").text
+    assert all(n in only_beta for n in world.beta.node_names)
+    assert not any(f'title="{n}:' in only_beta for n in world.acme.node_names)
+    assert "us-east-1, scalable unit 0" in only_beta
+    none = _get(client, staff.sessions["operator"], "/console/fleet?state=rma").text
+    assert "No node matches these filters." in none
+    typo = _get(client, staff.sessions["operator"], "/console/fleet?tenat=beta")
+    assert typo.status_code == 422 and "tenant" in typo.text
+
+
+def test_a_quarantined_node_is_in_the_queue_with_its_evidence(client: TestClient, staff: Staff, world: World) -> None:
+    from velyrix.controlplane.db import models
+    from velyrix.controlplane.db.models import health as health_tables
+
+    name = world.beta.node_names[1]
+    with world.app.state.sessionmaker() as s:
+        node = s.scalars(sa.select(models.Node).where(models.Node.name == name)).one()
+        node.fleet_stage = "quarantined"
+        report = s.scalars(sa.select(health_tables.NodeReport).where(health_tables.NodeReport.node_id == node.id)).one()
+        report.sample = sample(name, xid=79, dbe=2)
+        report.health_summary = "XID 79 on GPU 3: fallen off the bus"
+        s.commit()
+    page = _get(client, staff.sessions["operator"], "/console/fleet/queues").text
+    row = page.split(f'id="q-{name}"')[1].split("</tr>")[0]
+    assert "XID 79 on GPU 3: fallen off the bus" in row and "XID 79&times;2" in row and "2 DBE" in row
+    grid = _get(client, staff.sessions["operator"], "/console/fleet?state=quarantined").text
+    assert f'title="{name}: allocated / quarantined' in grid and 'class="n s-quarantined"' in grid
+    capacity = _get(client, staff.sessions["operator"], "/console/fleet/capacity").text
+    assert "<td>hgx-h200-8g</td><td>6</td>" in capacity  # 4 acme + 2 beta nodes
+
+
+def test_an_operator_acknowledges_notes_and_resolves_a_p1_through_the_api(
+    client: TestClient, staff: Staff, world: World
+) -> None:
+    from velyrix.controlplane.db import models
+
+    with world.app.state.sessionmaker() as s:
+        incident_id = incident(s, world.beta)  # the fixture's P1 of beta is active: the same one
+        s.commit()
+    assert incident_id == world.beta.incident_id
+    operator = staff.sessions["operator"]
+    listed = _get(client, operator, "/console/noc/incidents?priority=P1").text
+    assert world.acme.incident_id in listed and incident_id in listed
+    page = _get(client, operator, f"/console/noc/incidents/{incident_id}").text
+    assert 'data-timer="first response"' in page and "of 0:15:00" in page  # the default contract's P1 target
+    url = f"/console/noc/incidents/{incident_id}/actions"
+    assert _post(client, staff.sessions["auditor"], url, action="ack").status_code == 403
+    assert _post(client, operator, url, action="ack").status_code == 303
+    assert _post(client, operator, url, action="note", text="replacing the node from the spares").status_code == 303
+    acked = _get(client, operator, f"/console/noc/incidents/{incident_id}").text
+    assert 'id="incident-state">acknowledged' in acked and "replacing the node from the spares" in acked
+    assert 'data-timer="next update"' in acked
+    assert _post(client, operator, url, action="resolve", text="spare delivered").status_code == 303
+    again = _post(client, operator, url, action="ack")
+    assert again.status_code == 409 and 'id="act-action-error"' in again.text and "cannot become" in again.text
+    bad = _post(client, operator, url, action="explode")
+    assert bad.status_code == 422 and 'aria-describedby="act-action-error"' in bad.text
+    resolved = _get(client, operator, f"/console/noc/incidents/{incident_id}").text
+    assert 'id="incident-state">resolved' in resolved and "met" in resolved
+    with world.app.state.sessionmaker() as s:
+        events = list(
+            s.scalars(sa.select(models.AuditEvent).where(models.AuditEvent.target == f"incidents/{incident_id}"))
+        )
+        denied = list(
+            s.scalars(
+                sa.select(models.AuditEvent.status_code).where(
+                    models.AuditEvent.action == "console.incidents.act", models.AuditEvent.outcome == "denied"
+                )
+            )
+        )
+    done = sorted(e.detail["action"] for e in events if e.outcome == "success")
+    assert done == ["ack", "note", "resolve"]
+    assert {e.action for e in events} == {"console.incidents.act"}
+    assert all(e.actor.endswith("(ops@noc.example)") for e in events if e.outcome == "success")
+    assert set(denied) >= {403, 409, 422}
