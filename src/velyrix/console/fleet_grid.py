@@ -93,13 +93,14 @@ def matches(node: Any, tenant_name: str, wanted: Mapping[str, str]) -> bool:
 def layout(
     nodes: Sequence[Any], tenants: Mapping[str, str], health: Mapping[str, int | None], wanted: Mapping[str, str]
 ) -> list[Unit]:
-    """The nodes passing ``wanted`` by region, scalable unit (unknown last) and rack, slot order inside."""
+    """The nodes passing ``wanted`` by region, scalable unit (unknown last) and rack (in the order of their
+    first slot), slot order inside."""
     keyed = []
     for node in nodes:
         tenant = tenants.get(node.tenant_id or "", "")
         if matches(node, tenant, wanted):
             su, rack, slot = _position(node.hardware)
-            keyed.append(((node.region, su is None, su or 0, rack, slot, node.name), su, rack, tenant, node))
+            keyed.append(((node.region, su is None, su or 0, slot, rack, node.name), su, rack, tenant, node))
     units: dict[tuple[str, int | None], Unit] = {}
     for _key, su, rack, tenant, node in sorted(keyed, key=lambda k: k[0]):
         shown = status(node.provisioning_state, node.fleet_stage)
