@@ -29,6 +29,11 @@ class Tenant:
     key_name: str = ""
     node_names: list[str] = field(default_factory=list)
     sessions: dict[str, str] = field(default_factory=dict)
+    invoice_id: str = ""
+    invoice_number: str = ""
+    credit_note_id: str = ""
+    credit_note_number: str = ""
+    volume_name: str = ""
 
 
 def hardware(name: str, su: int, slot: int) -> dict[str, Any]:
@@ -134,6 +139,56 @@ def _cluster(s: Any, tenant: Tenant, nodes: int) -> None:
     )
 
 
+def _billing(s: Any, tenant: Tenant) -> None:
+    """An invoice, a credit note applied to it and a volume of ``tenant``, written as rows for the leak
+    matrix (tests/console/test_console_tenant.py produces them through the billing run instead)."""
+    from velyrix.controlplane.db import models
+    from velyrix.controlplane.db.models import noc as models_noc
+
+    number = f"CN-202611-{tenant.name.upper()}"
+    note = models_noc.CreditNote(
+        tenant_id=tenant.id,
+        number=number,
+        month="2026-11",
+        cluster_id=tenant.cluster_id,
+        state="applied",
+        amount="10.00",
+        remaining="0.00",
+        applications=[],
+        evidence={"credit_percent": "10"},
+    )
+    s.add(note)
+    s.flush()
+    line = {
+        "description": "GPU-hours",
+        "quantity": "1",
+        "unit": "GPU-hour",
+        "unit_price_usd": "100.00",
+        "amount_usd": "100.00",
+    }
+    invoice = models_noc.Invoice(
+        tenant_id=tenant.id,
+        number=f"INV-202612-{tenant.name.upper()}",
+        month="2026-12",
+        lines=[line],
+        credits=[{"credit_note_id": note.id, "number": number, "amount_usd": "10.00"}],
+        subtotal="100.00",
+        credits_applied="10.00",
+        total="90.00",
+    )
+    s.add(invoice)
+    s.flush()
+    note.applications = [{"invoice_id": invoice.id, "number": invoice.number, "amount_usd": "10.00"}]
+    tenant.invoice_id, tenant.invoice_number = invoice.id, invoice.number
+    tenant.credit_note_id, tenant.credit_note_number = note.id, number
+    tenant.volume_name = f"{tenant.name}-datasets"
+    s.add(
+        models.Volume(
+            tenant_id=tenant.id, name=tenant.volume_name, region="us-east-1", tier="parallel_fs", size_tb=80.0
+        )
+    )
+
+
 @dataclass
 class World:
     app: Any
@@ -155,6 +210,8 @@ def world(db_url: str, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Wor
             acme, beta = _tenant(s, "acme"), _tenant(s, "beta")
             _cluster(s, acme, 4)
             _cluster(s, beta, 2)
+            _billing(s, acme)
+            _billing(s, beta)
             s.commit()
         yield World(app, acme, beta)
         app.state.engine.dispose()

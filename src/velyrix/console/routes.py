@@ -5,5 +5,15 @@ from __future__ import annotations
 from fastapi import APIRouter
 
 from velyrix.console import keys, live, pages
+from velyrix.console.tenant_apply import router as tenant_apply_router
+from velyrix.console.tenant_billing import router as tenant_billing_router
+from velyrix.console.tenant_storage import router as tenant_storage_router
 
-ROUTERS: tuple[APIRouter, ...] = (pages.router, keys.router, live.router)
+ROUTERS: tuple[APIRouter, ...] = (
+    pages.router,
+    keys.router,
+    live.router,
+    tenant_billing_router,
+    tenant_apply_router,
+    tenant_storage_router,
+)
