@@ -302,6 +302,9 @@ def _invoice(page: Any, site: Site) -> None:
     assert "missed" in page.inner_text("#sla")
     assert axe_serious(page, "sla-report") == []
     page.goto(f"{site.url}/console/volumes")
+    volumes = page.inner_text("main")  # the seed's storage, as the reconciler created it
+    assert "acme-pretrain-parallel-fs" in volumes and "800.0 TB in 1 volume" in volumes
+    assert "acme-pretrain-object" in volumes and "2,000.0 TB in 1 volume" in volumes
     assert axe_serious(page, "volumes") == []
 
 
