@@ -34,6 +34,7 @@ class Tenant:
     credit_note_id: str = ""
     credit_note_number: str = ""
     volume_name: str = ""
+    team: str = ""
 
 
 def hardware(name: str, su: int, slot: int) -> dict[str, Any]:
@@ -140,10 +141,14 @@ def _cluster(s: Any, tenant: Tenant, nodes: int) -> None:
 
 
 def _billing(s: Any, tenant: Tenant) -> None:
-    """An invoice, a credit note applied to it and a volume of ``tenant``, written as rows for the leak
-    matrix (tests/console/test_console_tenant.py produces them through the billing run instead)."""
+    """An invoice, a credit note applied to it, a volume and a job's metered GPU time of ``tenant``, as rows
+    for the leak matrix (test_console_billing.py and test_console_jobs.py make them through the billing run
+    and the agents' reports instead)."""
+    import sqlalchemy as sa
+
     from velyrix.controlplane.db import models
     from velyrix.controlplane.db.models import noc as models_noc
+    from velyrix.controlplane.db.models.usage import JobUsage
 
     number = f"CN-202611-{tenant.name.upper()}"
     note = models_noc.CreditNote(
@@ -182,6 +187,22 @@ def _billing(s: Any, tenant: Tenant) -> None:
     tenant.invoice_id, tenant.invoice_number = invoice.id, invoice.number
     tenant.credit_note_id, tenant.credit_note_number = note.id, number
     tenant.volume_name = f"{tenant.name}-datasets"
+    tenant.team = f"{tenant.name}-team-private"
+    node = s.scalars(sa.select(models.Node).where(models.Node.cluster_id == tenant.cluster_id)).first()
+    s.add(
+        JobUsage(
+            tenant_id=tenant.id,
+            cluster_id=tenant.cluster_id,
+            node_id=node.id,
+            hpc_job="77",
+            team=tenant.team,
+            cost_center=f"{tenant.name}-cc",
+            allocated_gpu_s=7200.0,
+            busy_gpu_s=3600.0,
+            first_s=0.0,
+            last_s=900.0,
+        )
+    )
     s.add(
         models.Volume(
             tenant_id=tenant.id, name=tenant.volume_name, region="us-east-1", tier="parallel_fs", size_tb=80.0

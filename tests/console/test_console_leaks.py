@@ -91,6 +91,7 @@ def assert_no_leak(world: World, text: str, asked: str = "") -> None:
     beta = world.beta
     bits = (beta.cluster_id, beta.cluster_name, beta.key_id, beta.key_name, beta.id, *beta.node_names)
     bits += (beta.invoice_id, beta.invoice_number, beta.credit_note_id, beta.credit_note_number, beta.volume_name)
+    bits += (beta.team,)
     for secret_bit in (b for b in bits if b not in asked):
         assert secret_bit not in text, f"foreign {secret_bit!r} in the answer"
 

@@ -8,6 +8,7 @@ from velyrix.console import keys, live, pages
 from velyrix.console.tenant_apply import router as tenant_apply_router
 from velyrix.console.tenant_billing import router as tenant_billing_router
 from velyrix.console.tenant_storage import router as tenant_storage_router
+from velyrix.console.tenant_usage import router as tenant_usage_router
 
 ROUTERS: tuple[APIRouter, ...] = (
     pages.router,
@@ -16,4 +17,5 @@ ROUTERS: tuple[APIRouter, ...] = (
     tenant_billing_router,
     tenant_apply_router,
     tenant_storage_router,
+    tenant_usage_router,
 )
