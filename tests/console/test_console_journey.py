@@ -308,6 +308,44 @@ def _invoice(page: Any, site: Site) -> None:
     assert axe_serious(page, "volumes") == []
 
 
+def _usage(page: Any, site: Site, cluster_id: str) -> None:
+    """A job on one node of the seed (its job mapping written as the Slurm prolog writes it), the twin's node
+    agents reporting while its clock moves on: the usage page shows its team's GPU-hours, chart and table."""
+    import sqlalchemy as sa
+
+    from velyrix.agent import jobs
+    from velyrix.controlplane.db import models
+    from velyrix.controlplane.db.models.usage import JobUsage
+    from velyrix.ops import twin_agents
+
+    app, sim = site.served.app, site.runtime.sim
+    with app.state.sessionmaker() as s:
+        node = s.scalars(sa.select(models.Node.name).where(models.Node.cluster_id == cluster_id)).first()
+    root = site.home / "jobmap"
+    jobs.write_prolog(root / node, "1001", list(range(8)), user="alice", team="pretrain", cost_center="research")
+    sim.nodes[node].load_pct = 90.0
+    agents = twin_agents.TwinAgents(app.state.sessionmaker, sim, site.url, interval_s=0.5, job_map_root=root)
+    agents.start()
+    try:
+        deadline = time.monotonic() + 120
+        while True:
+            with app.state.sessionmaker() as s:
+                row = s.scalar(sa.select(JobUsage).where(JobUsage.hpc_job == "1001"))
+                if row is not None and row.busy_gpu_s > 0:
+                    break
+            assert time.monotonic() < deadline, "no usage metered from the agents' reports"
+            sim.advance(300.0)
+            time.sleep(0.5)
+    finally:
+        agents.stop()
+    page.click("text=Usage")
+    page.wait_for_selector("#chart-team")
+    assert "pretrain" in page.inner_text("#usage-team-table") and "research" in page.inner_text(
+        "#usage-cost-center-table"
+    )
+    assert axe_serious(page, "usage") == []
+
+
 def test_the_tenant_s_journey(browser: Any, site: Site, tmp_path: Path) -> None:  # noqa: F811
     context = browser.new_context(bypass_csp=True, viewport={"width": 1280, "height": 800}, accept_downloads=True)
     page = context.new_page()
@@ -322,4 +360,5 @@ def test_the_tenant_s_journey(browser: Any, site: Site, tmp_path: Path) -> None:
     _acceptance(page, site, tmp_path)
     _key(page, site)
     _invoice(page, site)
+    _usage(page, site, cluster_id)
     context.close()
