@@ -30,6 +30,12 @@ class Tenant:
     node_names: list[str] = field(default_factory=list)
     sessions: dict[str, str] = field(default_factory=dict)
     incident_id: str = ""
+    invoice_id: str = ""
+    invoice_number: str = ""
+    credit_note_id: str = ""
+    credit_note_number: str = ""
+    volume_name: str = ""
+    team: str = ""
 
 
 def hardware(name: str, su: int, slot: int) -> dict[str, Any]:
@@ -151,6 +157,74 @@ def incident(s: Any, tenant: Tenant, priority: str = "P1") -> str:
         at=clock.now(),
     )
     return row.id
+def _billing(s: Any, tenant: Tenant) -> None:
+    """An invoice, a credit note applied to it, a volume and a job's metered GPU time of ``tenant``, as rows
+    for the leak matrix (test_console_billing.py and test_console_jobs.py make them through the billing run
+    and the agents' reports instead)."""
+    import sqlalchemy as sa
+
+    from velyrix.controlplane.db import models
+    from velyrix.controlplane.db.models import noc as models_noc
+    from velyrix.controlplane.db.models.usage import JobUsage
+
+    number = f"CN-202611-{tenant.name.upper()}"
+    note = models_noc.CreditNote(
+        tenant_id=tenant.id,
+        number=number,
+        month="2026-11",
+        cluster_id=tenant.cluster_id,
+        state="applied",
+        amount="10.00",
+        remaining="0.00",
+        applications=[],
+        evidence={"credit_percent": "10"},
+    )
+    s.add(note)
+    s.flush()
+    line = {
+        "description": "GPU-hours",
+        "quantity": "1",
+        "unit": "GPU-hour",
+        "unit_price_usd": "100.00",
+        "amount_usd": "100.00",
+    }
+    invoice = models_noc.Invoice(
+        tenant_id=tenant.id,
+        number=f"INV-202612-{tenant.name.upper()}",
+        month="2026-12",
+        lines=[line],
+        credits=[{"credit_note_id": note.id, "number": number, "amount_usd": "10.00"}],
+        subtotal="100.00",
+        credits_applied="10.00",
+        total="90.00",
+    )
+    s.add(invoice)
+    s.flush()
+    note.applications = [{"invoice_id": invoice.id, "number": invoice.number, "amount_usd": "10.00"}]
+    tenant.invoice_id, tenant.invoice_number = invoice.id, invoice.number
+    tenant.credit_note_id, tenant.credit_note_number = note.id, number
+    tenant.volume_name = f"{tenant.name}-datasets"
+    tenant.team = f"{tenant.name}-team-private"
+    node = s.scalars(sa.select(models.Node).where(models.Node.cluster_id == tenant.cluster_id)).first()
+    s.add(
+        JobUsage(
+            tenant_id=tenant.id,
+            cluster_id=tenant.cluster_id,
+            node_id=node.id,
+            hpc_job="77",
+            team=tenant.team,
+            cost_center=f"{tenant.name}-cc",
+            allocated_gpu_s=7200.0,
+            busy_gpu_s=3600.0,
+            first_s=0.0,
+            last_s=900.0,
+        )
+    )
+    s.add(
+        models.Volume(
+            tenant_id=tenant.id, name=tenant.volume_name, region="us-east-1", tier="parallel_fs", size_tb=80.0
+        )
+    )
 
 
 @dataclass
@@ -175,6 +249,8 @@ def world(db_url: str, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Wor
             _cluster(s, acme, 4)
             _cluster(s, beta, 2)
             acme.incident_id, beta.incident_id = incident(s, acme), incident(s, beta)
+            _billing(s, acme)
+            _billing(s, beta)
             s.commit()
         yield World(app, acme, beta)
         app.state.engine.dispose()

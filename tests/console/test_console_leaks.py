@@ -17,6 +17,7 @@ import sqlalchemy as sa
 from fastapi.routing import APIRoute
 from fastapi.testclient import TestClient
 
+from tests.console import test_console_tenant as console_tenant
 from tests.console.conftest import Tenant, World
 from tests.controlplane.conftest import TENANT_ROLES
 from velyrix.controlplane.auth import roles
@@ -51,6 +52,7 @@ def _fresh_key(world: World, tenant: Tenant) -> str:
 
 def url_of(route: APIRoute, world: World, ids: Tenant) -> str:
     values = {"cluster_id": ids.cluster_id, "key_id": ids.key_id, "incident_id": ids.incident_id}
+    values |= {"invoice_id": ids.invoice_id, "credit_note_id": ids.credit_note_id}
     if route.name == "console.api_keys.revoke" and ids is world.acme:
         values["key_id"] = _fresh_key(world, ids)
     names = set(route.param_convertors)
@@ -66,6 +68,8 @@ def call(client: TestClient, route: APIRoute, url: str, secret: str | None, csrf
         form = {"csrf": sessions.csrf_token(secret) if secret and csrf else ""}
         if route.name == "console.api_keys.create":
             form |= {"name": f"console-key-{next(_COUNT)}", "role": "viewer"}
+        if route.name in ("console.clusters.plan", "console.clusters.create"):
+            form |= console_tenant.declaration_form(client.app, f"leak-{next(_COUNT)}")
         return client.post(url, data=form, headers=headers, follow_redirects=False)
     if route.name == "console.cluster_stream":
         with client.stream("GET", url, headers=headers, follow_redirects=False) as answer:
@@ -87,6 +91,8 @@ def assert_no_leak(world: World, text: str, asked: str = "") -> None:
     beta = world.beta
     bits = (beta.cluster_id, beta.cluster_name, beta.key_id, beta.key_name, beta.id, *beta.node_names)
     bits += (beta.incident_id,)
+    bits += (beta.invoice_id, beta.invoice_number, beta.credit_note_id, beta.credit_note_number, beta.volume_name)
+    bits += (beta.team,)
     for secret_bit in (b for b in bits if b not in asked):
         assert secret_bit not in text, f"foreign {secret_bit!r} in the answer"
 

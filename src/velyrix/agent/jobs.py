@@ -22,6 +22,7 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 from velyrix import errors
 
@@ -31,6 +32,8 @@ JOB_MAP_DIR = "/run/velyrix/jobs"
 JOB_ID = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.:@-]{0,63}$")
 INFO_FIELDS = ("user", "team", "cost_center", "account")
 MAX_VALUE_CHARS = 64
+MAX_REPORTED_JOBS = 64
+"""Jobs one node report lists (eight GPUs at ``max_jobs_per_gpu`` 4 make 32 at most)."""
 
 
 @dataclass(frozen=True)
@@ -75,6 +78,16 @@ class JobMap:
     def job_ids(self) -> list[str]:
         """Every job id present, sorted."""
         return sorted({j for jobs in self.gpu_jobs.values() for j in jobs})
+
+    def report(self, max_jobs: int = MAX_REPORTED_JOBS) -> list[dict[str, Any]]:
+        """The jobs as a node report carries them (``NodeSample.jobs``): per job its id (``hpc_job``, the
+        exporter's label), GPU indices and attribution, at most ``max_jobs`` jobs (sorted by id)."""
+        out = []
+        for job in self.job_ids()[:max_jobs]:
+            info = self.info.get(job) or JobInfo(hpc_job=job)
+            gpus = sorted(g for g, on in self.gpu_jobs.items() if job in on)
+            out.append({"hpc_job": job, "gpus": gpus} | {k: getattr(info, k) for k in INFO_FIELDS})
+        return out
 
 
 def read_job_map(directory: str | Path | None, max_jobs_per_gpu: int = 4) -> JobMap:

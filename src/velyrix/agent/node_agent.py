@@ -12,11 +12,12 @@ from __future__ import annotations
 
 import logging
 import threading
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
 from velyrix import errors
-from velyrix.agent import wall_rates
+from velyrix.agent import jobs, wall_rates
 from velyrix.agent.checks.monitor import HealthMonitor
 from velyrix.agent.collectors.base import Collector, NodeSample
 from velyrix.agent.reporting import Reporter
@@ -37,6 +38,9 @@ class NodeAgent:
     reports_sent: int = 0
     last_error: str | None = None
     last_answer: dict[str, Any] = field(default_factory=dict)
+    job_map: Callable[[], jobs.JobMap] | None = None
+    """The node's job mapping read now (the prolog's directory: ``jobs.read_job_map``); each report carries
+    its jobs (``NodeSample.jobs``). None: the report names no job."""
     unchanged_every_s: float | None = None
     """None (default): report every poll. A number: a poll whose evidence and verdict equal the last report's
     is sent only once this many seconds of the sample clock have passed since that report (a heartbeat);
@@ -57,6 +61,8 @@ class NodeAgent:
             self.last_error = exc.message
             log.warning("%s", exc.message)
             return None
+        if self.job_map is not None and sample.up:
+            sample.jobs = self.job_map().report()
         seen = fingerprint(sample) if self.unchanged_every_s is not None else None
         last = self.monitor.last
         if seen is not None and seen == self._last_polled and last is not None and last.action == Action.IGNORE:
@@ -113,4 +119,5 @@ def fingerprint(sample: NodeSample) -> Any:
         for p in sample.ib_ports
     ]
     drives = [sorted((k, v) for k, v in vars(d).items() if k not in wall_rates.NVME_FLOW_FIELDS) for d in sample.nvme]
-    return (sample.up, sample.booted_at_s, tuple(sample.problems), repr(gpus), repr(ports), repr(drives))
+    jobs_on = repr(sample.jobs)  # a job starting or ending is news
+    return (sample.up, sample.booted_at_s, tuple(sample.problems), repr(gpus), repr(ports), repr(drives), jobs_on)

@@ -71,9 +71,13 @@ class MetricsSource:
         """Flow counters of twin-clock collectors, shown on the wall clock (``velyrix.agent.wall_rates``)."""
 
     def samples(self) -> list[NodeSample]:
-        """Latest samples of every node as collected (collected now unless younger than ``min_interval_s``):
-        what is reported to the control plane."""
-        return self._collect()[0]
+        """Latest samples of every node as collected (collected now unless younger than ``min_interval_s``),
+        each with the jobs of its mapping read now (``NodeSample.jobs``): what is reported to the control plane."""
+        out = self._collect()[0]
+        for sample, node in zip(out, self.nodes, strict=True):
+            if sample.up:
+                sample.jobs = node.job_map(sample, self.max_jobs_per_gpu).report()
+        return out
 
     def _collect(self) -> tuple[list[NodeSample], list[NodeSample]]:
         """The latest samples, and the same as the exposition shows them (twin-clock collectors' flow

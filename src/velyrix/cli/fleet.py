@@ -177,6 +177,7 @@ def up(
             interval_s=agent_interval_s,
             step_s=agent_step_s or None,
             until_s=until_days * 86400.0 if until_days else None,
+            job_map_root=schedulers.job_map_root if schedulers is not None else None,
         )
         agents.start()
     common.console(stderr=True).print(

@@ -12,10 +12,38 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from velyrix.agent.jobs import INFO_FIELDS, JOB_ID, MAX_REPORTED_JOBS, MAX_VALUE_CHARS
 from velyrix.fleet.hardware import StoredHardware
 
 HEALTH = {0: "ok", 1: "warn", 2: "degraded", 3: "fatal"}
 """``velyrix.health.ladder.Level`` value -> the word (and CSS class) the grid shows."""
+
+
+@dataclass(frozen=True)
+class Job:
+    """A job on a node, as its agent reported it (``NodeSample.jobs``: the exporter's ``hpc_job``)."""
+
+    hpc_job: str
+    gpus: tuple[int, ...]
+    user: str = ""
+    team: str = ""
+    cost_center: str = ""
+    account: str = ""
+
+
+def jobs_of(sample: Mapping[str, Any] | None) -> tuple[Job, ...]:
+    """The reported jobs that are well formed (an id matching ``JOB_ID``, GPU indices, short attribution):
+    a report is the node's claim, shown only within the agent's own limits (``velyrix.agent.jobs``)."""
+    out = []
+    raw = (sample or {}).get("jobs")
+    for j in raw[:MAX_REPORTED_JOBS] if isinstance(raw, list) else ():
+        job = j.get("hpc_job") if isinstance(j, Mapping) else None
+        if not isinstance(job, str) or not JOB_ID.match(job):
+            continue
+        gpus = tuple(sorted({g for g in j.get("gpus") or () if isinstance(g, int) and 0 <= g < 1024}))
+        info = {k: str(j.get(k) or "")[:MAX_VALUE_CHARS] for k in INFO_FIELDS}
+        out.append(Job(job, gpus, **info))
+    return tuple(out)
 
 
 @dataclass(frozen=True)
@@ -28,6 +56,7 @@ class Gpu:
     ecc_sbe: int | None
     ecc_dbe: int | None
     temperature_c: float | None
+    jobs: tuple[str, ...] = ()
 
     @property
     def health(self) -> str:
@@ -48,6 +77,8 @@ class NodeCell:
     health: str
     summary: str
     gpus: tuple[Gpu, ...]
+    jobs: tuple[Job, ...] = ()
+    """The jobs its last report named; none: idle."""
 
 
 @dataclass
@@ -68,8 +99,12 @@ def _int(value: Any) -> int | None:
 
 
 def gpus(sample: Mapping[str, Any] | None, hardware: Mapping[str, Any] | None) -> tuple[Gpu, ...]:
-    """The GPUs of a report's sample, ordered by rail."""
+    """The GPUs of a report's sample, ordered by rail, each with the jobs on it."""
     rails = _rails(hardware)
+    on: dict[int, list[str]] = {}
+    for job in jobs_of(sample):
+        for g in job.gpus:
+            on.setdefault(g, []).append(job.hpc_job)
     out: list[Gpu] = []
     for g in (sample or {}).get("gpus") or ():
         index = int(g.get("index", len(out)))
@@ -82,6 +117,7 @@ def gpus(sample: Mapping[str, Any] | None, hardware: Mapping[str, Any] | None) -
                 ecc_sbe=_int(g.get("ecc_sbe_volatile")),
                 ecc_dbe=_int(g.get("ecc_dbe_volatile")),
                 temperature_c=None if temperature is None else float(temperature),
+                jobs=tuple(on.get(index, ())),
             )
         )
     return tuple(sorted(out, key=lambda gpu: gpu.rail))
@@ -108,6 +144,7 @@ def layout(nodes: Sequence[Any], reports: Mapping[str, Any]) -> list[Unit]:
             health=health,
             summary=str(getattr(report, "health_summary", "") or ""),
             gpus=gpus(getattr(report, "sample", None), node.hardware),
+            jobs=jobs_of(getattr(report, "sample", None)),
         )
         units.setdefault(su, Unit(su)).nodes.append(cell)
     return list(units.values())

@@ -5,6 +5,18 @@ from __future__ import annotations
 from fastapi import APIRouter
 
 from velyrix.console import keys, live, operator_fleet, operator_noc, pages
+from velyrix.console.tenant_apply import router as tenant_apply_router
+from velyrix.console.tenant_billing import router as tenant_billing_router
+from velyrix.console.tenant_storage import router as tenant_storage_router
+from velyrix.console.tenant_usage import router as tenant_usage_router
 
-ROUTERS: tuple[APIRouter, ...] = (pages.router, keys.router, live.router)
+ROUTERS: tuple[APIRouter, ...] = (
+    pages.router,
+    keys.router,
+    live.router,
+    tenant_billing_router,
+    tenant_apply_router,
+    tenant_storage_router,
+    tenant_usage_router,
+)
 ROUTERS += (operator_fleet.router, operator_noc.router)

@@ -21,7 +21,7 @@ import sqlalchemy as sa
 from sqlalchemy import orm
 
 from velyrix import errors
-from velyrix.controlplane import node_evidence
+from velyrix.controlplane import job_usage, node_evidence
 from velyrix.controlplane.auth import keys
 from velyrix.controlplane.db import health_tables, models
 
@@ -64,6 +64,7 @@ def record_report(
     verdict = judgement.verdict
     row = session.scalar(sa.select(health_tables.NodeReport).where(health_tables.NodeReport.node_id == node.id))
     previous = row.health_action if row is not None else None
+    job_usage.meter(session, node, row, report)  # the interval since the last report, to the jobs it named
     if row is None:
         row = health_tables.NodeReport(node_id=node.id, reports=0, actions=[])
         session.add(row)

@@ -12,9 +12,11 @@ from fastapi import APIRouter, FastAPI
 
 from velyrix.console import render as console_render
 from velyrix.console import routes as console_routes
+from velyrix.console import tenant_billing as console_tenant_billing
 from velyrix.controlplane.api import app as controlplane_api
 from velyrix.ops import access_routes, connectivity_routes, node_actions, twin_routes
 from velyrix.ops.billing import routes as billing_routes
+from velyrix.ops.billing import views as billing_views
 from velyrix.ops.noc import intake_routes, pagerduty_routes, pagerduty_views, statuspage_routes
 from velyrix.ops.noc import routes as noc_routes
 from velyrix.ops.rollouts import routes as rollout_routes
@@ -58,6 +60,7 @@ def create_app(*args: Any, noc_sweep_s: float = 0.0, **kwargs: Any) -> FastAPI:
     for router in (*OPS_ROUTERS, *KEYED_ROUTERS, *CONSOLE_ROUTERS):
         app.include_router(router)
     console_render.install(app)
+    setattr(app.state, console_tenant_billing.SLA_REPORT, billing_views.report)  # the console's SLA reports
     app.state.refusal_shapes[pagerduty_routes.ENQUEUE_ROUTER.prefix + "/"] = pagerduty_views.refusal
     app.openapi_schema = None
     if noc_sweep_s > 0:

@@ -18,6 +18,7 @@ processes read their twin node through ``velyrix.ops.twin_routes``).
 
 from __future__ import annotations
 
+import functools
 import logging
 import threading
 import time
@@ -27,7 +28,7 @@ import httpx
 import sqlalchemy as sa
 from sqlalchemy import orm
 
-from velyrix.agent import fleet_targets
+from velyrix.agent import fleet_targets, jobs
 from velyrix.agent.checks.monitor import HealthMonitor
 from velyrix.agent.collectors.sim import twin_sample
 from velyrix.agent.collectors.twin import TwinCollector
@@ -74,14 +75,23 @@ HEARTBEAT_S = 86400.0
 """Fast-forward: simulated seconds after which an agent reports an unchanged node anyway."""
 
 
-def agent_for(region: SimRegion, hostname: str, reporter: Reporter | None, *, window_samples: int = 120) -> NodeAgent:
+def agent_for(
+    region: SimRegion,
+    hostname: str,
+    reporter: Reporter | None,
+    *,
+    window_samples: int = 120,
+    job_map_dir: Path | None = None,
+) -> NodeAgent:
     """The agent of twin node ``hostname``: ``twin`` collector on the live node, health monitor on the twin's
-    clock (the samples' own time), ``reporter`` to the control plane."""
+    clock (the samples' own time), ``reporter`` to the control plane; ``job_map_dir``: the node's job mapping
+    (the delivered Slurm's prolog writes it), whose jobs each report names."""
     collector = TwinCollector(hostname, lambda h: twin_sample(region, h))
     monitor = HealthMonitor(
         hostname, collector, InMemorySeam(clock=region.clock.now), clock=None, max_samples=window_samples
     )
-    return NodeAgent(collector, monitor, reporter)
+    job_map = None if job_map_dir is None else functools.partial(jobs.read_job_map, job_map_dir)
+    return NodeAgent(collector, monitor, reporter, job_map=job_map)
 
 
 class TwinAgents:
@@ -96,8 +106,11 @@ class TwinAgents:
         interval_s: float = AGENT_INTERVAL_S,
         step_s: float | None = None,
         until_s: float | None = None,
+        job_map_root: Path | None = None,
     ) -> None:
-        """``step_s``: fast-forward (see the module doc), up to the simulated time ``until_s`` (None: on and on)."""
+        """``step_s``: fast-forward (see the module doc), up to the simulated time ``until_s`` (None: on and on);
+        ``job_map_root``: each node's job mapping is ``<job_map_root>/<hostname>/`` (``serve_exporter``)."""
+        self.job_map_root = job_map_root
         self.sessionmaker = sessionmaker
         self.region = region
         self.url = url
@@ -123,7 +136,8 @@ class TwinAgents:
         """One agent per twin node, each with its own token."""
         for hostname, token in sorted(self.issue_tokens().items()):
             reporter = Reporter(self.url, token, attempts=3, backoff_s=0.2, max_backoff_s=2.0, client=self.client)
-            self.agents[hostname] = agent_for(self.region, hostname, reporter)
+            jobs_dir = None if self.job_map_root is None else self.job_map_root / hostname
+            self.agents[hostname] = agent_for(self.region, hostname, reporter, job_map_dir=jobs_dir)
             if self.step_s is not None:
                 self.agents[hostname].unchanged_every_s = HEARTBEAT_S
 

@@ -137,6 +137,9 @@ class NodeSample:
     health_action: int | None = None
     """Rung of ``velyrix.health.ladder.Action`` the verdict asks for (0 ignore .. 7 RMA)."""
     health_summary: str = ""
+    jobs: list[dict[str, Any]] = field(default_factory=list)
+    """The jobs on the node's GPUs when it was read (``velyrix.agent.jobs.JobMap.report``: ``hpc_job``,
+    ``gpus``, attribution), the job mapping the exporter labels its series with; empty when idle."""
     health_verdict: dict[str, Any] | None = None
     """The whole verdict (``velyrix.health.engine.Verdict.to_dict()``: level, action, every reason), set
     with ``health_level``; the reporter sends it beside the sample, typed, never as a summary string."""

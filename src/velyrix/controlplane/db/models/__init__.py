@@ -41,6 +41,7 @@ from velyrix.controlplane.db.models.resources import (
     Volume,
 )
 from velyrix.controlplane.db.models.rollouts import Rollout, RolloutStep  # noqa: F401  (0017)
+from velyrix.controlplane.db.models.usage import JobUsage  # noqa: F401  (GPU time per job: 0029)
 
 sa.event.listen(Base, "init", assign_id, propagate=True)
 
