@@ -157,6 +157,8 @@ def incident(s: Any, tenant: Tenant, priority: str = "P1") -> str:
         at=clock.now(),
     )
     return row.id
+
+
 def _billing(s: Any, tenant: Tenant) -> None:
     """An invoice, a credit note applied to it, a volume and a job's metered GPU time of ``tenant``, as rows
     for the leak matrix (test_console_billing.py and test_console_jobs.py make them through the billing run
