@@ -5,7 +5,9 @@ from __future__ import annotations
 
 import math
 
+import hypothesis
 import pytest
+from hypothesis import strategies as st
 
 from velyrix import errors
 from velyrix.planners import goodput as gp
@@ -166,3 +168,27 @@ def test_the_plan_states_the_proactive_figures_beside_the_reactive_ones():
     pro = plan.to_dict()["proactive"]
     assert 0.25 < pro["caught_share"] < 0.40  # the catalog's precursor causes (34%) x the catch share
     assert plan.ettr < pro["ettr"] and pro["ettr_run_interval"][0] < pro["ettr_simulated"] < pro["ettr_run_interval"][1]
+
+
+@hypothesis.settings(max_examples=300, deadline=None)
+@hypothesis.given(
+    st.lists(st.floats(min_value=0.0, max_value=1.0, allow_nan=False), min_size=1, max_size=400),
+    st.sampled_from([*gp.RUN_INTERVAL_PCT, 0.0, 50.0, 100.0, 37.3]),
+)
+def test_percentile_is_numpys_to_the_bit(values: list[float], pct: float) -> None:
+    # The plan's per-run interval must not move when numpy.percentile is not called (velyrix plan output).
+    import numpy as np
+
+    assert gp.percentile_linear(sorted(values), pct) == float(np.percentile(np.array(values), pct))
+
+
+def test_simulation_does_not_load_numpy_ma() -> None:
+    import subprocess
+    import sys
+
+    code = (
+        "import sys; from velyrix.planners import goodput as g; "
+        "g.simulate_ettr(1800, 30, 600, 36000, horizon_s=86400 * 30, replicas=50); print('numpy.ma' in sys.modules)"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
+    assert out.strip() == "False"

@@ -104,6 +104,21 @@ def ettr_first_order_proactive(
     return min(1.0, max(0.0, value))
 
 
+def percentile_linear(ranked: list[float], pct: float) -> float:
+    """The ``pct`` percentile (0-100) of the ascending ``ranked`` values, by linear interpolation between
+    the closest ranks: the same float operations as ``numpy.percentile``'s default method, so the same
+    result to the bit (tests/planners/test_goodput.py), without importing ``numpy.ma`` as it does."""
+    n = len(ranked)
+    virtual = (n - 1) * (pct / 100.0)
+    if virtual >= n - 1:
+        return ranked[-1]
+    below = max(0, math.floor(virtual))
+    gamma = virtual - below
+    a, b = ranked[below], ranked[below + 1]
+    diff = b - a
+    return b - diff * (1.0 - gamma) if gamma >= 0.5 else a + diff * gamma
+
+
 @dataclass(frozen=True)
 class Simulation:
     """Result of the Monte Carlo run: mean ETTR, its 95% interval, failures per replica."""
@@ -186,7 +201,8 @@ def simulate_ettr(
     mean = float(ettr.mean())
     std = float(ettr.std(ddof=1))
     half = Z_95 * std / math.sqrt(replicas)
-    lo_run, hi_run = (float(x) for x in np.percentile(ettr, RUN_INTERVAL_PCT))
+    ranked = np.sort(ettr).tolist()
+    lo_run, hi_run = (percentile_linear(ranked, pct) for pct in RUN_INTERVAL_PCT)
     return Simulation(
         replicas=replicas,
         horizon_s=horizon_s,
