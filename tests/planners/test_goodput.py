@@ -192,3 +192,40 @@ def test_simulation_does_not_load_numpy_ma() -> None:
     )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
     assert out.strip() == "False"
+
+
+def _full_width_ettr(
+    interval: float, save: float, restart: float, mtti: float, horizon: float, seed: int
+) -> list[float]:
+    """The simulation computed over every drawn segment (no truncation): the oracle for ``simulate_ettr``."""
+    import numpy as np
+
+    rng = np.random.default_rng(seed)
+    expected = horizon / mtti
+    k = int(expected + 6.0 * math.sqrt(expected) + 16)
+    gaps = rng.exponential(mtti, size=(300, k))
+    ends = np.cumsum(gaps, axis=1)
+    assert ends[:, -1].min() >= horizon
+    starts = ends - gaps
+    run = np.clip(np.minimum(gaps, horizon - starts), 0.0, None)
+    run[:, 1:] = np.clip(run[:, 1:] - restart, 0.0, None)
+    cycles = np.floor(run / (interval + save))
+    partial = np.where(ends > horizon, np.minimum(run - cycles * (interval + save), interval), 0.0)
+    return sorted(((cycles * interval + partial).sum(axis=1) / horizon).tolist())
+
+
+@pytest.mark.parametrize(
+    ("interval", "save", "restart", "mtti"),
+    [(1800.0, 30.0, 600.0, 11131.0), (300.0, 5.0, 0.0, 3600.0), (14000.0, 400.0, 2000.0, 9e5), (60.0, 0.0, 60.0, 2e6)],
+)
+def test_segments_after_the_horizon_are_not_computed_and_change_nothing(
+    interval: float, save: float, restart: float, mtti: float
+) -> None:
+    horizon = 30 * 86400.0
+    sim = gp.simulate_ettr(interval, save, restart, mtti, horizon_s=horizon, replicas=300, seed=7)
+    oracle = _full_width_ettr(interval, save, restart, mtti, horizon, seed=7)
+    assert math.isclose(sim.ettr_mean, sum(oracle) / len(oracle), rel_tol=1e-12)
+    assert sim.ettr_run_interval == (
+        gp.percentile_linear(oracle, gp.RUN_INTERVAL_PCT[0]),
+        gp.percentile_linear(oracle, gp.RUN_INTERVAL_PCT[1]),
+    )

@@ -181,11 +181,16 @@ def simulate_ettr(
             more = rng.exponential(mtti_s, size=(n, k))
             gaps = np.concatenate([gaps, more], axis=1)
             ends = np.cumsum(gaps, axis=1)
+        width = gaps.shape[1]
+        planned = rng.random(size=gaps.shape) < planned_share if planned_share > 0 else np.zeros(gaps.shape, bool)
         starts = ends - gaps
+        # Only the first ``cols`` segments start inside the horizon for some replica (a prefix: starts grow
+        # along a row); the later ones add exactly 0.0, so they are left at 0.0 and not computed.
+        cols = int(np.count_nonzero((starts < horizon_s).any(axis=0)))
+        gaps, ends, starts, planned = gaps[:, :cols], ends[:, :cols], starts[:, :cols], planned[:, :cols]
         # Length of each segment inside the horizon (0 for segments that start after it).
         length = np.clip(np.minimum(gaps, horizon_s - starts), 0.0, None)
         ended_by_failure = ends <= horizon_s
-        planned = rng.random(size=gaps.shape) < planned_share if planned_share > 0 else np.zeros(gaps.shape, bool)
         # Every segment but the first starts with a restart after an interruption.
         run = length
         restarts = np.where(planned[:, :-1], restart_s if planned_restart_s is None else planned_restart_s, restart_s)
@@ -196,7 +201,9 @@ def simulate_ettr(
         # failure keep only completed saves.
         keeps = ~ended_by_failure | planned
         partial = np.where(keeps, np.minimum(run - cycles * cycle, interval_s), 0.0)
-        ettr[lo : lo + n] = (cycles * interval_s + partial).sum(axis=1) / horizon_s
+        useful = np.zeros((n, width))  # summed over every segment, as drawn: the same float sums to the bit
+        useful[:, :cols] = cycles * interval_s + partial
+        ettr[lo : lo + n] = useful.sum(axis=1) / horizon_s
         failures[lo : lo + n] = ended_by_failure.sum(axis=1)
     mean = float(ettr.mean())
     std = float(ettr.std(ddof=1))
