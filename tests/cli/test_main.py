@@ -47,7 +47,7 @@ def test_plan_does_not_load_service_or_numeric_libraries() -> None:
         "import sys; sys.argv = ['velyrix', 'plan', 'examples/acme-pretrain.tf']\n"
         "from velyrix.cli import main\n"
         "try:\n    main.run()\nexcept SystemExit:\n    pass\n"
-        "heavy = [m for m in ('numpy', 'scipy', 'networkx', 'fastapi', 'sqlalchemy', 'httpx', 'matplotlib')"
+        "heavy = [m for m in ('numpy', 'scipy', 'networkx', 'fastapi', 'sqlalchemy', 'httpx', 'matplotlib', 'ssl')"
         " if m in sys.modules]\n"
         "print('HEAVY', heavy, file=sys.stderr)"
     )

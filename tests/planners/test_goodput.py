@@ -5,7 +5,9 @@ from __future__ import annotations
 
 import math
 
+import hypothesis
 import pytest
+from hypothesis import strategies as st
 
 from velyrix import errors
 from velyrix.planners import goodput as gp
@@ -166,3 +168,64 @@ def test_the_plan_states_the_proactive_figures_beside_the_reactive_ones():
     pro = plan.to_dict()["proactive"]
     assert 0.25 < pro["caught_share"] < 0.40  # the catalog's precursor causes (34%) x the catch share
     assert plan.ettr < pro["ettr"] and pro["ettr_run_interval"][0] < pro["ettr_simulated"] < pro["ettr_run_interval"][1]
+
+
+@hypothesis.settings(max_examples=300, deadline=None)
+@hypothesis.given(
+    st.lists(st.floats(min_value=0.0, max_value=1.0, allow_nan=False), min_size=1, max_size=400),
+    st.sampled_from([*gp.RUN_INTERVAL_PCT, 0.0, 50.0, 100.0, 37.3]),
+)
+def test_percentile_is_numpys_to_the_bit(values: list[float], pct: float) -> None:
+    # The plan's per-run interval must not move when numpy.percentile is not called (velyrix plan output).
+    import numpy as np
+
+    assert gp.percentile_linear(sorted(values), pct) == float(np.percentile(np.array(values), pct))
+
+
+def test_simulation_does_not_load_numpy_ma() -> None:
+    import subprocess
+    import sys
+
+    code = (
+        "import sys; from velyrix.planners import goodput as g; "
+        "g.simulate_ettr(1800, 30, 600, 36000, horizon_s=86400 * 30, replicas=50); print('numpy.ma' in sys.modules)"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
+    assert out.strip() == "False"
+
+
+def _full_width_ettr(
+    interval: float, save: float, restart: float, mtti: float, horizon: float, seed: int
+) -> list[float]:
+    """The simulation computed over every drawn segment (no truncation): the oracle for ``simulate_ettr``."""
+    import numpy as np
+
+    rng = np.random.default_rng(seed)
+    expected = horizon / mtti
+    k = int(expected + 6.0 * math.sqrt(expected) + 16)
+    gaps = rng.exponential(mtti, size=(300, k))
+    ends = np.cumsum(gaps, axis=1)
+    assert ends[:, -1].min() >= horizon
+    starts = ends - gaps
+    run = np.clip(np.minimum(gaps, horizon - starts), 0.0, None)
+    run[:, 1:] = np.clip(run[:, 1:] - restart, 0.0, None)
+    cycles = np.floor(run / (interval + save))
+    partial = np.where(ends > horizon, np.minimum(run - cycles * (interval + save), interval), 0.0)
+    return sorted(((cycles * interval + partial).sum(axis=1) / horizon).tolist())
+
+
+@pytest.mark.parametrize(
+    ("interval", "save", "restart", "mtti"),
+    [(1800.0, 30.0, 600.0, 11131.0), (300.0, 5.0, 0.0, 3600.0), (14000.0, 400.0, 2000.0, 9e5), (60.0, 0.0, 60.0, 2e6)],
+)
+def test_segments_after_the_horizon_are_not_computed_and_change_nothing(
+    interval: float, save: float, restart: float, mtti: float
+) -> None:
+    horizon = 30 * 86400.0
+    sim = gp.simulate_ettr(interval, save, restart, mtti, horizon_s=horizon, replicas=300, seed=7)
+    oracle = _full_width_ettr(interval, save, restart, mtti, horizon, seed=7)
+    assert math.isclose(sim.ettr_mean, sum(oracle) / len(oracle), rel_tol=1e-12)
+    assert sim.ettr_run_interval == (
+        gp.percentile_linear(oracle, gp.RUN_INTERVAL_PCT[0]),
+        gp.percentile_linear(oracle, gp.RUN_INTERVAL_PCT[1]),
+    )

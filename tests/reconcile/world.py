@@ -157,8 +157,9 @@ def make_world(
     delays: bool = False,
     settings: phases.ReconcileSettings | None = None,
     seed: int = 3,
+    url: str | None = None,
 ) -> World:
-    url = f"sqlite:///{tmp / 'velyrix.db'}"
+    url = url or f"sqlite:///{tmp / 'velyrix.db'}"
     engine = db.make_engine(url)
     db.upgrade(url=url, engine=engine)
     sm = orm.sessionmaker(engine, expire_on_commit=False)

@@ -16,16 +16,12 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from velyrix import errors, private_files, settings
+from velyrix.cli.common import CREDENTIALS_FILE, credentials_path  # noqa: F401  (their home; used here and by login)
 
 if TYPE_CHECKING:
     import httpx
 
-CREDENTIALS_FILE = "credentials.json"
 RETRIES = 3
-
-
-def credentials_path() -> Path:
-    return settings.load().paths.home / CREDENTIALS_FILE
 
 
 def save_credentials(endpoint: str, api_key: str, ca_bundle: str | None = None) -> Path:

@@ -5,9 +5,18 @@ from __future__ import annotations
 import json
 import math
 import sys
+from pathlib import Path
 from typing import Any
 
-from velyrix import errors
+from velyrix import errors, settings
+
+CREDENTIALS_FILE = "credentials.json"
+"""Where ``velyrix login`` keeps the endpoint and key, under ``VELYRIX_HOME`` (``cli/client.py`` writes it)."""
+
+
+def credentials_path() -> Path:
+    """The CLI's credentials file (it may not exist)."""
+    return settings.load().paths.home / CREDENTIALS_FILE
 
 
 def parse_vars(pairs: list[str] | None) -> dict[str, str]:

@@ -20,6 +20,7 @@ from pathlib import Path
 from typing import Any
 
 from velyrix import errors
+from velyrix.cli import common
 from velyrix.declarations import models
 
 SAVED_FORMAT = "velyrix-plan"
@@ -63,12 +64,11 @@ class Change:
 def has_endpoint() -> bool:
     """Whether a control plane is configured (``velyrix login`` or ``VELYRIX_ENDPOINT``/``VELYRIX_API_KEY``)."""
     from velyrix import settings
-    from velyrix.cli import client as client_mod
 
     configured = settings.load().client
     if configured.endpoint and configured.api_key:
         return True
-    return client_mod.credentials_path().exists()
+    return common.credentials_path().exists()  # not the HTTP client's module (ssl): plan offline needs none
 
 
 def address_of(cluster: dict[str, Any]) -> str:

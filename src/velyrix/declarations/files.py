@@ -14,6 +14,11 @@ from velyrix.declarations import hcl
 
 MAX_FILES = 256
 """At most this many files in a configuration directory."""
+_PARSED: dict[tuple[str, str], hcl.Block] = {}
+"""The last few files parsed in this process, by (name, text): ``velyrix plan`` reads the same file for its
+clusters (``loader``) and for its connectivity resources (``connectivity``). Parsed blocks are never changed
+after parsing (``expansion`` builds copies), so one parse serves both."""
+_PARSED_MAX = 8
 
 
 def is_json(name: str) -> bool:
@@ -38,6 +43,18 @@ def _read(path: Path) -> str:
         raise errors.SpecError(
             [errors.Diagnostic(str(path), 1, 1, f"cannot read file: {reason}", expected="a readable UTF-8 HCL file")]
         ) from None
+
+
+def _parse_file(text: str, filename: str) -> hcl.Block:
+    """``parse_text``, once per (name, text) among the last ``_PARSED_MAX`` files of this process."""
+    key = (filename, text)
+    root = _PARSED.get(key)
+    if root is None:
+        root = parse_text(text, filename)
+        if len(_PARSED) >= _PARSED_MAX:
+            _PARSED.pop(next(iter(_PARSED)))
+        _PARSED[key] = root
+    return root
 
 
 def configuration_files(directory: Path) -> list[Path]:
@@ -75,7 +92,7 @@ def read_configuration(path: Path) -> tuple[list[hcl.Block], str]:
     problems: list[errors.Diagnostic] = []
     for p in paths:
         try:
-            roots.append(parse_text(_read(p), str(p)))
+            roots.append(_parse_file(_read(p), str(p)))
         except errors.SpecError as exc:
             problems.extend(exc.diagnostics)
     if problems:

@@ -104,6 +104,21 @@ def ettr_first_order_proactive(
     return min(1.0, max(0.0, value))
 
 
+def percentile_linear(ranked: list[float], pct: float) -> float:
+    """The ``pct`` percentile (0-100) of the ascending ``ranked`` values, by linear interpolation between
+    the closest ranks: the same float operations as ``numpy.percentile``'s default method, so the same
+    result to the bit (tests/planners/test_goodput.py), without importing ``numpy.ma`` as it does."""
+    n = len(ranked)
+    virtual = (n - 1) * (pct / 100.0)
+    if virtual >= n - 1:
+        return ranked[-1]
+    below = max(0, math.floor(virtual))
+    gamma = virtual - below
+    a, b = ranked[below], ranked[below + 1]
+    diff = b - a
+    return b - diff * (1.0 - gamma) if gamma >= 0.5 else a + diff * gamma
+
+
 @dataclass(frozen=True)
 class Simulation:
     """Result of the Monte Carlo run: mean ETTR, its 95% interval, failures per replica."""
@@ -166,11 +181,16 @@ def simulate_ettr(
             more = rng.exponential(mtti_s, size=(n, k))
             gaps = np.concatenate([gaps, more], axis=1)
             ends = np.cumsum(gaps, axis=1)
+        width = gaps.shape[1]
+        planned = rng.random(size=gaps.shape) < planned_share if planned_share > 0 else np.zeros(gaps.shape, bool)
         starts = ends - gaps
+        # Only the first ``cols`` segments start inside the horizon for some replica (a prefix: starts grow
+        # along a row); the later ones add exactly 0.0, so they are left at 0.0 and not computed.
+        cols = int(np.count_nonzero((starts < horizon_s).any(axis=0)))
+        gaps, ends, starts, planned = gaps[:, :cols], ends[:, :cols], starts[:, :cols], planned[:, :cols]
         # Length of each segment inside the horizon (0 for segments that start after it).
         length = np.clip(np.minimum(gaps, horizon_s - starts), 0.0, None)
         ended_by_failure = ends <= horizon_s
-        planned = rng.random(size=gaps.shape) < planned_share if planned_share > 0 else np.zeros(gaps.shape, bool)
         # Every segment but the first starts with a restart after an interruption.
         run = length
         restarts = np.where(planned[:, :-1], restart_s if planned_restart_s is None else planned_restart_s, restart_s)
@@ -181,12 +201,15 @@ def simulate_ettr(
         # failure keep only completed saves.
         keeps = ~ended_by_failure | planned
         partial = np.where(keeps, np.minimum(run - cycles * cycle, interval_s), 0.0)
-        ettr[lo : lo + n] = (cycles * interval_s + partial).sum(axis=1) / horizon_s
+        useful = np.zeros((n, width))  # summed over every segment, as drawn: the same float sums to the bit
+        useful[:, :cols] = cycles * interval_s + partial
+        ettr[lo : lo + n] = useful.sum(axis=1) / horizon_s
         failures[lo : lo + n] = ended_by_failure.sum(axis=1)
     mean = float(ettr.mean())
     std = float(ettr.std(ddof=1))
     half = Z_95 * std / math.sqrt(replicas)
-    lo_run, hi_run = (float(x) for x in np.percentile(ettr, RUN_INTERVAL_PCT))
+    ranked = np.sort(ettr).tolist()
+    lo_run, hi_run = (percentile_linear(ranked, pct) for pct in RUN_INTERVAL_PCT)
     return Simulation(
         replicas=replicas,
         horizon_s=horizon_s,

@@ -11,6 +11,7 @@ GPU-hours that failures and saves cost. Pure functions over catalog data.
 from __future__ import annotations
 
 import dataclasses
+import itertools
 import math
 from dataclasses import dataclass
 from typing import Any, NamedTuple
@@ -419,30 +420,31 @@ def best(
     total_best: tuple[tuple[float, float], tuple[Any, ...]] | None = None
     total_raw = storage_raw = math.inf
     storage_best: tuple[tuple[float, float], tuple[Any, ...]] | None = None
-    for mode in ("sync", "async"):
-        is_async = mode == "async"
-        for interval in intervals:
-            for tb, at in grid:
-                tm = _timing_tuple(ctx, fx, at, is_async, interval)
-                if not tm[7]:
-                    continue
-                _, object_tb, archive_tb = _retention_tb(ctx, tm[0] + tm[1])
-                storage_usd = at.perf.price_usd_per_month + object_tb * object_usd_tb + archive_tb * archive_usd_tb
-                total_usd = storage_usd + gpu_usd_month * (1.0 - tm[4]) * fx.gpu_hour_usd
-                # round(x, 2) is monotone: a figure more than a cent above the best cannot win or tie.
-                if total_usd <= total_raw + ROUNDING_MARGIN_USD:
-                    total_key = (round(total_usd, 2), storage_usd)
-                    if total_best is None or total_key < total_best[0]:
-                        total_best, total_raw = (total_key, (tb, at, mode, interval is None, tm)), total_usd
-                if storage_usd <= storage_raw + ROUNDING_MARGIN_USD:
-                    storage_key = (round(storage_usd, 2), -tm[4])
-                    if storage_best is None or storage_key < storage_best[0]:
-                        storage_best, storage_raw = (storage_key, (tb, at, mode, interval is None, tm)), storage_usd
+    for is_async, interval, (tb, at) in itertools.product((False, True), intervals, grid):  # sync first
+        # Both monthly figures are at least the capacity's storage bill: far above both bests, it cannot win.
+        if at.perf.price_usd_per_month > max(total_raw, storage_raw) + ROUNDING_MARGIN_USD:
+            continue
+        tm = _timing_tuple(ctx, fx, at, is_async, interval)
+        if not tm[7]:
+            continue
+        _, object_tb, archive_tb = _retention_tb(ctx, tm[0] + tm[1])
+        storage_usd = at.perf.price_usd_per_month + object_tb * object_usd_tb + archive_tb * archive_usd_tb
+        total_usd = storage_usd + gpu_usd_month * (1.0 - tm[4]) * fx.gpu_hour_usd
+        found = (tb, at, "async" if is_async else "sync", interval is None, tm)
+        # round(x, 2) is monotone: a figure more than a cent above the best cannot win or tie.
+        if total_usd <= total_raw + ROUNDING_MARGIN_USD:
+            total_key = (round(total_usd, 2), storage_usd)
+            if total_best is None or total_key < total_best[0]:
+                total_best, total_raw = (total_key, found), total_usd
+        if storage_usd <= storage_raw + ROUNDING_MARGIN_USD:
+            storage_key = (round(storage_usd, 2), -tm[4])
+            if storage_best is None or storage_key < storage_best[0]:
+                storage_best, storage_raw = (storage_key, found), storage_usd
 
-    def build(found: tuple[tuple[float, float], tuple[Any, ...]] | None) -> Option | None:
-        if found is None:
+    def build(won: tuple[tuple[float, float], tuple[Any, ...]] | None) -> Option | None:
+        if won is None:
             return None
-        tb, at, mode, auto, tm = found[1]
+        tb, at, mode, auto, tm = won[1]
         return _option(ctx, fx, at, tier_name, tb, mode, auto, _Timing._make(tm))
 
     return build(total_best), build(storage_best)

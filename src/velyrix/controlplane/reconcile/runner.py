@@ -161,13 +161,19 @@ class Reconciler:
             )
 
     def _record_error(self, cluster_id: str, message: str) -> None:
+        """Record the error of a step in ``cluster_work``, fenced by the cluster's lease like the step itself
+        (a replica whose lease moved leaves the cluster's record to the new holder)."""
         try:
             with self.sessionmaker() as s:
                 work = s.scalar(sa.select(models.ClusterWork).where(models.ClusterWork.cluster_id == cluster_id))
                 if work is not None:
                     work.last_error = message[:2000]
                     work.retries += 1
+                    if self.leases is not None:
+                        self.leases.fence(s, cluster_id)
                     s.commit()
+        except leases.LeaseLost as exc:
+            log.info("cluster %s: error not recorded, %s", cluster_id, exc)
         except TEMPORARY:
             pass
 

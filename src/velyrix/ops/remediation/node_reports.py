@@ -36,7 +36,7 @@ from velyrix.controlplane.access import provider_actions
 from velyrix.controlplane.db import health_tables, models
 from velyrix.controlplane.db.models import cloud as models_cloud
 from velyrix.controlplane.reconcile import cluster as cluster_mod
-from velyrix.controlplane.reconcile import tables
+from velyrix.controlplane.reconcile import leases, tables
 from velyrix.controlplane.reconcile.store import DbTransitionStore, move
 from velyrix.fleet import clock, states
 from velyrix.fleet.drivers import base
@@ -162,14 +162,24 @@ def _tenant_line(verdict: Verdict, node: str, t_s: float) -> str:
 
 
 def _replacer(
-    session: orm.Session, cluster: models.Cluster | None, verdict: Verdict, t_s: float
+    session: orm.Session,
+    cluster: models.Cluster | None,
+    verdict: Verdict,
+    t_s: float,
+    replica_leases: leases.Leases | None = None,
 ) -> remediator.Replacer:
     def replace(node: Any) -> list[str]:
         quarantined = node
         if cluster is None:
             return []
+        records = cluster_mod.heal(session, cluster, held=replica_leases)
+        if records is None:  # another replica holds the cluster's lease: its reconciler replaces the node
+            line = _tenant_line(verdict, node.name, t_s)
+            status.add_event(cluster, "NodeOutOfService", f"{line}; replaced on the reconciler's next pass", "Warning")
+            inc = open_incident(session, cluster, node, verdict, f"{node.name}: {node.last_error or verdict.summary()}")
+            return [f"incident {inc.number} {inc.priority} {cluster.name}"]
         done = []
-        for record in cluster_mod.heal(session, cluster):
+        for record in records:
             line = _tenant_line(verdict, record["failed"], t_s)
             if record.get("replacement"):
                 done.append(f"replace {record['failed']} with {record['replacement']} in {cluster.name}")
@@ -263,10 +273,12 @@ def handle(
     judgement: node_evidence.Judgement,
     driver: base.Driver | None = None,
     scheduler: SchedulerSeam | None = None,
+    replica_leases: leases.Leases | None = None,
 ) -> list[str]:
     """Carry the server's verdict out for ``node`` (a row of the session; see the module docstring). The
     caller commits. Returns what was done, in order. ``scheduler``: the seam of the node's cluster's own
-    scheduler, where one was delivered (drains go there too)."""
+    scheduler, where one was delivered (drains go there too). ``replica_leases``: this replica's reconcile leases
+    (``velyrix server --fleet-driver`` on PostgreSQL): a replacement is written only under the cluster's."""
     verdict = judgement.verdict
     row = node_evidence.evidence_row(session, node)
     t_s = row.last_t_s or 0.0
@@ -278,7 +290,7 @@ def handle(
     runner = remediator.Remediator(
         seam=seam,
         nodes={node.name: node},
-        replacer=_replacer(session, cluster, verdict, t_s),
+        replacer=_replacer(session, cluster, verdict, t_s, replica_leases),
         store=DbTransitionStore(session),
     )
     held = node_evidence.held(row)
@@ -341,7 +353,8 @@ def install(app: FastAPI) -> FastAPI:
         fleet = getattr(app.state, "fleet", None)
         schedulers = getattr(app.state, "schedulers", None)  # ``velyrix up --slurm``: twin_delivery.TwinSchedulers
         seam = schedulers.seam(node.cluster_id) if schedulers is not None and node.cluster_id else None
-        return handle(session, node, judgement, getattr(fleet, "driver", None), seam)
+        replica_leases = getattr(getattr(fleet, "reconciler", None), "leases", None)
+        return handle(session, node, judgement, getattr(fleet, "driver", None), seam, replica_leases)
 
     app.state.report_handler = handler
     return app
