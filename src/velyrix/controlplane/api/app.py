@@ -16,7 +16,17 @@ from sqlalchemy import orm
 import velyrix
 from velyrix import settings
 from velyrix.controlplane import audit
-from velyrix.controlplane.api import access_log, context, docs_ui, edge, inline, pool, problems, response_cap
+from velyrix.controlplane.api import (
+    access_log,
+    context,
+    docs_ui,
+    edge,
+    inline,
+    pool,
+    problems,
+    response_cap,
+    route_index,
+)
 from velyrix.controlplane.api.routes import (
     acceptance,
     api_keys,
@@ -113,6 +123,7 @@ def create_app(database_url: str | None = None, *, engine: sa.Engine | None = No
     app.state.refusal_shapes = {}  # path prefix -> (status, message) -> Response: another protocol's error shape
     for router in _mount_order():
         app.include_router(router)
+    route_index.install(app)  # routers a path cannot reach are skipped (api/route_index.py)
     problems.install(app)
     _audit_checkpoints(app)
     app.add_middleware(response_cap.ResponseCapMiddleware)  # list pages cut under 4 MiB (docs/api-limits.md)
