@@ -95,3 +95,24 @@ def test_requests_are_answered_through_the_guarded_table(guarded_app: Any) -> No
         assert client.get("/v1/clusters/x1").status_code == 401  # found, then refused without a key
         assert client.get("/v1/nowhere").status_code == 404
         assert client.put("/healthz").status_code == 405
+
+
+def test_the_openapi_document_states_the_bearer_scheme_on_exactly_the_routes_that_require_a_key(
+    guarded_app: Any,
+) -> None:
+    from velyrix.controlplane.api import route_index
+
+    guarded_app.openapi_schema = None
+    schema = guarded_app.openapi()
+    assert schema["components"]["securitySchemes"]["HTTPBearer"]["scheme"] == "bearer"
+    keyed = {
+        (route.path_format, method.lower())
+        for route in route_index.effective_routes(guarded_app)
+        if any(getattr(d.call, "required_scope", None) for d in route.dependant.dependencies)
+        for method in route.methods
+    }
+    stated = {
+        (path, method) for path, ops in schema["paths"].items() for method, op in ops.items() if op.get("security")
+    }
+    assert ("/v1/clusters/{cluster_id}", "get") in stated and ("/healthz", "get") not in stated
+    assert stated == {k for k in keyed if k[0] in schema["paths"]}

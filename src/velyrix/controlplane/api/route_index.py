@@ -76,3 +76,18 @@ def install(app: FastAPI) -> int:
             route.__class__ = GuardedRouter
         guarded += isinstance(route, GuardedRouter)
     return guarded
+
+
+def effective_routes(app: FastAPI) -> list[Any]:
+    """Every API route of ``app`` as FastAPI serves it (its full ``path_format``, ``methods`` and
+    ``dependant``), through the included routers."""
+    found: list[Any] = []
+    todo: list[Any] = [r for r in app.router.routes if isinstance(r, _Included)]
+    while todo:
+        for candidate in todo.pop(0).effective_candidates():
+            if isinstance(candidate, _Included):
+                todo.append(candidate)
+            elif isinstance(candidate.original_route, fastapi_routing.APIRoute):
+                found.append(candidate)
+    found += [r for r in app.router.routes if isinstance(r, fastapi_routing.APIRoute)]
+    return found
