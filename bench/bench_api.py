@@ -105,7 +105,7 @@ def served(home: Path, pids: list[int] | None = None) -> Iterator[str]:
         stderr=subprocess.DEVNULL,
     )
     try:
-        deadline = time.monotonic() + 30
+        deadline = time.monotonic() + 120  # start-up (imports, migrations) on a loaded machine
         while True:
             try:
                 socket.create_connection(("127.0.0.1", port), timeout=0.2).close()

@@ -170,3 +170,98 @@ def test_the_generation_moves_on_with_each_change_that_takes_rights_away_and_not
             assert generation() == start + 3
     finally:
         engine.dispose()
+
+
+def test_a_session_touch_leaves_the_generation_and_every_other_session_change_moves_it(migrated: str) -> None:
+    """Migration 0025: ``last_seen_at`` moving forward (the once-a-minute touch) keeps every cached
+    principal; moving it back, ending the session, a second factor, a step-up or a delete move it on."""
+    from velyrix.controlplane.db import engine as engine_mod
+    from velyrix.controlplane.db import models
+    from velyrix.controlplane.db.models.identity import User, UserSession
+    from velyrix.controlplane.identity import sessions
+
+    engine = engine_mod.make_engine(migrated)
+    factory = sa.orm.sessionmaker(engine, expire_on_commit=False)
+
+    def generation() -> int:
+        with engine.connect() as conn:
+            return int(conn.execute(sa.text("SELECT generation FROM credential_generation WHERE id = 1")).scalar_one())
+
+    def change(**values: Any) -> int:
+        before = generation()
+        with engine.begin() as conn:
+            conn.execute(sa.update(UserSession).where(UserSession.id == row.id).values(**values))
+        return generation() - before
+
+    try:
+        with factory() as s:
+            tenant = models.Tenant(name="acme", display_name="acme")
+            s.add(tenant)
+            s.flush()
+            user = User(tenant_id=tenant.id, user_name="alice@acme.example", role="viewer", groups=[], scim={})
+            s.add(user)
+            s.flush()
+            row, _ = sessions.start(s, user, "oidc")
+            s.commit()
+        now = row.last_seen_at
+        before = generation()
+        with engine.connect() as conn:  # the touch itself, as authentication writes it
+            touch = sessions.Checked(None, write=("touch", row.id, None), at=now + dt.timedelta(seconds=60))
+            sessions.apply(conn, touch)
+        assert generation() == before
+        assert change(last_seen_at=now + dt.timedelta(seconds=120)) == 0
+        assert change(last_seen_at=now - dt.timedelta(hours=1)) == 1  # back in time: the idle check may refuse
+        assert change(mfa_at=now) == 1
+        assert change(step_up_at=now) == 1
+        assert change(expires_at=now) == 1
+        assert change(ended_at=now, end_reason="logout") == 1
+        before = generation()
+        with engine.begin() as conn:
+            conn.execute(sa.delete(UserSession).where(UserSession.id == row.id))
+        assert generation() == before + 1
+    finally:
+        engine.dispose()
+
+
+def test_every_session_column_but_last_seen_at_moves_the_generation(tmp_path: Path) -> None:
+    """A column added to ``user_sessions`` later must be watched too: the SQLite trigger names them all."""
+    from velyrix.controlplane.db import migrate
+    from velyrix.controlplane.db.models.identity import UserSession
+
+    url = f"sqlite:///{tmp_path / 'v.db'}"
+    migrate.upgrade(url)
+    engine = sa.create_engine(url)
+    try:
+        with engine.connect() as conn:
+            sql = conn.execute(
+                sa.text("SELECT sql FROM sqlite_master WHERE name = 'user_sessions_credential_generation_0'")
+            ).scalar_one()
+    finally:
+        engine.dispose()
+    watched = {c.strip() for c in sql.split(" OF ", 1)[1].split(" ON ", 1)[0].split(",")}
+    assert watched == {c.name for c in UserSession.__table__.columns} - {"last_seen_at"}
+
+
+def test_a_touch_through_the_api_keeps_the_cache_and_a_logout_still_answers_401_next(served: Served) -> None:
+    from velyrix.controlplane.db.models.identity import UserSession
+    from velyrix.controlplane.identity import sessions
+
+    key, _, cookie, _ = _tenant_key_and_session(served.app)
+    _warm(served.url, key, cookie)
+    cache = served.app.state.principal_cache
+    with served.app.state.sessionmaker() as s:  # a minute without a request: the next one touches
+        row = s.scalars(sa.select(UserSession).where(UserSession.secret_sha256 == sessions.digest(cookie))).one()
+        row.last_seen_at = row.last_seen_at - dt.timedelta(seconds=sessions.TOUCH_INTERVAL_S + 1)
+        s.commit()
+        seen = row.last_seen_at
+    _warm(served.url, key, cookie)
+    generation = cache._generation
+    with served.app.state.sessionmaker() as s:
+        assert s.get(UserSession, row.id).last_seen_at > seen  # the touch was written
+    _warm(served.url, key, cookie)
+    assert cache._generation == generation and len(cache._rows) == 2  # the key's row and the session's stayed
+    logout = httpx.post(
+        f"{served.url}/auth/logout", cookies={"velyrix_session": cookie}, data={"csrf": sessions.csrf_token(cookie)}
+    )
+    assert logout.status_code == 200
+    assert httpx.get(f"{served.url}/ui", cookies={"velyrix_session": cookie}).status_code == 401

@@ -20,7 +20,7 @@ from sqlalchemy import orm
 
 from velyrix import errors
 from velyrix.controlplane.auth.principals import Principal
-from velyrix.controlplane.db import models
+from velyrix.controlplane.db import models, prepared
 from velyrix.controlplane.reconcile import allocation
 
 M = TypeVar("M", bound=models.Base)
@@ -96,9 +96,13 @@ class Scope:
         factory: Callable[[], orm.Session] | None = None,
         engine: sa.Engine | None = None,
         connection: sa.Connection | None = None,
+        dbapi: Any = None,
     ) -> None:
         self._session = session
         self._connection = connection
+        self._dbapi = dbapi
+        """The DB-API connection under ``connection`` (SQLite, ``api/inline.py``): ``read`` and ``columns``
+        run their statements on it (``db/prepared.py``)."""
         self._factory = factory
         self._engine = engine
         self.principal = principal
@@ -145,7 +149,11 @@ class Scope:
         columns as stored (text on SQLite; a driver may still hand over decoded values)."""
         stmt = _read_statement(model, self.principal.is_provider, json_text)
         params = {"obj_id": obj_id, "tenant": self.principal.tenant_id}
-        if self._session is None and self._connection is not None:
+        fast = self._prepared(stmt)
+        row: Any
+        if fast is not None:
+            row = fast.first(self._dbapi, params)
+        elif self._session is None and self._connection is not None:
             row = self._connection.execute(stmt, params).first()
         elif self._session is None and self._engine is not None:
             with self._engine.connect() as conn:
@@ -154,7 +162,13 @@ class Scope:
             row = self.session.execute(stmt, params).first()
         if row is None:
             raise errors.NotFoundError(kind=kind, name=obj_id)
-        return row
+        return row  # type: ignore[no-any-return]
+
+    def _prepared(self, stmt: sa.Select[Any]) -> prepared.Prepared | None:
+        """``stmt`` prepared for this scope's DB-API connection, when it has one and no session is open."""
+        if self._dbapi is None or self._session is not None or self._connection is None:
+            return None
+        return prepared.prepare(stmt, self._connection.dialect)
 
     def rows(self, stmt: sa.Select[Any]) -> list[sa.Row[Any]]:
         """The rows of a column ``stmt`` (built on ``select``) on the request's connection when no
@@ -168,6 +182,9 @@ class Scope:
         (a statement built once: for pages that render a few columns of many rows)."""
         stmt = _columns_statement(model, names, self.principal.is_provider, limit)
         params = {"tenant": self.principal.tenant_id}
+        fast = self._prepared(stmt)
+        if fast is not None:
+            return fast.all(self._dbapi, params)
         if self._session is None and self._connection is not None:
             return list(self._connection.execute(stmt, params))
         return list(self.session.execute(stmt, params))

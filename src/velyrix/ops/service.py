@@ -14,6 +14,7 @@ from velyrix.console import render as console_render
 from velyrix.console import routes as console_routes
 from velyrix.console import tenant_billing as console_tenant_billing
 from velyrix.controlplane.api import app as controlplane_api
+from velyrix.controlplane.api import route_index
 from velyrix.ops import access_routes, connectivity_routes, node_actions, twin_routes
 from velyrix.ops.billing import routes as billing_routes
 from velyrix.ops.billing import views as billing_views
@@ -59,6 +60,7 @@ def create_app(*args: Any, noc_sweep_s: float = 0.0, **kwargs: Any) -> FastAPI:
     app = node_reports.install(controlplane_app(*args, **kwargs))
     for router in (*OPS_ROUTERS, *KEYED_ROUTERS, *CONSOLE_ROUTERS):
         app.include_router(router)
+    route_index.install(app)
     console_render.install(app)
     setattr(app.state, console_tenant_billing.SLA_REPORT, billing_views.report)  # the console's SLA reports
     app.state.refusal_shapes[pagerduty_routes.ENQUEUE_ROUTER.prefix + "/"] = pagerduty_views.refusal

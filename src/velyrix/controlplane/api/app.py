@@ -16,7 +16,17 @@ from sqlalchemy import orm
 import velyrix
 from velyrix import settings
 from velyrix.controlplane import audit
-from velyrix.controlplane.api import access_log, context, docs_ui, edge, inline, pool, problems, response_cap
+from velyrix.controlplane.api import (
+    access_log,
+    context,
+    docs_ui,
+    edge,
+    inline,
+    pool,
+    problems,
+    response_cap,
+    route_index,
+)
 from velyrix.controlplane.api.routes import (
     acceptance,
     api_keys,
@@ -113,6 +123,8 @@ def create_app(database_url: str | None = None, *, engine: sa.Engine | None = No
     app.state.refusal_shapes = {}  # path prefix -> (status, message) -> Response: another protocol's error shape
     for router in _mount_order():
         app.include_router(router)
+    route_index.install(app)  # routers a path cannot reach are skipped (api/route_index.py)
+    _declare_bearer(app)
     problems.install(app)
     _audit_checkpoints(app)
     app.add_middleware(response_cap.ResponseCapMiddleware)  # list pages cut under 4 MiB (docs/api-limits.md)
@@ -120,6 +132,44 @@ def create_app(database_url: str | None = None, *, engine: sa.Engine | None = No
     app.add_middleware(context.RequestIdMiddleware)
     app.add_middleware(tls.HstsMiddleware)  # HSTS on answers over TLS (velyrix server --tls-cert)
     return app
+
+
+def _declare_bearer(app: FastAPI) -> None:
+    """The OpenAPI document states the bearer scheme on every operation whose route declares
+    ``context.require`` (read from the header by ``require`` itself, not by a nested dependency)."""
+    generate = app.openapi
+
+    def openapi() -> dict[str, Any]:
+        if app.openapi_schema is not None:
+            return app.openapi_schema
+        schema = generate()
+        secured = {
+            (route.path_format, method)
+            for route in route_index.effective_routes(app)
+            if _requires_key(route.dependant)
+            for method in route.methods or ()
+        }
+        for path, operations in schema.get("paths", {}).items():
+            for method, operation in operations.items():
+                if (path, method.upper()) in secured:
+                    operation["security"] = [dict.fromkeys(context.BEARER_SCHEME, [])]
+        if secured:
+            schema.setdefault("components", {}).setdefault("securitySchemes", {}).update(context.BEARER_SCHEME)
+        return schema
+
+    app.openapi = openapi  # type: ignore[method-assign]
+
+
+def _requires_key(dependant: Any) -> bool:
+    todo = [dependant]
+    while todo:
+        found = todo.pop()
+        if found is None:
+            continue
+        if getattr(found.call, "required_scope", None) is not None:
+            return True
+        todo.extend(found.dependencies)
+    return False
 
 
 def _audit_checkpoints(app: FastAPI) -> None:

@@ -13,8 +13,8 @@ from dataclasses import dataclass
 from typing import Any, TypeVar
 
 import sqlalchemy as sa
-from fastapi import Depends, Request, Response
-from fastapi.security import HTTPAuthorizationCredentials, HTTPBearer
+from fastapi import Request, Response
+from fastapi.security.utils import get_authorization_scheme_param
 from pydantic import BaseModel
 from sqlalchemy import orm
 from starlette.concurrency import run_in_threadpool
@@ -27,7 +27,10 @@ from velyrix.controlplane.db import models
 from velyrix.controlplane.identity import keyuse, resolve, sessions
 
 T = TypeVar("T")
-_bearer = HTTPBearer(auto_error=False, description="API key: `Authorization: Bearer vlx_...`")
+BEARER_SCHEME = {
+    "HTTPBearer": {"type": "http", "scheme": "bearer", "description": "API key: `Authorization: Bearer vlx_...`"}
+}
+"""The OpenAPI security scheme of every route that declares ``require`` (``app.py`` adds it to the document)."""
 
 
 class RequestIdMiddleware:
@@ -148,7 +151,7 @@ class Ctx:
             with reader.connection() as conn:
                 if conn is not None:
                     try:
-                        return fn(scoping.Scope(None, self.principal, connection=conn))
+                        return fn(scoping.Scope(None, self.principal, connection=conn, dbapi=reader.dbapi))
                     except inline.Busy:
                         pass
         return await self.run(fn, self.scope)
@@ -299,13 +302,23 @@ async def _principal(request: Request, token: str | None) -> tuple[sa.Connection
     return None, await run_in_threadpool(_authenticate, state.engine, token, _session_of(request))
 
 
+def bearer_token(authorization: str | None) -> str | None:
+    """The credentials of an ``Authorization: Bearer ...`` header, None for any other or none (as
+    FastAPI's ``HTTPBearer(auto_error=False)`` reads it; read here, not as a nested dependency, which
+    FastAPI solves at a cost on every request: bench/bench_identity.py)."""
+    scheme, credentials = get_authorization_scheme_param(authorization)
+    if not (authorization and scheme and credentials) or scheme.lower() != "bearer":
+        return None
+    return credentials
+
+
 def require(scope_name: str) -> Callable[..., Awaitable[Ctx]]:
     """Dependency: authenticate, then demand ``scope_name`` (401 / 403). ``.required_scope`` on the
     returned function lets tests build the authorization matrix from the route table."""
 
-    async def dependency(request: Request, credentials: HTTPAuthorizationCredentials | None = Depends(_bearer)) -> Ctx:
+    async def dependency(request: Request) -> Ctx:
         state = request.app.state
-        token = credentials.credentials if credentials else None
+        token = bearer_token(request.headers.get("authorization"))
         _refuse_unknown_query_parameters(request)
         conn, principal = await _principal(request, token)
         request.state.principal = principal

@@ -13,6 +13,7 @@ from __future__ import annotations
 import contextlib
 import threading
 from collections.abc import Iterator
+from typing import Any
 
 import sqlalchemy as sa
 
@@ -30,6 +31,9 @@ class Reader:
         sa.event.listen(self._engine, "connect", _short_busy_timeout)
         self._lock = threading.Lock()
         self._conn: sa.Connection | None = None
+        self.dbapi: Any = None
+        """The DB-API (``sqlite3``) connection under ``connection``'s, for statements prepared once
+        (``db/prepared.py``); valid while the caller holds ``connection``."""
 
     @contextlib.contextmanager
     def connection(self) -> Iterator[sa.Connection | None]:
@@ -42,6 +46,7 @@ class Reader:
             conn = self._conn
             if conn is None or conn.closed or conn.invalidated:
                 conn = self._conn = self._engine.connect()
+                self.dbapi = conn.connection.dbapi_connection
             try:
                 yield conn
             finally:

@@ -32,6 +32,12 @@ def scalar(value: Any) -> str:
     return pydantic_core.to_json(value).decode()
 
 
+def members(values: dict[str, Any]) -> str:
+    """``values`` (names to str, int, datetime, None) as the members of a JSON object, without its
+    braces, as pydantic serializes them: one call for several scalars."""
+    return pydantic_core.to_json(values).decode()[1:-1]
+
+
 def decoded(value: Any) -> Any:
     """A JSON column's value decoded when it came as text (the fallback path)."""
     return json.loads(value) if isinstance(value, str) else value

@@ -3,8 +3,9 @@
 A key's or session's row, as authentication read it (``auth/principals.py``, ``identity/sessions.py``),
 is kept under the SHA-256 it was looked up by, with the credential generation read just before it
 (``db/models/credentials.py``). The database's own triggers move the generation on, in the same
-transaction, at every revocation, rotation, deactivation, role change, policy change and logout, and when
-a session's last use moves on (once a minute per session in use), on whichever replica it happens. A
+transaction, at every revocation, rotation, deactivation, role change, policy change and logout, on
+whichever replica it happens; not when a session's last use moves on (migration ``0025``: a cached row's
+older ``last_seen_at`` only brings its idle timeout sooner, and a due touch re-reads the row). A
 request reads the generation first (one row, no SQLAlchemy on the way); while it is unchanged the cached
 row stands in for the lookup, otherwise the whole cache is dropped. So a revoked credential answers 401
 on the very next request, as without the cache.

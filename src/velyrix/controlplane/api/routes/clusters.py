@@ -111,8 +111,8 @@ def _spliced(c: Any) -> bytes | None:
     lists = [stored_json.stored(getattr(c, n), list) for n in _LISTS]
     if spec is None or plan is None or None in lists:
         return None
-    head = ",".join(f'"{n}":{stored_json.scalar(getattr(c, n))}' for n in _HEAD)
-    tail = ",".join(f'"{n}":{stored_json.scalar(getattr(c, n))}' for n in _TAIL)
+    head = stored_json.members({n: getattr(c, n) for n in _HEAD})
+    tail = stored_json.members({n: getattr(c, n) for n in _TAIL})
     status_ = (
         f'{{"phase":{stored_json.scalar(c.phase)},"conditions":{lists[0]},"phase_history":{lists[1]},'
         f'"events":{lists[2]}}}'

@@ -1,7 +1,8 @@
 """The credential generation (migration ``0022``): one row whose ``generation`` the database itself
 moves on (triggers, in the same transaction) at every change that can take rights away from a
-credential: an API key updated (revoked, rotated, re-scoped) or deleted, a session ended, its second
-factor or last use changed, a user deactivated or given another role, a tenant's identity policy changed.
+credential: an API key updated (revoked, rotated, re-scoped) or deleted, a session ended or its second
+factor changed (its last use moving forward does not count: migration ``0025``), a user deactivated or
+given another role, a tenant's identity policy changed.
 The API caches verified principals and checks this one number on every request (``identity/verified.py``)."""
 
 from __future__ import annotations

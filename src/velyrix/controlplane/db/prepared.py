@@ -1,0 +1,97 @@
+"""A SQLAlchemy Core ``SELECT`` compiled once and run on a bare DB-API connection, for the few reads on
+every API request over SQLite (``api/inline.py``).
+
+``Connection.execute`` costs about 60 us per statement here before and after SQLite's own work (the
+compiled-cache lookup, an execution context, a cursor result: bench/bench_identity.py), more than the
+one-row query itself. ``Prepared`` keeps what that work always produces for one statement: the SQL
+text, its parameters in order (with the values bound in the statement, such as a ``LIMIT``), each
+column's result processor (a datetime parsed, a JSON column decoded, as ``execute`` would) and a row
+class with attribute access by column name. The statement is then one ``cursor.execute`` and a
+``fetchone``/``fetchall`` (SQLite's statement cache reuses the parsed statement).
+
+Only what this covers is prepared (``prepare`` returns None otherwise, and the caller executes through
+SQLAlchemy): a ``SELECT`` on SQLite (``qmark`` parameters) without expanding or post-compile
+parameters."""
+
+from __future__ import annotations
+
+import collections
+from collections.abc import Callable, Mapping, Sequence
+from typing import Any
+
+import sqlalchemy as sa
+
+Processor = Callable[[Any], Any] | None
+
+
+class Prepared:
+    """One compiled ``SELECT``: ``first``/``all`` on a DB-API connection with the statement's named
+    parameters (``params``), rows with the statement's column names as attributes."""
+
+    def __init__(self, sql: str, names: Sequence[str], defaults: Mapping[str, Any], columns: Sequence[str]) -> None:
+        self.sql = sql
+        self.names = tuple(names)
+        self.defaults = dict(defaults)
+        self.row: Any = collections.namedtuple("Row", columns, rename=True)  # type: ignore[misc]
+        self.processors: tuple[tuple[int, Callable[[Any], Any]], ...] = ()
+
+    def _args(self, params: Mapping[str, Any]) -> list[Any]:
+        defaults = self.defaults
+        return [params[n] if n in params else defaults[n] for n in self.names]
+
+    def _make(self, raw: Sequence[Any]) -> Any:
+        if not self.processors:
+            return self.row._make(raw)
+        values = list(raw)
+        for n, process in self.processors:
+            if values[n] is not None:
+                values[n] = process(values[n])
+        return self.row._make(values)
+
+    def first(self, dbapi: Any, params: Mapping[str, Any]) -> Any:
+        """The first row, or None."""
+        found = dbapi.execute(self.sql, self._args(params)).fetchone()
+        return None if found is None else self._make(found)
+
+    def all(self, dbapi: Any, params: Mapping[str, Any]) -> list[Any]:
+        """Every row."""
+        return [self._make(r) for r in dbapi.execute(self.sql, self._args(params)).fetchall()]
+
+
+_PREPARED: dict[int, tuple[sa.Select[Any], Prepared | None]] = {}
+
+
+def prepare(stmt: sa.Select[Any], dialect: sa.Dialect) -> Prepared | None:
+    """``stmt`` compiled for ``dialect`` (kept per statement object: build statements once, as
+    ``scoping`` does), or None when it is not one ``Prepared`` runs."""
+    found = _PREPARED.get(id(stmt))
+    if found is not None and found[0] is stmt:
+        return found[1]
+    made = _compile(stmt, dialect)
+    _PREPARED[id(stmt)] = (stmt, made)
+    return made
+
+
+def _compile(stmt: sa.Select[Any], dialect: sa.Dialect) -> Prepared | None:
+    if dialect.name != "sqlite" or dialect.paramstyle != "qmark":
+        return None
+    compiled = stmt.compile(dialect=dialect)
+    sql = str(compiled)
+    names = compiled.positiontup or []
+    binds = compiled.binds
+    if "POSTCOMPILE" in sql or any(binds[n].expanding or _bind_processor(binds[n], dialect) for n in names):
+        return None
+    defaults = {n: binds[n].effective_value for n in names if binds[n].value is not None}
+    columns = list(stmt.selected_columns.keys())
+    prepared = Prepared(sql, names, defaults, columns)
+    processors = []
+    for n, column in enumerate(stmt.selected_columns):
+        process = column.type.dialect_impl(dialect).result_processor(dialect, None)
+        if process is not None:
+            processors.append((n, process))
+    prepared.processors = tuple(processors)
+    return prepared
+
+
+def _bind_processor(bind: Any, dialect: sa.Dialect) -> Processor:
+    return bind.type.dialect_impl(dialect).bind_processor(dialect)  # type: ignore[no-any-return]

@@ -1,0 +1,111 @@
+"""Statements run on the bare SQLite connection (``db/prepared.py``, the API's inline reads) give the rows
+SQLAlchemy's ``execute`` gives: the same values of the same types (datetimes parsed, JSON decoded or
+kept as text, NULLs), attribute access by column name, the statement's own bound values (a LIMIT)."""
+
+from __future__ import annotations
+
+import datetime as dt
+from pathlib import Path
+from typing import Any
+
+import sqlalchemy as sa
+
+
+def _database(tmp_path: Path) -> tuple[sa.Engine, str]:
+    from velyrix.controlplane import specs, status
+    from velyrix.controlplane.auth import principals
+    from velyrix.controlplane.db import engine as engine_mod
+    from velyrix.controlplane.db import migrate, models
+    from velyrix.planners import plan
+
+    url = f"sqlite:///{tmp_path / 'v.db'}"
+    migrate.upgrade(url)
+    engine = engine_mod.make_engine(url)
+    with sa.orm.Session(engine) as s:
+        tenant = models.Tenant(name="acme", display_name="Acme")
+        s.add(tenant)
+        s.flush()
+        principals.issue_key(s, tenant_id=tenant.id, name="k", role="viewer")
+        spec = specs.validate(
+            specs.ClusterSpecBody(
+                name="c1",
+                region="us-east-1",
+                node_type="hgx-h200-8g",
+                node_count=2,
+                fabric="infiniband-ndr",
+                scheduler="slurm",
+                storage={"parallel_fs_tb": 80},
+            )
+        )
+        for name in ("c1", "c2", "c3"):
+            cluster = models.Cluster(
+                tenant_id=tenant.id,
+                name=name,
+                region=spec.region,
+                node_type=spec.node_type,
+                node_count=spec.node_count,
+                spec=specs.to_body(spec),
+                plan=plan.plan_cluster(spec),
+                conditions=[],
+                phase_history=[],
+                events=[],
+            )
+            status.set_phase(cluster, "Pending", actor="test", reason="test")
+            s.add(cluster)
+        s.commit()
+        return engine, tenant.id
+
+
+def test_prepared_reads_give_the_rows_of_sqlalchemy(tmp_path: Path) -> None:
+    from velyrix.controlplane import scoping
+    from velyrix.controlplane.auth import principals
+    from velyrix.controlplane.db import models, prepared
+
+    engine, tenant_id = _database(tmp_path)
+    try:
+        with engine.connect() as conn:
+            dbapi = conn.connection.dbapi_connection
+            cluster_id = conn.execute(sa.select(models.Cluster.id).order_by(models.Cluster.id)).scalars().first()
+            digest = conn.execute(sa.select(models.ApiKey.secret_sha256)).scalar_one()
+            cases: list[tuple[Any, dict[str, Any]]] = [
+                (scoping._read_statement(models.Cluster, False, True), {"obj_id": cluster_id, "tenant": tenant_id}),
+                (scoping._read_statement(models.Cluster, False, False), {"obj_id": cluster_id, "tenant": tenant_id}),
+                (scoping._read_statement(models.Cluster, True, True), {"obj_id": cluster_id, "tenant": None}),
+                (
+                    scoping._columns_statement(models.Cluster, ("name", "region", "phase"), False, 2),
+                    {"tenant": tenant_id},
+                ),
+                (principals._BY_DIGEST, {"digest": digest}),
+            ]
+            for stmt, params in cases:
+                fast = prepared.prepare(stmt, conn.dialect)
+                assert fast is not None and prepared.prepare(stmt, conn.dialect) is fast
+                expected = list(conn.execute(stmt, params))
+                got = fast.all(dbapi, params)
+                assert [tuple(r) for r in got] == [tuple(r) for r in expected]
+                assert [type(v) for v in got[0]] == [type(v) for v in expected[0]]
+                for name in stmt.selected_columns.keys():
+                    assert getattr(got[0], name) == getattr(expected[0], name)
+                assert fast.first(dbapi, params) == got[0]
+            assert len(got) == 1 and isinstance(got[0].scopes, list) and got[0].revoked_at is None
+            assert isinstance(fast.first(dbapi, {"digest": digest}).expires_at, dt.datetime | type(None))
+            assert fast.first(dbapi, {"digest": "0" * 64}) is None
+            listed = prepared.prepare(cases[3][0], conn.dialect)
+            assert listed is not None and len(listed.all(dbapi, cases[3][1])) == 2  # the LIMIT bound in it
+            read = prepared.prepare(cases[0][0], conn.dialect)
+            assert read is not None and isinstance(read.first(dbapi, cases[0][1]).created_at, dt.datetime)
+    finally:
+        engine.dispose()
+
+
+def test_statements_it_cannot_run_are_left_to_sqlalchemy(tmp_path: Path) -> None:
+    from velyrix.controlplane.db import models, prepared
+
+    engine, _ = _database(tmp_path)
+    try:
+        expanding = sa.select(models.Cluster.id).where(models.Cluster.name.in_(sa.bindparam("names", expanding=True)))
+        assert prepared.prepare(expanding, engine.dialect) is None
+        pg = sa.dialects.postgresql.dialect()
+        assert prepared.prepare(sa.select(models.Cluster.id), pg) is None
+    finally:
+        engine.dispose()
