@@ -222,3 +222,23 @@ def test_root_and_sign_in(client: TestClient, world: World) -> None:
     assert bad.status_code == 422 and 'id="tenant-error"' in bad.text
     assert client.get("/console/static/../templates/base.html").status_code == 404
     assert client.get("/console/static/console.css").headers["content-type"].startswith("text/css")
+
+
+def test_a_bearer_key_beside_the_session_is_ignored(client: TestClient, world: World) -> None:
+    """The console acts as the browser session only: a foreign tenant's owner key sent in the same
+    request neither replaces the session nor adds to it (acme's viewer sees acme's clusters only)."""
+    from velyrix.controlplane.auth import principals
+
+    with world.app.state.sessionmaker() as s:
+        _, beta_key = principals.issue_key(s, tenant_id=world.beta.id, name="beta-owner-probe", role="owner")
+        s.commit()
+    headers = {"authorization": f"Bearer {beta_key}"}
+    alone = client.get("/console/clusters", headers=headers, follow_redirects=False)
+    assert alone.status_code == 303 and alone.headers["location"] == "/console/sign-in"
+    client.cookies.set(sessions.COOKIE, world.acme.sessions["viewer"])
+    try:
+        answer = client.get("/console/clusters", headers=headers)
+    finally:
+        client.cookies.clear()
+    assert answer.status_code == 200 and world.acme.cluster_name in answer.text
+    assert_no_leak(world, answer.text)

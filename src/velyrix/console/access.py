@@ -24,13 +24,21 @@ def _cookie(request: Request) -> str:
     return secret
 
 
+def _session_only(request: Request) -> None:
+    """Drop any ``Authorization`` header: the API's dependency would take a bearer key over the cookie,
+    and the console acts as the browser session only. In place: ``request.headers`` shares this list."""
+    raw = request.scope["headers"]
+    raw[:] = [(k, v) for k, v in raw if k != b"authorization"]
+
+
 def reads(scope_name: str) -> Callable[..., Awaitable[Ctx]]:
     """Dependency of a console page: the session's principal with ``scope_name`` (401 / 403)."""
     inner = require(scope_name)
 
     async def dependency(request: Request) -> Ctx:
         _cookie(request)
-        return await inner(request, None)
+        _session_only(request)
+        return await inner(request)
 
     dependency.required_scope = scope_name  # type: ignore[attr-defined]
     dependency.__name__ = f"console_reads_{scope_name.replace(':', '_')}"
@@ -49,7 +57,8 @@ def acts(scope_name: str) -> Callable[..., Awaitable[Ctx]]:
         name = sessions.CSRF_HEADER.encode()
         raw = request.scope["headers"]  # in place: ``request.headers`` (already read) shares this list
         raw[:] = [(k, v) for k, v in raw if k != name] + [(name, csrf.encode())]
-        return await inner(request, None)
+        _session_only(request)
+        return await inner(request)
 
     dependency.required_scope = scope_name  # type: ignore[attr-defined]
     dependency.__name__ = f"console_acts_{scope_name.replace(':', '_')}"

@@ -1,7 +1,7 @@
 """GPU time per job from the node agents' reports: ``job_usage``.
 
 Revision ID: 0029
-Revises: 0024
+Revises: 0025
 Create Date: 2026-12-01
 """
 
@@ -11,7 +11,7 @@ import sqlalchemy as sa
 from alembic import op
 
 revision = "0029"
-down_revision = "0024"
+down_revision = "0025"
 branch_labels = None
 depends_on = None
 
