@@ -11,6 +11,10 @@ targets of each target's slowest scrape in the window; target: every one under 1
 (``min_over_time(up)``; target: none), series per scrape, exporter RSS (target: under 1 GB), and CPU per
 thread from /proc: serving (CPU-seconds per scrape), rendering (per node rendering), Prometheus (cores).
 
+Nodes join the fleet ``VELYRIX_BENCH_FLEET_RAMP`` at a time (default 1,000, some 30 SUs), one step per SD
+refresh (30 s), as racks are brought into service; ``0`` lists all of them at once, a cold start of a
+Prometheus with an empty TSDB facing 4.7 million new series in one scrape interval (docs/benchmarks.md).
+
 Environment: ``VELYRIX_BENCH_FLEET_NODES`` (default 10,000), ``VELYRIX_BENCH_FLEET_INTERVAL_S`` (default
 60 s: 10,000 scrapes a minute), ``VELYRIX_BENCH_FLEET_ROUNDS`` (scrape intervals measured, default 2),
 ``VELYRIX_BENCH_FLEET_WAIT_S`` (longest wait for every target up, default 1,800 s) and
@@ -34,8 +38,11 @@ NODES = int(os.environ.get("VELYRIX_BENCH_FLEET_NODES", "10000"))
 INTERVAL_S = float(os.environ.get("VELYRIX_BENCH_FLEET_INTERVAL_S", "60"))
 ROUNDS = int(os.environ.get("VELYRIX_BENCH_FLEET_ROUNDS", "2"))
 WAIT_S = float(os.environ.get("VELYRIX_BENCH_FLEET_WAIT_S", "1800"))
+RAMP = int(os.environ.get("VELYRIX_BENCH_FLEET_RAMP", "1000"))
+RAMP_S = 30.0
+"""Seconds between two steps of the ramp: Prometheus's SD refresh interval (``testing.prometheus``)."""
 PROM_MAX_GIB = float(os.environ.get("VELYRIX_BENCH_FLEET_PROM_MAX_GIB", "14"))
-TIMEOUT_S = 10.0
+TIMEOUT_S = min(10.0, INTERVAL_S)
 JOB = "velyrix-nodes"
 TICK_S = os.sysconf("SC_CLK_TCK")
 
@@ -100,7 +107,11 @@ def _until_all_up(prom: PrometheusServer, server: FleetServer, started: float) -
     Prometheus grew past ``PROM_MAX_GIB``), with progress every 30 s."""
     assert prom.proc is not None
     deadline, report = time.monotonic() + WAIT_S, time.monotonic() + 30
+    listed, next_step = min(RAMP, NODES) if RAMP else NODES, time.monotonic() + RAMP_S
     while time.monotonic() < deadline:
+        if listed < NODES and time.monotonic() >= next_step:
+            listed, next_step = min(listed + RAMP, NODES), next_step + RAMP_S
+            server.targets.listen_at(f"{server.host}:{server.port}", listed)
         up = _one(prom, f'count(up{{job="{JOB}"}} == 1)')
         if up >= NODES:
             return time.perf_counter() - started
@@ -108,7 +119,8 @@ def _until_all_up(prom: PrometheusServer, server: FleetServer, started: float) -
         if time.monotonic() >= report:
             report += 30
             print(
-                f"  {time.perf_counter() - started:.0f} s: {up:,.0f} targets up, {server.http.requests:,} requests "
+                f"  {time.perf_counter() - started:.0f} s: {up:,.0f} of {listed:,} listed targets up, "
+                f"{server.http.requests:,} requests "
                 f"served; Prometheus {cpu_s(f'/proc/{prom.proc.pid}/stat'):.0f} CPU-s, {prom_gib:.1f} GiB; "
                 f"load average {os.getloadavg()[0]:.1f}",
                 flush=True,
@@ -179,6 +191,8 @@ def main() -> None:
         flush=True,
     )
     _request_path(targets, server)
+    if RAMP:  # nodes join the fleet RAMP at a time, one step per SD refresh (see the module doc)
+        targets.listen_at(f"{server.host}:{server.port}", min(RAMP, NODES))
     prom = PrometheusServer(
         {}, interval_s=INTERVAL_S, scrape_timeout_s=TIMEOUT_S, http_sd={JOB: (server.sd_url, NODES)}
     )

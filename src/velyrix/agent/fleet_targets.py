@@ -143,19 +143,22 @@ class FleetTargets:
         response = self._responses.get(path)
         return None if response is None else response[response.index(b"\r\n\r\n") + 4 :]
 
-    def sd_document(self, address: str) -> bytes:
-        """Prometheus HTTP SD JSON: one target group per node at ``address`` (``host:port``)."""
+    def sd_document(self, address: str, count: int | None = None) -> bytes:
+        """Prometheus HTTP SD JSON: one target group per node at ``address`` (``host:port``); the first
+        ``count`` nodes only when given (nodes joining the fleet in turn)."""
         groups: list[dict[str, Any]] = []
-        for host, node in self.region.nodes.items():
+        for host, node in list(self.region.nodes.items())[:count]:
             labels = {"__metrics_path__": f"{PREFIX}{host}{SUFFIX}", "Hostname": host, "node_type": node.node_type}
             if node.position is not None:
                 labels["su"] = str(node.position.su)
             groups.append({"targets": [address], "labels": labels})
         return json.dumps(groups).encode()
 
-    def listen_at(self, address: str) -> None:
-        """Build the ``/sd`` reply for targets at ``address`` (``host:port``) once (nodes do not come and go)."""
-        self._sd = fleet_http.Reply(200, gzip.compress(self.sd_document(address), mtime=0), "application/json", True)
+    def listen_at(self, address: str, count: int | None = None) -> None:
+        """Build the ``/sd`` reply for targets at ``address`` (``host:port``), listing the first ``count`` nodes
+        when given; built once, since nodes do not come and go in a twin (call again to list more)."""
+        document = self.sd_document(address, count)
+        self._sd = fleet_http.Reply(200, gzip.compress(document, mtime=0), "application/json", True)
 
     def handle(self, path: str, accepts_gzip: bool) -> fleet_http.Reply | Callable[[], fleet_http.Reply]:
         """Every request but a scrape of a rendered node (``fleet_http``'s handler): ``/sd``, a node (a
