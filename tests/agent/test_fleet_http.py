@@ -107,6 +107,8 @@ def test_sd_lists_every_node_with_its_path_and_labels(fleet) -> None:
         assert group["labels"]["node_type"] == "hgx-h200-8g" and group["labels"]["su"].isdigit()
     head = httpx.head(server.sd_url)
     assert head.status_code == 200 and head.content == b""
+    server.targets.listen_at(f"127.0.0.1:{server.port}", 2)  # nodes joining the fleet in turn
+    assert [g["labels"]["Hostname"] for g in httpx.get(server.sd_url).json()] == list(region.nodes)[:2]
 
 
 def test_unknown_paths_methods_and_malformed_or_oversized_requests_get_clear_errors(fleet) -> None:

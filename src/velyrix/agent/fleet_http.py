@@ -47,6 +47,8 @@ IDLE_TIMEOUT_S = 300.0
 own client keeps idle connections 5 minutes), so scrapes reuse their connections."""
 MAX_CONNECTIONS = 4096
 """Open connections at most; Prometheus needs about as many as scrapes in flight at once."""
+LAG_TICK_S = 0.1
+"""Period of the timer whose lateness is recorded in ``KeepAliveServer.lags_s``."""
 MAX_QUEUED = 64
 """Pipelined requests waiting for a deferred reply on one connection before reading from it pauses."""
 
@@ -319,6 +321,9 @@ class KeepAliveServer:
         self.requests = 0
         self.executor = concurrent.futures.ThreadPoolExecutor(max_workers=2, thread_name_prefix=f"{name}-work")
         self.loop = _new_loop()
+        self.lags_s: collections.deque[float] = collections.deque(maxlen=36_000)
+        """How late the loop woke for a 0.1-s timer, seconds, for the last hour: the wait a request arriving
+        then had before being read (the process not scheduled, or another thread holding the GIL)."""
         self.native_id: int | None = None
         """The serving thread's native id (its CPU time is in /proc/self/task/<id>/stat)."""
         self._ready = threading.Event()
@@ -335,11 +340,13 @@ class KeepAliveServer:
         asyncio.set_event_loop(self.loop)
         server = self.loop.run_until_complete(self.loop.create_server(lambda: _Connection(self), sock=self.sock))
         sweeper = self.loop.create_task(self._sweep())
+        watcher = self.loop.create_task(self._watch_lag())
         self._ready.set()
         try:
             self.loop.run_forever()
         finally:
             sweeper.cancel()
+            watcher.cancel()
             server.close()
             for conn in list(self.connections):
                 conn._close()
@@ -353,6 +360,12 @@ class KeepAliveServer:
             now = self.loop.time()
             for conn in list(self.connections):
                 conn.sweep(now, self.idle_timeout_s)
+
+    async def _watch_lag(self) -> None:
+        while True:
+            start = self.loop.time()
+            await asyncio.sleep(LAG_TICK_S)
+            self.lags_s.append(max(0.0, self.loop.time() - start - LAG_TICK_S))
 
     def close(self) -> None:
         if self.thread.is_alive():
