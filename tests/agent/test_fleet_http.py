@@ -130,6 +130,8 @@ def test_a_node_not_yet_rendered_is_rendered_off_the_event_loop(fleet) -> None:
     first, other = list(region.nodes)[:2]
     path = f"/nodes/{first}/metrics".encode()
     result: dict[str, httpx.Response] = {}
+    server.targets.stop.set()  # no round of the worker renders the node meanwhile
+    server.targets._worker.join(30)
     with region_lock(region), region.lock:
         server.targets._responses.pop(path)  # as before the first round reached it
         waiting = threading.Thread(

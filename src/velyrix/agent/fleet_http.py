@@ -212,10 +212,17 @@ class _Connection(asyncio.Protocol):
             self._respond(None, response_bytes(reply, keep_alive=keep_alive, head=head), keep_alive=keep_alive)
             return
         future = self.server.executor.submit(answer)
-        future.add_done_callback(lambda _: self.loop.call_soon_threadsafe(self._flush))
+        future.add_done_callback(self._wake)
         self._respond(future, b"", keep_alive=keep_alive, head=head, accepts_gzip=self.accepts_gzip)
 
     # internals
+    def _wake(self, _: object) -> None:
+        """A deferred reply is done (in a worker thread): flush on the loop, unless the server has closed."""
+        try:
+            self.loop.call_soon_threadsafe(self._flush)
+        except RuntimeError:  # the loop is closed: nobody is waiting any more
+            pass
+
     def _respond(
         self,
         future: concurrent.futures.Future[Reply] | None,
