@@ -10,7 +10,10 @@
 - ``/metrics``: 404 with a pointer to ``/sd`` (a whole 10,000-node region in one scrape is what this
   replaces).
 
-A scrape never renders and never takes a region lock: it serves the bytes of that node's last rendering.
+A scrape never renders and never takes a region lock: it is sent the bytes of that node's last rendering,
+kept as a whole gzipped HTTP response, by ``velyrix.agent.fleet_http``'s keep-alive HTTP/1.1 server (Prometheus
+keeps its connections open between scrapes, so 10,000 targets cost no connection set-up, and a scrape is
+a parse, a dictionary lookup and a write).
 One worker thread advances the region every ``advance_every_s`` wall seconds and renders every node in turn,
 paced so that a round over the region takes ``refresh_s`` (default: ``advance_every_s``, or
 ``ROUND_S_PER_NODE`` per node when that is longer, so the worker stays near a third of a core), the first round as
@@ -27,12 +30,11 @@ import json
 import logging
 import threading
 import time
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from velyrix import errors
-from velyrix.agent import exporter, jobs, wall_rates
+from velyrix.agent import exporter, fleet_http, jobs, wall_rates
 from velyrix.agent.collectors.sim import catch_up, read_node, region_lock
 from velyrix.agent.service import CONTENT_TYPE
 
@@ -70,8 +72,15 @@ class FleetTargets:
         """Set once every node has been rendered (the first round)."""
         self.last_round_s: float | None = None
         """Wall seconds the last full round of renderings took (``refresh_s`` unless rendering falls behind)."""
-        self._sd: bytes | None = None
-        self._rendered: dict[str, bytes] = {}
+        self.renderings = 0
+        """Node renderings the worker has done so far (those on demand before the first round ends apart)."""
+        self.render_cpu_s = 0.0
+        """CPU seconds the worker spent rendering (gzip included), and advancing the twin (``advance_cpu_s``)."""
+        self.advance_cpu_s = 0.0
+        self._sd: fleet_http.Reply | None = None
+        self._responses: dict[bytes, bytes] = {}
+        """Request path (``/nodes/<host>/metrics``) -> the whole HTTP response of that node's last rendering,
+        gzipped and kept alive: what a scrape is sent (``fleet_http``'s fast path is this dict's ``get``)."""
         self.wall_counters = wall_rates.WallClockCounters()
         self._render_lock = threading.Lock()  # the wall counters keep per-node state: one rendering at a time
         self._worker = threading.Thread(target=self._work, name="twin-render", daemon=True)
@@ -87,10 +96,15 @@ class FleetTargets:
             started = time.monotonic()
             slot_s = self.refresh_s / max(len(hosts), 1) if paced else 0.0
             for i, host in enumerate(hosts):
+                cpu_s = time.thread_time()
                 if time.monotonic() >= next_advance:
                     self._advance()
                     next_advance = time.monotonic() + self.advance_every_s
+                    self.advance_cpu_s += time.thread_time() - cpu_s
+                    cpu_s = time.thread_time()
                 self._refresh(host)
+                self.render_cpu_s += time.thread_time() - cpu_s
+                self.renderings += 1
                 wait_s = started + (i + 1) * slot_s - time.monotonic()
                 if wait_s > 0 and self.stop.wait(wait_s):
                     return
@@ -112,29 +126,62 @@ class FleetTargets:
         except Exception:  # one node's failure must not stop the others' refresh
             log.exception("rendering %s failed", host)
             return
-        if body is not None:  # kept gzipped: ~10x smaller (10,000 nodes: ~60 MB, not ~600 MB), sent as is
-            self._rendered[host] = gzip.compress(body, compresslevel=1, mtime=0)
+        if body is not None:  # kept gzipped: ~20x smaller (10,000 nodes: ~50 MB, not ~1 GB), sent as is
+            reply = fleet_http.Reply(200, gzip.compress(body, compresslevel=1, mtime=0), CONTENT_TYPE, True)
+            self._responses[f"{PREFIX}{host}{SUFFIX}".encode()] = fleet_http.response_bytes(reply)
+
+    def cached(self, path: bytes) -> bytes | None:
+        """The whole HTTP response (gzipped, kept alive) of the node at request path ``path``, if rendered."""
+        return self._responses.get(path)
 
     def exposition(self, host: str) -> bytes | None:
         """What a scrape of ``host`` gets, gzipped: its last rendering (rendered now only before its first
-        one); ``None`` for a hostname the region does not have."""
-        body = self._rendered.get(host)
-        if body is None and host in self.region.nodes:
+        one, taking the region's locks); ``None`` for a hostname the region does not have."""
+        path = f"{PREFIX}{host}{SUFFIX}".encode()
+        if path not in self._responses and host in self.region.nodes:
             self._refresh(host)
-            body = self._rendered.get(host)
-        return body
+        response = self._responses.get(path)
+        return None if response is None else response[response.index(b"\r\n\r\n") + 4 :]
 
-    def sd_document(self, address: str) -> bytes:
-        """Prometheus HTTP SD JSON: one target group per node at ``address`` (``host:port``)."""
-        if self._sd is None:
-            groups: list[dict[str, Any]] = []
-            for host, node in self.region.nodes.items():
-                labels = {"__metrics_path__": f"{PREFIX}{host}{SUFFIX}", "Hostname": host, "node_type": node.node_type}
-                if node.position is not None:
-                    labels["su"] = str(node.position.su)
-                groups.append({"targets": [address], "labels": labels})
-            self._sd = json.dumps(groups).encode()
-        return self._sd
+    def sd_document(self, address: str, count: int | None = None) -> bytes:
+        """Prometheus HTTP SD JSON: one target group per node at ``address`` (``host:port``); the first
+        ``count`` nodes only when given (nodes joining the fleet in turn)."""
+        groups: list[dict[str, Any]] = []
+        for host, node in list(self.region.nodes.items())[:count]:
+            labels = {"__metrics_path__": f"{PREFIX}{host}{SUFFIX}", "Hostname": host, "node_type": node.node_type}
+            if node.position is not None:
+                labels["su"] = str(node.position.su)
+            groups.append({"targets": [address], "labels": labels})
+        return json.dumps(groups).encode()
+
+    def listen_at(self, address: str, count: int | None = None) -> None:
+        """Build the ``/sd`` reply for targets at ``address`` (``host:port``), listing the first ``count`` nodes
+        when given; built once, since nodes do not come and go in a twin (call again to list more)."""
+        document = self.sd_document(address, count)
+        self._sd = fleet_http.Reply(200, gzip.compress(document, mtime=0), "application/json", True)
+
+    def handle(self, path: str, accepts_gzip: bool) -> fleet_http.Reply | Callable[[], fleet_http.Reply]:
+        """Every request but a scrape of a rendered node (``fleet_http``'s handler): ``/sd``, a node (a
+        function rendering it first when it has no rendering yet), the index, 404 for anything else."""
+        if path == "/sd" and self._sd is not None:
+            return self._sd
+        if path.startswith(PREFIX) and path.endswith(SUFFIX):
+            host = path[len(PREFIX) : -len(SUFFIX)]
+            if host not in self.region.nodes:
+                return fleet_http.Reply(404, b"no such node; see /sd\n")
+            response = self._responses.get(path.encode())
+            if response is None:
+                return lambda: self._node_reply(host)
+            return fleet_http.Reply(200, response[response.index(b"\r\n\r\n") + 4 :], CONTENT_TYPE, True)
+        if path in ("/", "/healthz"):
+            return fleet_http.Reply(200, b"velyrix sim exporter: per-node targets at /sd\n")
+        return fleet_http.Reply(404, b"not found; targets are listed at /sd (Prometheus http_sd_configs)\n")
+
+    def _node_reply(self, host: str) -> fleet_http.Reply:
+        body = self.exposition(host)
+        if body is None:
+            return fleet_http.Reply(500, b"rendering the node failed; see the exporter's log\n")
+        return fleet_http.Reply(200, body, CONTENT_TYPE, True)
 
     def render_node(self, host: str) -> bytes | None:
         """One node's exposition (``None`` for a hostname the region does not have)."""
@@ -150,51 +197,9 @@ class FleetTargets:
         return exporter.render([(sample, mapping)], self.ib_metrics)
 
 
-class _Handler(BaseHTTPRequestHandler):
-    targets: FleetTargets  # set on the subclass made by FleetServer
-    address: str
-
-    def do_GET(self) -> None:  # http.server naming
-        path = self.path.split("?", 1)[0]
-        body: bytes | None
-        status, ctype, encoding = 200, "text/plain", ""
-        if path == "/sd":
-            body, ctype = self.targets.sd_document(self.address), "application/json"
-        elif path.startswith(PREFIX) and path.endswith(SUFFIX):
-            body, ctype = self.targets.exposition(path[len(PREFIX) : -len(SUFFIX)]), CONTENT_TYPE
-            if body is None:
-                body, status, ctype = b"no such node; see /sd\n", 404, "text/plain"
-            elif "gzip" in self.headers.get("Accept-Encoding", ""):
-                encoding = "gzip"  # Prometheus asks for it
-            else:
-                body = gzip.decompress(body)
-        elif path in ("/", "/healthz"):
-            body = b"velyrix sim exporter: per-node targets at /sd\n"
-        else:
-            body, status = b"not found; targets are listed at /sd (Prometheus http_sd_configs)\n", 404
-        try:
-            self.send_response(status)
-            self.send_header("Content-Type", ctype)
-            if encoding:
-                self.send_header("Content-Encoding", encoding)
-            self.send_header("Content-Length", str(len(body)))
-            self.end_headers()
-            self.wfile.write(body)
-        except (BrokenPipeError, ConnectionResetError):  # the scraper gave up (its scrape_timeout)
-            log.debug("scrape of %s abandoned by the client", path)
-
-    def log_message(self, format: str, *args: object) -> None:  # keep scrapes out of the log
-        log.debug(format, *args)
-
-
-class _Server(ThreadingHTTPServer):
-    def handle_error(self, request: object, client_address: object) -> None:  # socketserver naming
-        # a scraper that gave up mid-request (its scrape_timeout) is not worth a traceback on stderr
-        log.debug("request from %s failed", client_address, exc_info=True)
-
-
 class FleetServer:
-    """``FleetTargets`` served on ``host:port`` (0 = a free port); ``close()`` stops server and advancer."""
+    """``FleetTargets`` served on ``host:port`` (0 = a free port) by ``fleet_http.KeepAliveServer``;
+    ``close()`` stops server and worker."""
 
     def __init__(
         self,
@@ -205,20 +210,13 @@ class FleetServer:
         hint: str = "choose another --port (0 picks a free one)",
     ):
         """``hint``: what the error says to do when ``port`` is taken."""
-        try:
-            self.httpd = _Server((host, port), _Handler)
-        except OSError as exc:
-            raise errors.InvalidInputError(f"cannot listen on {host}:{port}: {exc.strerror}", hint=hint) from exc
-        self.httpd.daemon_threads = True
-        self.httpd.request_queue_size = 1024  # Prometheus opens many scrapes at once
-        self.host, self.port = host, int(self.httpd.server_address[1])
-        self.httpd.RequestHandlerClass = type(
-            "Handler", (_Handler,), {"targets": targets, "address": f"{host}:{self.port}"}
-        )
+        self.http = fleet_http.KeepAliveServer(targets.handle, targets.cached, host, port, hint=hint, name="fleet")
+        self.host, self.port = host, self.http.port
+        self.thread = self.http.thread
         self.targets = targets
+        targets.listen_at(f"{host}:{self.port}")
         targets.start()
-        self.thread = threading.Thread(target=self.httpd.serve_forever, name=f"fleet:{self.port}", daemon=True)
-        self.thread.start()
+        self.http.start()
 
     @property
     def sd_url(self) -> str:
@@ -226,5 +224,4 @@ class FleetServer:
 
     def close(self) -> None:
         self.targets.stop.set()
-        self.httpd.shutdown()
-        self.httpd.server_close()
+        self.http.close()

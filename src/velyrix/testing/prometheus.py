@@ -100,8 +100,8 @@ class PrometheusServer:
             ]
         return "\n".join(lines) + "\n"
 
-    def start(self, timeout_s: float = 30.0) -> PrometheusServer:
-        """Write the config, start Prometheus, wait for readiness and for every target to be up."""
+    def start(self, timeout_s: float = 30.0, *, wait_targets: bool = True) -> PrometheusServer:
+        """Write the config, start Prometheus, wait for readiness and (``wait_targets``) for every target to be up."""
         if not self.binary:
             raise errors.ExternalToolError("prometheus is not installed", hint="apt-get install prometheus")
         self.root = Path(tempfile.mkdtemp(prefix="velyrix-prometheus-"))
@@ -133,7 +133,8 @@ class PrometheusServer:
         else:
             self.stop()
             raise errors.ExternalToolError(f"prometheus not ready after {timeout_s}s")
-        self.wait_targets_up(deadline - time.monotonic())
+        if wait_targets:
+            self.wait_targets_up(deadline - time.monotonic())
         return self
 
     def wait_targets_up(self, timeout_s: float) -> None:
