@@ -30,6 +30,7 @@ class Tenant:
     node_names: list[str] = field(default_factory=list)
     sessions: dict[str, str] = field(default_factory=dict)
     incident_id: str = ""
+    node_ids: list[str] = field(default_factory=list)
 
 
 def hardware(name: str, su: int, slot: int) -> dict[str, Any]:
@@ -114,6 +115,7 @@ def _cluster(s: Any, tenant: Tenant, nodes: int) -> None:
         s.add(node)
         s.flush()
         tenant.node_names.append(node_name)
+        tenant.node_ids.append(node.id)
         level = 3 if i == 1 else 0
         s.add(
             health_tables.NodeReport(

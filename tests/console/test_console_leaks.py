@@ -51,6 +51,7 @@ def _fresh_key(world: World, tenant: Tenant) -> str:
 
 def url_of(route: APIRoute, world: World, ids: Tenant) -> str:
     values = {"cluster_id": ids.cluster_id, "key_id": ids.key_id, "incident_id": ids.incident_id}
+    values["node_id"] = ids.node_ids[0]
     if route.name == "console.api_keys.revoke" and ids is world.acme:
         values["key_id"] = _fresh_key(world, ids)
     names = set(route.param_convertors)
@@ -87,6 +88,7 @@ def assert_no_leak(world: World, text: str, asked: str = "") -> None:
     beta = world.beta
     bits = (beta.cluster_id, beta.cluster_name, beta.key_id, beta.key_name, beta.id, *beta.node_names)
     bits += (beta.incident_id,)
+    bits += tuple(beta.node_ids)
     for secret_bit in (b for b in bits if b not in asked):
         assert secret_bit not in text, f"foreign {secret_bit!r} in the answer"
 

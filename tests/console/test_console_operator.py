@@ -173,3 +173,41 @@ def test_an_operator_acknowledges_notes_and_resolves_a_p1_through_the_api(
     assert {e.action for e in events} == {"console.incidents.act"}
     assert all(e.actor.endswith("(ops@noc.example)") for e in events if e.outcome == "success")
     assert set(denied) >= {403, 409, 422}
+
+
+def test_an_operator_releases_or_sends_to_rma_from_the_queue_through_the_api(
+    client: TestClient, staff: Staff, world: World
+) -> None:
+    """The queue's form calls ``nodes.act``: a release of a node whose last report is fatal is refused (409
+    ``node_health_not_clean``) beside the field; an empty reason is the API model's 422 beside its field;
+    an auditor gets 403; an RMA moves the node and files the record (``console.nodes.act`` audit events)."""
+    from velyrix.controlplane.db import models
+
+    name = world.acme.node_names[1]  # its last report: XID 79 and a DBE, level fatal (conftest)
+    with world.app.state.sessionmaker() as s:
+        node = s.scalars(sa.select(models.Node).where(models.Node.name == name)).one()
+        node.fleet_stage = "quarantined"
+        node_id = node.id
+        s.commit()
+    operator, url = staff.sessions["operator"], f"/console/fleet/nodes/{node_id}/actions"
+    page = _get(client, operator, "/console/fleet/queues").text
+    assert f'id="act-{name}"' in page and f'action="{url}"' in page
+    assert _post(client, staff.sessions["auditor"], url, action="rma", reason="x").status_code == 403
+    refused = _post(client, operator, url, action="release", reason="false alarm")
+    assert refused.status_code == 409, refused.text
+    assert f'id="act-{name}-action-error"' in refused.text and "not clean now" in refused.text
+    assert f'aria-describedby="act-{name}-action-error"' in refused.text
+    empty = _post(client, operator, url, action="rma", reason="")
+    assert empty.status_code == 422 and f'id="act-{name}-reason-error"' in empty.text
+    sent = _post(client, operator, url, action="rma", reason="GPU 3 fell off the bus twice")
+    assert sent.status_code == 303 and sent.headers["location"] == "/console/fleet/queues"
+    with world.app.state.sessionmaker() as s:
+        assert s.get(models.Node, node_id).fleet_stage == "rma"  # type: ignore[union-attr]
+        records = list(s.scalars(sa.select(models.RmaRecord).where(models.RmaRecord.node_id == node_id)))
+        events = list(s.scalars(sa.select(models.AuditEvent).where(models.AuditEvent.action == "console.nodes.act")))
+    assert [r.reasons for r in records] == [["operator: GPU 3 fell off the bus twice"]]
+    done = [e for e in events if e.outcome == "success"]
+    assert len(done) == 1 and done[0].detail["to_stage"] == "rma" and done[0].actor.endswith("(ops@noc.example)")
+    assert {e.status_code for e in events if e.outcome == "denied"} >= {403, 409, 422}
+    queue = _get(client, operator, "/console/fleet/queues").text
+    assert f'id="act-{name}"' not in queue and "GPU 3 fell off the bus twice" in queue  # in the RMA queue now, with its event

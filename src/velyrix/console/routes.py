@@ -4,7 +4,8 @@ from __future__ import annotations
 
 from fastapi import APIRouter
 
-from velyrix.console import keys, live, operator_fleet, operator_noc, pages
+from velyrix.console import keys, live, operator_fleet, operator_noc, operator_nodes, pages
 
 ROUTERS: tuple[APIRouter, ...] = (pages.router, keys.router, live.router)
 ROUTERS += (operator_fleet.router, operator_noc.router)
+ROUTERS += (operator_nodes.router,)
