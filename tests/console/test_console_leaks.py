@@ -52,6 +52,7 @@ def _fresh_key(world: World, tenant: Tenant) -> str:
 def url_of(route: APIRoute, world: World, ids: Tenant) -> str:
     values = {"cluster_id": ids.cluster_id, "key_id": ids.key_id, "incident_id": ids.incident_id}
     values["node_id"] = ids.node_ids[0]
+    values["rollout_id"] = "rollout-of-the-provider"  # provider-only: every tenant role gets 403 first
     if route.name == "console.api_keys.revoke" and ids is world.acme:
         values["key_id"] = _fresh_key(world, ids)
     names = set(route.param_convertors)

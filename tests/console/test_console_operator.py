@@ -210,4 +210,47 @@ def test_an_operator_releases_or_sends_to_rma_from_the_queue_through_the_api(
     assert len(done) == 1 and done[0].detail["to_stage"] == "rma" and done[0].actor.endswith("(ops@noc.example)")
     assert {e.status_code for e in events if e.outcome == "denied"} >= {403, 409, 422}
     queue = _get(client, operator, "/console/fleet/queues").text
-    assert f'id="act-{name}"' not in queue and "GPU 3 fell off the bus twice" in queue  # in the RMA queue now, with its event
+    assert (
+        f'id="act-{name}"' not in queue and "GPU 3 fell off the bus twice" in queue
+    )  # in the RMA queue now, with its event
+
+
+def test_an_operator_reads_a_rollouts_waves_and_pauses_and_resumes_it_through_the_api(
+    client: TestClient, staff: Staff, world: World
+) -> None:
+    """The rollouts pages read ``rollouts.list``/``rollouts.get``: waves with their nodes, progress and the gate's
+    verdict; pause and resume go through ``rollouts.act`` (``console.rollouts.act`` audit events); a move the
+    state table forbids (pausing a paused rollout) is 409 beside the field; the auditor gets 403."""
+    from tests.console.conftest import rollout
+    from velyrix.controlplane.db import models
+
+    with world.app.state.sessionmaker() as s:
+        rollout_id = rollout(s, ["gpu-r0", "gpu-r1", "gpu-r2"])
+        s.commit()
+    operator = staff.sessions["operator"]
+    listed = _get(client, operator, "/console/rollouts")
+    assert listed.status_code == 200 and f'href="/console/rollouts/{rollout_id}"' in listed.text
+    page = _get(client, operator, f"/console/rollouts/{rollout_id}").text
+    wave0 = page.split('id="wave-0"')[1].split("</tr>")[0]
+    wave1 = page.split('id="wave-1"')[1].split("</tr>")[0]
+    assert "canary" in wave0 and "gpu-r0" in wave0 and "1 of 1" in wave0 and "holds" in wave0
+    assert "gpu-r1, gpu-r2" in wave1 and "0 of 2" in wave1 and "not judged yet" in wave1
+    assert 'id="rollout-state">running' in page
+    assert _get(client, staff.sessions["auditor"], f"/console/rollouts/{rollout_id}").status_code == 403
+    url = f"/console/rollouts/{rollout_id}/actions"
+    assert _post(client, staff.sessions["auditor"], url, action="pause").status_code == 403
+    assert _post(client, operator, url, action="pause").status_code == 303
+    assert 'id="rollout-state">paused' in _get(client, operator, f"/console/rollouts/{rollout_id}").text
+    again = _post(client, operator, url, action="pause")
+    assert again.status_code == 409 and 'id="act-action-error"' in again.text
+    bad = _post(client, operator, url, action="explode")
+    assert bad.status_code == 422 and 'aria-describedby="act-action-error"' in bad.text
+    assert _post(client, operator, url, action="resume").status_code == 303
+    assert 'id="rollout-state">running' in _get(client, operator, f"/console/rollouts/{rollout_id}").text
+    with world.app.state.sessionmaker() as s:
+        events = list(s.scalars(sa.select(models.AuditEvent).where(models.AuditEvent.action == "console.rollouts.act")))
+    done = [e.detail["action"] for e in events if e.outcome == "success"]
+    assert done == ["pause", "resume"] and all(
+        e.target == f"rollouts/{rollout_id}" for e in events if e.outcome == "success"
+    )
+    assert {e.status_code for e in events if e.outcome == "denied"} >= {403, 409, 422}

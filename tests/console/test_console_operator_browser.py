@@ -5,7 +5,8 @@ provider's tenant may set), registers a security key (Chromium's virtual authent
 DevTools WebAuthn domain, user verification on), and signs in again with it: only then does the session
 act as provider staff. The operator opens the fleet grid (filters by GET), the quarantine queue and
 capacity, then acknowledges and resolves a P1 incident through the page's form within its
-first-response timer.
+first-response timer, and pauses a rollout from its page (waves, nodes, gate verdicts; the rollout is
+seeded mid-way, as the rollout engine leaves one).
 
 The P1 is seeded: it is opened as the control plane opens one when a cluster loses a node with no spare
 left (``ops.noc.incidents.open_incident``), and the quarantined node and its report are written as the
@@ -22,7 +23,7 @@ from typing import Any
 import httpx
 import pytest
 
-from tests.console.conftest import hardware, sample
+from tests.console.conftest import hardware, rollout, sample
 from tests.console.test_console_browser import axe_serious
 from tests.identity.browser import browser  # noqa: F401  (fixture)
 from tests.identity.conftest import Served
@@ -91,6 +92,7 @@ def _seed(app: Any) -> Noc:
             source="control-plane",
             at=clock.now(),
         )
+        rollout(s, ["gpu-040", "gpu-041", "gpu-042", "gpu-043"])
         s.commit()
         return Noc("", owner_key, row.id, "gpu-009")
 
@@ -205,4 +207,12 @@ def test_an_operator_reads_the_fleet_and_resolves_a_p1_within_its_timer(browser:
     page.click("#act-submit")
     page.wait_for_function("document.getElementById('incident-state').textContent === 'resolved'")
     assert "met" in page.inner_text("[data-timer='first response']")
+
+    page.click("text=Rollouts")
+    page.click("text=driver-580")
+    assert "holds" in page.inner_text("#wave-0") and "gpu-041, gpu-042, gpu-043" in page.inner_text("#wave-1")
+    page.select_option("#act-action", "pause")
+    page.click("#act-submit")
+    page.wait_for_function("document.getElementById('rollout-state').textContent === 'paused'")
+    assert axe_serious(page, "rollout") == []
     context.close()
