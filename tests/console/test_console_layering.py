@@ -15,7 +15,7 @@ def test_console_route_modules_never_import_sqlalchemy_or_touch_the_session() ->
     names = {r.endpoint.__module__ for router in CONSOLE_ROUTERS for r in router.routes}  # type: ignore[attr-defined]
     modules = sorted(Path(str(importlib.import_module(n).__file__)) for n in names)
     expected = {"pages.py", "keys.py", "live.py"} | {"operator_fleet.py", "operator_noc.py"}
-    expected |= {"operator_nodes.py", "operator_rollouts.py"}
+    expected |= {"operator_nodes.py", "operator_rollouts.py", "operator_contracts.py"}
     assert {p.name for p in modules} == expected
     for path in modules:
         for node in ast.walk(ast.parse(path.read_text())):

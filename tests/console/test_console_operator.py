@@ -254,3 +254,33 @@ def test_an_operator_reads_a_rollouts_waves_and_pauses_and_resumes_it_through_th
         e.target == f"rollouts/{rollout_id}" for e in events if e.outcome == "success"
     )
     assert {e.status_code for e in events if e.outcome == "denied"} >= {403, 409, 422}
+
+
+def test_the_contracts_page_shows_each_tenants_sla_terms_and_maintenance_windows(
+    client: TestClient, staff: Staff, world: World
+) -> None:
+    """Per tenant: the contract ``contracts.get`` answers (here the catalog's default: P1 first response in
+    15 min) and the maintenance windows of its clusters; only provider staff open it (leak matrix)."""
+    import datetime as dt
+
+    from velyrix.controlplane.db.models import noc as models_noc
+
+    start = dt.datetime(2026, 12, 5, 2, 0, tzinfo=dt.UTC)
+    with world.app.state.sessionmaker() as s:
+        s.add(
+            models_noc.MaintenanceWindow(
+                tenant_id=world.acme.id,
+                cluster_id=world.acme.cluster_id,
+                starts_at=start,
+                ends_at=start + dt.timedelta(hours=2),
+                announced_at=start - dt.timedelta(days=10),
+                label="fabric firmware",
+            )
+        )
+        s.commit()
+    page = _get(client, staff.sessions["auditor"], "/console/contracts")
+    assert page.status_code == 200, page.text
+    acme = page.text.split('id="contract-acme"')[1].split("</section>")[0]
+    beta = page.text.split('id="contract-beta"')[1].split("</section>")[0]
+    assert "(the catalog's default)" in acme and "first_response_min" in acme and "fabric firmware" in acme
+    assert world.acme.cluster_id in acme and "fabric firmware" not in beta

@@ -5,8 +5,8 @@ provider's tenant may set), registers a security key (Chromium's virtual authent
 DevTools WebAuthn domain, user verification on), and signs in again with it: only then does the session
 act as provider staff. The operator opens the fleet grid (filters by GET), the quarantine queue and
 capacity, then acknowledges and resolves a P1 incident through the page's form within its
-first-response timer, and pauses a rollout from its page (waves, nodes, gate verdicts; the rollout is
-seeded mid-way, as the rollout engine leaves one).
+first-response timer, pauses a rollout from its page (waves, nodes, gate verdicts; the rollout is
+seeded mid-way, as the rollout engine leaves one), and reads the contracts page.
 
 The P1 is seeded: it is opened as the control plane opens one when a cluster loses a node with no spare
 left (``ops.noc.incidents.open_incident``), and the quarantined node and its report are written as the
@@ -215,4 +215,7 @@ def test_an_operator_reads_the_fleet_and_resolves_a_p1_within_its_timer(browser:
     page.click("#act-submit")
     page.wait_for_function("document.getElementById('rollout-state').textContent === 'paused'")
     assert axe_serious(page, "rollout") == []
+    page.click("text=Contracts")
+    assert "first_response_min" in page.inner_text("#contract-acme")
+    assert axe_serious(page, "contracts") == []
     context.close()
