@@ -36,6 +36,7 @@ class Tenant:
     credit_note_number: str = ""
     volume_name: str = ""
     team: str = ""
+    node_ids: list[str] = field(default_factory=list)
 
 
 def hardware(name: str, su: int, slot: int) -> dict[str, Any]:
@@ -120,6 +121,7 @@ def _cluster(s: Any, tenant: Tenant, nodes: int) -> None:
         s.add(node)
         s.flush()
         tenant.node_names.append(node_name)
+        tenant.node_ids.append(node.id)
         level = 3 if i == 1 else 0
         s.add(
             health_tables.NodeReport(
@@ -256,3 +258,55 @@ def world(db_url: str, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Wor
             s.commit()
         yield World(app, acme, beta)
         app.state.engine.dispose()
+
+
+def rollout(s: Any, nodes: list[str], *, holds: bool = True) -> str:
+    """A rollout of the provider (two waves over ``nodes``: canary, then the rest) running, with wave 0's gate
+    judged (``holds``), as ``ops.rollouts.engine`` leaves one mid-way; returns its id."""
+    import datetime as dt
+
+    from velyrix.controlplane.db.models import rollouts as models_rollouts
+
+    at = dt.datetime(2026, 12, 1, 12, 0, tzinfo=dt.UTC)
+    waves = [
+        {"index": 0, "stage": "canary", "cluster": None, "nodes": nodes[:1], "window_start": "2026-12-01T12:00:00Z"},
+        {"index": 1, "stage": "fleet", "cluster": None, "nodes": nodes[1:], "window_start": "2026-12-01T14:00:00Z"},
+    ]
+    row = models_rollouts.Rollout(
+        name="driver-580",
+        region="us-east-1",
+        component="gpu-driver",
+        version="580.65.06",
+        spec={},
+        plan={"waves": waves},
+        state="running",
+        created_by="key:ops (noc-operator)",
+        announced_at=at,
+    )
+    s.add(row)
+    s.flush()
+    s.add(
+        models_rollouts.RolloutStep(
+            rollout_id=row.id,
+            key=f"w0/upgrade/{nodes[0]}",
+            node=nodes[0],
+            action="upgrade",
+            status="done",
+            detail={},
+            started_at=at,
+        )
+    )
+    gate = {"holds": holds, "problems": [] if holds else ["gemm 12% below baseline"], "failed": {}}
+    s.add(
+        models_rollouts.RolloutStep(
+            rollout_id=row.id,
+            key="w0/validate/gate",
+            node=None,
+            action="gate",
+            status="done",
+            detail=gate,
+            started_at=at,
+        )
+    )
+    s.flush()
+    return str(row.id)

@@ -53,6 +53,8 @@ def _fresh_key(world: World, tenant: Tenant) -> str:
 def url_of(route: APIRoute, world: World, ids: Tenant) -> str:
     values = {"cluster_id": ids.cluster_id, "key_id": ids.key_id, "incident_id": ids.incident_id}
     values |= {"invoice_id": ids.invoice_id, "credit_note_id": ids.credit_note_id}
+    values["node_id"] = ids.node_ids[0]
+    values["rollout_id"] = "rollout-of-the-provider"  # provider-only: every tenant role gets 403 first
     if route.name == "console.api_keys.revoke" and ids is world.acme:
         values["key_id"] = _fresh_key(world, ids)
     names = set(route.param_convertors)
@@ -93,6 +95,7 @@ def assert_no_leak(world: World, text: str, asked: str = "") -> None:
     bits += (beta.incident_id,)
     bits += (beta.invoice_id, beta.invoice_number, beta.credit_note_id, beta.credit_note_number, beta.volume_name)
     bits += (beta.team,)
+    bits += tuple(beta.node_ids)
     for secret_bit in (b for b in bits if b not in asked):
         assert secret_bit not in text, f"foreign {secret_bit!r} in the answer"
 

@@ -173,3 +173,114 @@ def test_an_operator_acknowledges_notes_and_resolves_a_p1_through_the_api(
     assert {e.action for e in events} == {"console.incidents.act"}
     assert all(e.actor.endswith("(ops@noc.example)") for e in events if e.outcome == "success")
     assert set(denied) >= {403, 409, 422}
+
+
+def test_an_operator_releases_or_sends_to_rma_from_the_queue_through_the_api(
+    client: TestClient, staff: Staff, world: World
+) -> None:
+    """The queue's form calls ``nodes.act``: a release of a node whose last report is fatal is refused (409
+    ``node_health_not_clean``) beside the field; an empty reason is the API model's 422 beside its field;
+    an auditor gets 403; an RMA moves the node and files the record (``console.nodes.act`` audit events)."""
+    from velyrix.controlplane.db import models
+
+    name = world.acme.node_names[1]  # its last report: XID 79 and a DBE, level fatal (conftest)
+    with world.app.state.sessionmaker() as s:
+        node = s.scalars(sa.select(models.Node).where(models.Node.name == name)).one()
+        node.fleet_stage = "quarantined"
+        node_id = node.id
+        s.commit()
+    operator, url = staff.sessions["operator"], f"/console/fleet/nodes/{node_id}/actions"
+    page = _get(client, operator, "/console/fleet/queues").text
+    assert f'id="act-{name}"' in page and f'action="{url}"' in page
+    assert _post(client, staff.sessions["auditor"], url, action="rma", reason="x").status_code == 403
+    refused = _post(client, operator, url, action="release", reason="false alarm")
+    assert refused.status_code == 409, refused.text
+    assert f'id="act-{name}-action-error"' in refused.text and "not clean now" in refused.text
+    assert f'aria-describedby="act-{name}-action-error"' in refused.text
+    empty = _post(client, operator, url, action="rma", reason="")
+    assert empty.status_code == 422 and f'id="act-{name}-reason-error"' in empty.text
+    sent = _post(client, operator, url, action="rma", reason="GPU 3 fell off the bus twice")
+    assert sent.status_code == 303 and sent.headers["location"] == "/console/fleet/queues"
+    with world.app.state.sessionmaker() as s:
+        assert s.get(models.Node, node_id).fleet_stage == "rma"  # type: ignore[union-attr]
+        records = list(s.scalars(sa.select(models.RmaRecord).where(models.RmaRecord.node_id == node_id)))
+        events = list(s.scalars(sa.select(models.AuditEvent).where(models.AuditEvent.action == "console.nodes.act")))
+    assert [r.reasons for r in records] == [["operator: GPU 3 fell off the bus twice"]]
+    done = [e for e in events if e.outcome == "success"]
+    assert len(done) == 1 and done[0].detail["to_stage"] == "rma" and done[0].actor.endswith("(ops@noc.example)")
+    assert {e.status_code for e in events if e.outcome == "denied"} >= {403, 409, 422}
+    queue = _get(client, operator, "/console/fleet/queues").text
+    assert (
+        f'id="act-{name}"' not in queue and "GPU 3 fell off the bus twice" in queue
+    )  # in the RMA queue now, with its event
+
+
+def test_an_operator_reads_a_rollouts_waves_and_pauses_and_resumes_it_through_the_api(
+    client: TestClient, staff: Staff, world: World
+) -> None:
+    """The rollouts pages read ``rollouts.list``/``rollouts.get``: waves with their nodes, progress and the gate's
+    verdict; pause and resume go through ``rollouts.act`` (``console.rollouts.act`` audit events); a move the
+    state table forbids (pausing a paused rollout) is 409 beside the field; the auditor gets 403."""
+    from tests.console.conftest import rollout
+    from velyrix.controlplane.db import models
+
+    with world.app.state.sessionmaker() as s:
+        rollout_id = rollout(s, ["gpu-r0", "gpu-r1", "gpu-r2"])
+        s.commit()
+    operator = staff.sessions["operator"]
+    listed = _get(client, operator, "/console/rollouts")
+    assert listed.status_code == 200 and f'href="/console/rollouts/{rollout_id}"' in listed.text
+    page = _get(client, operator, f"/console/rollouts/{rollout_id}").text
+    wave0 = page.split('id="wave-0"')[1].split("</tr>")[0]
+    wave1 = page.split('id="wave-1"')[1].split("</tr>")[0]
+    assert "canary" in wave0 and "gpu-r0" in wave0 and "1 of 1" in wave0 and "holds" in wave0
+    assert "gpu-r1, gpu-r2" in wave1 and "0 of 2" in wave1 and "not judged yet" in wave1
+    assert 'id="rollout-state">running' in page
+    assert _get(client, staff.sessions["auditor"], f"/console/rollouts/{rollout_id}").status_code == 403
+    url = f"/console/rollouts/{rollout_id}/actions"
+    assert _post(client, staff.sessions["auditor"], url, action="pause").status_code == 403
+    assert _post(client, operator, url, action="pause").status_code == 303
+    assert 'id="rollout-state">paused' in _get(client, operator, f"/console/rollouts/{rollout_id}").text
+    again = _post(client, operator, url, action="pause")
+    assert again.status_code == 409 and 'id="act-action-error"' in again.text
+    bad = _post(client, operator, url, action="explode")
+    assert bad.status_code == 422 and 'aria-describedby="act-action-error"' in bad.text
+    assert _post(client, operator, url, action="resume").status_code == 303
+    assert 'id="rollout-state">running' in _get(client, operator, f"/console/rollouts/{rollout_id}").text
+    with world.app.state.sessionmaker() as s:
+        events = list(s.scalars(sa.select(models.AuditEvent).where(models.AuditEvent.action == "console.rollouts.act")))
+    done = [e.detail["action"] for e in events if e.outcome == "success"]
+    assert done == ["pause", "resume"] and all(
+        e.target == f"rollouts/{rollout_id}" for e in events if e.outcome == "success"
+    )
+    assert {e.status_code for e in events if e.outcome == "denied"} >= {403, 409, 422}
+
+
+def test_the_contracts_page_shows_each_tenants_sla_terms_and_maintenance_windows(
+    client: TestClient, staff: Staff, world: World
+) -> None:
+    """Per tenant: the contract ``contracts.get`` answers (here the catalog's default: P1 first response in
+    15 min) and the maintenance windows of its clusters; only provider staff open it (leak matrix)."""
+    import datetime as dt
+
+    from velyrix.controlplane.db.models import noc as models_noc
+
+    start = dt.datetime(2026, 12, 5, 2, 0, tzinfo=dt.UTC)
+    with world.app.state.sessionmaker() as s:
+        s.add(
+            models_noc.MaintenanceWindow(
+                tenant_id=world.acme.id,
+                cluster_id=world.acme.cluster_id,
+                starts_at=start,
+                ends_at=start + dt.timedelta(hours=2),
+                announced_at=start - dt.timedelta(days=10),
+                label="fabric firmware",
+            )
+        )
+        s.commit()
+    page = _get(client, staff.sessions["auditor"], "/console/contracts")
+    assert page.status_code == 200, page.text
+    acme = page.text.split('id="contract-acme"')[1].split("</section>")[0]
+    beta = page.text.split('id="contract-beta"')[1].split("</section>")[0]
+    assert "(the catalog's default)" in acme and "first_response_min" in acme and "fabric firmware" in acme
+    assert world.acme.cluster_id in acme and "fabric firmware" not in beta

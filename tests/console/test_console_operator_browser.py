@@ -1,13 +1,18 @@
 """The operator's journey in headless Debian Chromium (one browser for the module): an operator of the
-provider's tenant, signed in (a browser session with a second factor, started as the login flow leaves
-it: ``identity.login.start_session``; the OIDC and security-key steps are test_console_browser.py's and
-tests/identity's), opens the fleet grid (filters by GET), the quarantine queue and capacity, then
-acknowledges and resolves a P1 incident through the page's form within its first-response timer.
+provider's tenant signs in through the tenant's OpenID provider (the npm ``oidc-provider``; the tenant's
+group map makes the group ``noc-oncall`` an ``operator``, items of identity_providers.create only the
+provider's tenant may set), registers a security key (Chromium's virtual authenticator through the
+DevTools WebAuthn domain, user verification on), and signs in again with it: only then does the session
+act as provider staff. The operator opens the fleet grid (filters by GET), the quarantine queue and
+capacity, then acknowledges and resolves a P1 incident through the page's form within its
+first-response timer, pauses a rollout from its page (waves, nodes, gate verdicts; the rollout is
+seeded mid-way, as the rollout engine leaves one), and reads the contracts page.
 
-The P1 is opened as the control plane opens one when a cluster loses a node with no spare left
-(``ops.noc.incidents.open_incident``, seeded here; the twin's XID-to-quarantine path is
-tests/controlplane's). axe-core finds no serious or critical violation on each page at 1280x800; with
-``VELYRIX_CONSOLE_SCREENSHOTS`` set, each page's screenshot is saved (docs/console.md)."""
+The P1 is seeded: it is opened as the control plane opens one when a cluster loses a node with no spare
+left (``ops.noc.incidents.open_incident``), and the quarantined node and its report are written as the
+server leaves them (the twin's XID-to-quarantine path is tests/controlplane's). axe-core finds no serious
+or critical violation on each page at 1280x800; with ``VELYRIX_CONSOLE_SCREENSHOTS`` set, each page's
+screenshot is saved (docs/console.md)."""
 
 from __future__ import annotations
 
@@ -15,29 +20,32 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Any
 
+import httpx
 import pytest
 
-from tests.console.conftest import hardware, sample
+from tests.console.conftest import hardware, rollout, sample
 from tests.console.test_console_browser import axe_serious
 from tests.identity.browser import browser  # noqa: F401  (fixture)
 from tests.identity.conftest import Served
+from tests.identity.oidc_provider import CLIENT_ID, CLIENT_SECRET, oidc_provider
+from tests.identity.test_oidc_browser import _security_key
 
 PROVIDER = "velyrix-noc"
+ACCOUNTS = {"ops@noc.example": {"name": "Ops", "groups": ["noc-oncall"]}}
 
 
 @dataclass
 class Noc:
     url: str
-    cookie: str
+    owner_key: str
     incident_id: str
     quarantined: str
 
 
 def _seed(app: Any) -> Noc:
+    from velyrix.controlplane.auth import principals
     from velyrix.controlplane.db import models
     from velyrix.controlplane.db.models import health as health_tables
-    from velyrix.controlplane.db.models.identity import User
-    from velyrix.controlplane.identity import login
     from velyrix.fleet import clock
     from velyrix.ops.noc import incidents
 
@@ -73,10 +81,7 @@ def _seed(app: Any) -> Noc:
                     health_summary="XID 79 on GPU 3: GPU fallen off the bus" if bad else "",
                 )
             )
-        user = User(tenant_id=noc.id, user_name="ops@noc.example", role="operator")
-        s.add(user)
-        s.flush()
-        _, cookie, _ = login.start_session(s, user, "oidc", mfa=True)
+        _, owner_key = principals.issue_key(s, tenant_id=noc.id, name="noc owner", role="owner")
         row, _ = incidents.open_incident(
             s,
             key="capacity/acme-train",
@@ -87,8 +92,9 @@ def _seed(app: Any) -> Noc:
             source="control-plane",
             at=clock.now(),
         )
+        rollout(s, ["gpu-040", "gpu-041", "gpu-042", "gpu-043"])
         s.commit()
-        return Noc("", cookie, row.id, "gpu-009")
+        return Noc("", owner_key, row.id, "gpu-009")
 
 
 @pytest.fixture(scope="module")
@@ -104,13 +110,61 @@ def noc(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Noc]:
         with Served(create_app()) as served:
             found = _seed(served.app)
             found.url = f"http://localhost:{served.port}"
-            yield found
+            with oidc_provider([f"{found.url}/auth/oidc/callback"], ACCOUNTS, home / "oidc.log") as issuer:
+                idp = {
+                    "name": "noc-sso",
+                    "kind": "oidc",
+                    "issuer": issuer,
+                    "client_id": CLIENT_ID,
+                    "client_secret": CLIENT_SECRET,
+                    "allowed_domains": ["noc.example"],
+                    "group_map": {"noc-oncall": "operator"},
+                    "default_role": "viewer",
+                }
+                made = httpx.post(
+                    f"{found.url}/v1/identity-providers",
+                    json=idp,
+                    headers={"Authorization": f"Bearer {found.owner_key}"},
+                )
+                assert made.status_code == 201, made.text
+                yield found
+
+
+def _sign_in(page: Any, noc: Noc) -> None:
+    """Through the provider tenant's OpenID provider (its login and consent pages) as the on-call operator."""
+    page.goto(f"{noc.url}/auth/{PROVIDER}/login")
+    page.fill("input[name=login]", "ops@noc.example")
+    page.fill("input[name=password]", "any")
+    page.click("button[type=submit]")
+    page.wait_for_selector("text=Authorize")
+    page.click("button[type=submit]")
+
+
+def _operator_with_a_security_key(context: Any, noc: Noc) -> Any:
+    """The page of an operator signed in through SSO and then with a security key that verified the user:
+    before the key, the session has no scope (the fleet answers 403)."""
+    page = context.new_page()
+    cdp, authenticator = _security_key(context, page)
+    _sign_in(page, noc)
+    page.wait_for_url(f"{noc.url}/ui")  # signed in; /ui lists clusters, a scope the session has not yet
+    assert page.goto(f"{noc.url}/console/fleet").status == 403  # no second factor yet: no provider scope
+    page.goto(f"{noc.url}/ui/security")
+    page.click("#register-key")
+    page.wait_for_selector("#status:has-text('registered')")
+    context.clear_cookies()  # Velyrix's and the identity provider's sessions: a full login again
+    _sign_in(page, noc)
+    page.wait_for_url(f"{noc.url}/auth/mfa")  # the identity provider is not enough for an operator
+    page.click("#use-key")
+    page.wait_for_url(f"{noc.url}/ui")
+    assert "ops@noc.example" in page.inner_text("#who") and "(operator)" in page.inner_text("#who")
+    credential = cdp.send("WebAuthn.getCredentials", {"authenticatorId": authenticator})["credentials"][0]
+    assert credential["signCount"] >= 1  # the login's assertion
+    return page
 
 
 def test_an_operator_reads_the_fleet_and_resolves_a_p1_within_its_timer(browser: Any, noc: Noc) -> None:  # noqa: F811
     context = browser.new_context(bypass_csp=True, viewport={"width": 1280, "height": 800})  # axe is injected
-    context.add_cookies([{"name": "velyrix_session", "value": noc.cookie, "url": noc.url}])
-    page = context.new_page()
+    page = _operator_with_a_security_key(context, noc)
     page.goto(f"{noc.url}/console/fleet")
     assert page.locator(".n").count() == 64 and page.inner_text("#fleet-count") == "64 of 64 nodes shown."
     assert "us-east-1, scalable unit 1" in page.inner_text("main")
@@ -153,4 +207,15 @@ def test_an_operator_reads_the_fleet_and_resolves_a_p1_within_its_timer(browser:
     page.click("#act-submit")
     page.wait_for_function("document.getElementById('incident-state').textContent === 'resolved'")
     assert "met" in page.inner_text("[data-timer='first response']")
+
+    page.click("text=Rollouts")
+    page.click("text=driver-580")
+    assert "holds" in page.inner_text("#wave-0") and "gpu-041, gpu-042, gpu-043" in page.inner_text("#wave-1")
+    page.select_option("#act-action", "pause")
+    page.click("#act-submit")
+    page.wait_for_function("document.getElementById('rollout-state').textContent === 'paused'")
+    assert axe_serious(page, "rollout") == []
+    page.click("text=Contracts")
+    assert "first_response_min" in page.inner_text("#contract-acme")
+    assert axe_serious(page, "contracts") == []
     context.close()

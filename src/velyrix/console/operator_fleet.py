@@ -89,14 +89,23 @@ def _queue(ctx: Ctx, stage: str) -> list[dict[str, Any]]:
 @router.get("/console/fleet/queues", name="console.fleet_queues")
 def queues(request: Request, ctx: Ctx = Depends(access.reads("fleet:operate"))) -> Response:
     """The quarantine queue, the RMA queue (nodes in stage RMA) and the RMA records with their evidence."""
+    return queues_page(request, ctx)
+
+
+def queues_page(request: Request, ctx: Ctx, status: int = 200, **form: Any) -> Response:
+    """The queues page; ``form``: the release/RMA form of one node (``node_id``, ``action``, ``reason``,
+    ``override``) and its ``field_errors`` after a refusal (``operator_nodes``)."""
     rma = node_health.list_rma(ctx, None, None, scoping.MAX_PAGE)["items"]
     return render.page(
         request,
         "operator_queues.html",
+        status,
         title="Quarantine and RMA",
         quarantined=_queue(ctx, states.QUARANTINED),
         in_rma=_queue(ctx, states.RMA),
         rma_records=rma,
+        form=form.get("form", {}),
+        field_errors=form.get("field_errors", {}),
     )
 
 

@@ -4,7 +4,16 @@ from __future__ import annotations
 
 from fastapi import APIRouter
 
-from velyrix.console import keys, live, operator_fleet, operator_noc, pages
+from velyrix.console import (
+    keys,
+    live,
+    operator_contracts,
+    operator_fleet,
+    operator_noc,
+    operator_nodes,
+    operator_rollouts,
+    pages,
+)
 from velyrix.console.tenant_apply import router as tenant_apply_router
 from velyrix.console.tenant_billing import router as tenant_billing_router
 from velyrix.console.tenant_storage import router as tenant_storage_router
@@ -20,3 +29,6 @@ ROUTERS: tuple[APIRouter, ...] = (
     tenant_usage_router,
 )
 ROUTERS += (operator_fleet.router, operator_noc.router)
+ROUTERS += (operator_nodes.router,)
+ROUTERS += (operator_rollouts.router,)
+ROUTERS += (operator_contracts.router,)

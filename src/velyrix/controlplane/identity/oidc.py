@@ -197,23 +197,30 @@ class Identity:
 
 
 _RANK = {role: i for i, role in enumerate(roles.TENANT_ROLES)}  # owner first: most powerful
+_PROVIDER_RANK = {role: i for i, role in enumerate([*roles.PROVIDER_ROLES, *roles.TENANT_ROLES])}
+"""The provider tenant's ranking: a provider role (operator, auditor) outranks every tenant role."""
 
 
-def role_for(provider: IdentityProvider, role_claim: Any, groups: list[str]) -> str:
+def role_for(provider: IdentityProvider, role_claim: Any, groups: list[str], *, provider_roles: bool = False) -> str:
     """The most powerful role that the role claim (``role_map``) or a group (``group_map``) grants,
-    else ``default_role``; names outside the tenant roles are ignored."""
+    else ``default_role``. Only for the provider's own tenant (``provider_roles``,
+    ``provider_staff.is_provider_tenant``) may a map yield a provider role (``roles.PROVIDER_ROLES``); any
+    other name outside the tenant roles is ignored (configuration refuses such maps,
+    ``identity_providers.create``)."""
+    rank = _PROVIDER_RANK if provider_roles else _RANK
     found = []
     for value in role_claim if isinstance(role_claim, list) else [role_claim]:
         if isinstance(value, str) and value in provider.role_map:
             found.append(provider.role_map[value])
     found += [provider.group_map[g] for g in groups if g in provider.group_map]
-    valid = [r for r in found if r in _RANK]
-    return min(valid, key=_RANK.__getitem__) if valid else provider.default_role
+    valid = [r for r in found if r in rank]
+    return min(valid, key=rank.__getitem__) if valid else provider.default_role
 
 
-def identity(provider: IdentityProvider, claims: dict[str, Any]) -> Identity:
+def identity(provider: IdentityProvider, claims: dict[str, Any], *, provider_roles: bool = False) -> Identity:
     """The user of ``claims``: a verified e-mail address of an allowed domain (``domain_not_allowed``,
-    ``email_unverified`` otherwise), groups from ``groups_claim``, role from ``role_for``."""
+    ``email_unverified`` otherwise), groups from ``groups_claim``, role from ``role_for`` (provider roles
+    only when ``provider_roles``: the provider's own tenant)."""
     email = claims.get("email")
     if not isinstance(email, str) or "@" not in email:
         raise _refused("the identity provider sent no e-mail address", "email_missing")
@@ -233,5 +240,10 @@ def identity(provider: IdentityProvider, claims: dict[str, Any]) -> Identity:
         user_name=email.lower(),
         display_name=str(claims.get("name") or email)[:200],
         groups=groups,
-        role=role_for(provider, claims.get(provider.role_claim) if provider.role_claim else None, groups),
+        role=role_for(
+            provider,
+            claims.get(provider.role_claim) if provider.role_claim else None,
+            groups,
+            provider_roles=provider_roles,
+        ),
     )

@@ -23,10 +23,21 @@ def rights(conn: sa.Connection | orm.Session, row: Any) -> tuple[str | None, fro
     provider's tenant who proved a second factor; no scope otherwise."""
     if row.role not in roles.PROVIDER_ROLES:
         return row.tenant_id, roles.TENANT_ROLES.get(row.role, frozenset())
-    name = settings.load().identity.provider_tenant
-    if not name or row.mfa_at is None:
-        return row.tenant_id, frozenset()
-    found = conn.execute(sa.select(models.Tenant.name).where(models.Tenant.id == row.tenant_id)).scalar()
-    if found != name:
+    if row.mfa_at is None or not is_provider_tenant(conn, row.tenant_id):
         return row.tenant_id, frozenset()
     return None, roles.PROVIDER_ROLES[row.role]
+
+
+def is_provider_tenant(conn: sa.Connection | orm.Session, tenant_id: str | None) -> bool:
+    """Whether ``tenant_id`` is the provider's own tenant (its name is ``VELYRIX_PROVIDER_TENANT``; an empty
+    setting: no tenant is). Only that tenant's single sign-on maps users to provider roles (``oidc.role_for``)."""
+    if tenant_id is None or not settings.load().identity.provider_tenant:
+        return False
+    found = conn.execute(sa.select(models.Tenant.name).where(models.Tenant.id == tenant_id)).scalar()
+    return isinstance(found, str) and is_provider_name(found)
+
+
+def is_provider_name(tenant_name: str) -> bool:
+    """Whether a tenant called ``tenant_name`` is the provider's own (``VELYRIX_PROVIDER_TENANT``; empty: none)."""
+    name = settings.load().identity.provider_tenant
+    return bool(name) and tenant_name == name

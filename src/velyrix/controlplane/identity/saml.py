@@ -130,7 +130,7 @@ def _first(ava: dict[str, Any], names: tuple[str, ...]) -> str | None:
     return None
 
 
-def identity(provider: IdentityProvider, parsed: Any) -> oidc.Identity:
+def identity(provider: IdentityProvider, parsed: Any, *, provider_roles: bool = False) -> oidc.Identity:
     """The user of a verified response: e-mail from an e-mail attribute or the e-mail NameID, groups
     from the ``groups_claim`` attribute, role by the provider's maps (``oidc.identity`` rules)."""
     ava: dict[str, Any] = parsed.get_identity() or {}
@@ -149,4 +149,4 @@ def identity(provider: IdentityProvider, parsed: Any) -> oidc.Identity:
     }
     if provider.role_claim:
         claims[provider.role_claim] = ava.get(provider.role_claim)
-    return oidc.identity(provider, claims)
+    return oidc.identity(provider, claims, provider_roles=provider_roles)

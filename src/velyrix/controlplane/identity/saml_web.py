@@ -20,7 +20,7 @@ from velyrix import errors
 from velyrix.controlplane.api import context
 from velyrix.controlplane.db import models
 from velyrix.controlplane.db.models.identity import IdentityProvider, LoginFlow
-from velyrix.controlplane.identity import login, saml, saml_checks, web
+from velyrix.controlplane.identity import login, provider_staff, saml, saml_checks, web
 
 router = APIRouter(tags=["identity"])
 
@@ -114,5 +114,6 @@ def _accept(session: orm.Session, idp: IdentityProvider, saml_response: str) -> 
     shape = saml_checks.check(root, acs_url=saml.acs_url(base, idp), entity_id=saml.entity_id(base, idp), now=now)
     verified = saml.verify(idp, base, saml_response, shape)
     saml.remember(session, shape, now)
-    user = login.upsert_user(session, idp, saml.identity(idp, verified))
+    staff = provider_staff.is_provider_tenant(session, idp.tenant_id)
+    user = login.upsert_user(session, idp, saml.identity(idp, verified, provider_roles=staff))
     return flow, user

@@ -16,7 +16,7 @@ from velyrix import errors
 from velyrix.controlplane.db import models
 from velyrix.controlplane.db.models.identity import IdentityProvider, MfaCredential, ScimGroup, UserSession
 from velyrix.controlplane.db.models.identity import User as UserRow
-from velyrix.controlplane.identity import keyuse, oidc, sessions
+from velyrix.controlplane.identity import keyuse, oidc, provider_staff, sessions
 
 MAX_RESULTS = 200
 MAX_MEMBERS = 1000
@@ -185,7 +185,8 @@ def refresh_roles(session: orm.Session, tenant_id: str, user_id: str, base: str)
     user.groups = [g.display_name for g in mine]
     for idp in session.scalars(sa.select(IdentityProvider).where(IdentityProvider.tenant_id == tenant_id)):
         if idp.group_map:
-            user.role = oidc.role_for(idp, None, user.groups)
+            staff = provider_staff.is_provider_tenant(session, tenant_id)
+            user.role = oidc.role_for(idp, None, user.groups, provider_roles=staff)
             break
     session.flush()
 

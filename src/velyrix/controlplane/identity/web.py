@@ -20,7 +20,7 @@ from velyrix.controlplane.api.context import Ctx, require
 from velyrix.controlplane.auth import principals
 from velyrix.controlplane.db import models
 from velyrix.controlplane.db.models.identity import IdentityProvider
-from velyrix.controlplane.identity import keyuse, login, mfa, mfa_login, oidc, sessions
+from velyrix.controlplane.identity import keyuse, login, mfa, mfa_login, oidc, provider_staff, sessions
 
 router = APIRouter(tags=["identity"])
 
@@ -73,7 +73,8 @@ def oidc_callback(
             raise errors.IdentityError("callback from another issuer", reason="token_wrong_issuer")
         id_token = oidc.exchange(idp, code, str(request.url_for("auth.oidc_callback")), flow.code_verifier)
         claims = _validated(id_token, idp, flow.nonce)
-        user = login.upsert_user(session, idp, oidc.identity(idp, claims))
+        staff = provider_staff.is_provider_tenant(session, idp.tenant_id)
+        user = login.upsert_user(session, idp, oidc.identity(idp, claims, provider_roles=staff))
     except errors.VelyrixError as exc:
         session.rollback()
         login.record(session, info, tenant_id=tenant_id, action="auth.login", target="login/oidc", refusal=exc)

@@ -1,5 +1,6 @@
 """``/v1/identity-providers``: a tenant's single sign-on configuration (OIDC issuer and client, or a SAML
-IdP's metadata), the e-mail domains allowed to log in, and how claims and groups map to tenant roles."""
+IdP's metadata), the e-mail domains allowed to log in, and how claims and groups map to tenant roles (and,
+for the provider's own tenant only, ``VELYRIX_PROVIDER_TENANT``, to the provider roles operator and auditor)."""
 
 from __future__ import annotations
 
@@ -12,14 +13,18 @@ from velyrix import errors
 from velyrix.controlplane.api import schemas
 from velyrix.controlplane.api.context import Ctx, require
 from velyrix.controlplane.auth import roles
+from velyrix.controlplane.db import models
 from velyrix.controlplane.db.models.identity import IdentityProvider
-from velyrix.controlplane.identity import login, saml_checks
+from velyrix.controlplane.identity import login, provider_staff, saml_checks
 
 router = APIRouter(prefix="/v1/identity-providers", tags=["identity"], responses=schemas.PROBLEM_RESPONSES)
 _NAME = r"^[a-z][a-z0-9-]{0,62}$"
 
 
 _ROLE = schemas.one_of(roles.TENANT_ROLES)
+_MAPPED = schemas.one_of([*roles.TENANT_ROLES, *roles.PROVIDER_ROLES])
+"""A map's values: tenant roles, or provider roles in the provider's own tenant (else 403
+``identity_provider_role_refused``, ``create``)."""
 _NEEDS = {"oidc": "client_id", "saml": "saml_metadata"}
 """The field each kind needs non-empty (``create`` checks it; the schema says it per kind)."""
 
@@ -44,9 +49,14 @@ class ProviderIn(BaseModel):
     )
     allowed_domains: list[str] = Field(default_factory=list, max_length=50)
     role_claim: str = Field("", max_length=100)
-    role_map: dict[str, Annotated[str, Field(json_schema_extra=_ROLE)]] = Field(default_factory=dict, max_length=50)
+    role_map: dict[str, Annotated[str, Field(json_schema_extra=_MAPPED)]] = Field(default_factory=dict, max_length=50)
     groups_claim: str = Field("groups", max_length=100)
-    group_map: dict[str, Annotated[str, Field(json_schema_extra=_ROLE)]] = Field(default_factory=dict, max_length=200)
+    group_map: dict[str, Annotated[str, Field(json_schema_extra=_MAPPED)]] = Field(
+        default_factory=dict,
+        max_length=200,
+        description="group name to role; operator and auditor only in the provider's own tenant (else 403"
+        " identity_provider_role_refused)",
+    )
     default_role: str = Field("viewer", max_length=32, json_schema_extra=_ROLE)
 
     @field_validator("default_role")
@@ -59,9 +69,10 @@ class ProviderIn(BaseModel):
     @field_validator("role_map", "group_map")
     @classmethod
     def _roles(cls, value: dict[str, str]) -> dict[str, str]:
-        bad = sorted(set(value.values()) - set(roles.TENANT_ROLES))
+        valid = [*roles.TENANT_ROLES, *roles.PROVIDER_ROLES]
+        bad = sorted(set(value.values()) - set(valid))
         if bad:
-            raise ValueError(f"unknown tenant role {bad[0]!r}; valid: {', '.join(roles.TENANT_ROLES)}")
+            raise ValueError(f"unknown role {bad[0]!r}; valid: {', '.join(valid)}")
         return value
 
 
@@ -95,6 +106,7 @@ def create(body: ProviderIn, ctx: Ctx = Depends(require("tenants:write"))) -> di
         raise errors.InvalidInputError("a SAML provider needs saml_metadata", hint="the IdP's metadata XML")
     if body.kind == "saml":
         saml_checks.check_metadata(body.saml_metadata, body.issuer)
+    _check_provider_roles(ctx, body)
     if ctx.scope.exists(IdentityProvider, name=body.name):
         raise errors.ConflictError(f"identity provider '{body.name}' exists", hint="pick another name")
     row = ctx.scope.add(IdentityProvider(tenant_id=ctx.principal.tenant_id, **body.model_dump()))
@@ -102,6 +114,22 @@ def create(body: ProviderIn, ctx: Ctx = Depends(require("tenants:write"))) -> di
     ctx.audit(f"identity-providers/{row.id}", status_code=201, detail={"kind": row.kind, "issuer": row.issuer})
     ctx.commit()
     return out(row)
+
+
+def _check_provider_roles(ctx: Ctx, body: ProviderIn) -> None:
+    """403 ``identity_provider_role_refused`` when a map yields a provider role outside the provider's own
+    tenant: only its single sign-on may make provider staff (``provider_staff.is_provider_tenant``)."""
+    mapped = sorted({*body.role_map.values(), *body.group_map.values()} & set(roles.PROVIDER_ROLES))
+    if not mapped or ctx.principal.tenant_id is None:
+        return
+    tenant = ctx.scope.get(models.Tenant, ctx.principal.tenant_id, "tenant")
+    if not provider_staff.is_provider_name(tenant.name):
+        raise errors.IdentityError(
+            f"only the provider's own tenant may map users to the provider role {mapped[0]!r}",
+            reason="provider_role_refused",
+            status=403,
+            hint="map to a tenant role: " + ", ".join(roles.TENANT_ROLES),
+        )
 
 
 @router.get("", name="identity_providers.list", response_model=schemas.Page[ProviderOut])
