@@ -10,6 +10,7 @@ CSRF token answer 403 and change nothing; each console action leaves an audit ev
 from __future__ import annotations
 
 import itertools
+import urllib.parse
 from typing import Any
 
 import pytest
@@ -101,7 +102,9 @@ def test_without_a_session_nothing_is_shown(client: TestClient, world: World, ro
     url = url_of(route, world, world.beta)
     answer = call(client, route, url, None)
     if "GET" in route.methods:
-        assert answer.status_code == 303 and answer.headers["location"] == "/console/sign-in"
+        assert answer.status_code == 303 and answer.headers["location"] == "/console/sign-in?" + urllib.parse.urlencode(
+            {"next": url}
+        )
     else:
         assert answer.status_code == 401
     assert_no_leak(world, answer.text, url)
@@ -210,7 +213,8 @@ def test_root_and_sign_in(client: TestClient, world: World) -> None:
     assert client.get("/", follow_redirects=False).headers["location"] == "/console/sign-in"
     cookie = {"cookie": f"{sessions.COOKIE}={world.acme.sessions['viewer']}"}
     assert client.get("/", headers=cookie, follow_redirects=False).headers["location"] == "/console/clusters"
-    assert client.get("/console/sign-in?tenant=acme", follow_redirects=False).headers["location"] == "/auth/acme/login"
+    to_sso = client.get("/console/sign-in?tenant=acme", follow_redirects=False).headers["location"]
+    assert to_sso == "/auth/acme/login?next=%2Fconsole%2Fclusters"
     bad = client.get("/console/sign-in?tenant=Not%20a%20tenant")
     assert bad.status_code == 422 and 'id="tenant-error"' in bad.text
     assert client.get("/console/static/../templates/base.html").status_code == 404
