@@ -12,6 +12,7 @@ from typing import Any
 
 import pytest
 
+from tests.console import admin_seed
 from tests.controlplane.conftest import TENANT_ROLES, db_url  # noqa: F401  (fixture: SQLite and PostgreSQL)
 
 GPUS = 8
@@ -29,6 +30,7 @@ class Tenant:
     key_name: str = ""
     node_names: list[str] = field(default_factory=list)
     sessions: dict[str, str] = field(default_factory=dict)
+    admin: dict[str, str] = field(default_factory=dict)  # ids and names of the admin pages (admin_seed.py)
 
 
 def hardware(name: str, su: int, slot: int) -> dict[str, Any]:
@@ -155,6 +157,7 @@ def world(db_url: str, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Wor
             acme, beta = _tenant(s, "acme"), _tenant(s, "beta")
             _cluster(s, acme, 4)
             _cluster(s, beta, 2)
+            acme.admin, beta.admin = admin_seed.seed(s, acme), admin_seed.seed(s, beta)
             s.commit()
         yield World(app, acme, beta)
         app.state.engine.dispose()

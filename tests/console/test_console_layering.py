@@ -14,7 +14,7 @@ from velyrix.ops.service import CONSOLE_ROUTERS
 def test_console_route_modules_never_import_sqlalchemy_or_touch_the_session() -> None:
     names = {r.endpoint.__module__ for router in CONSOLE_ROUTERS for r in router.routes}  # type: ignore[attr-defined]
     modules = sorted(Path(str(importlib.import_module(n).__file__)) for n in names)
-    assert {p.name for p in modules} == {"pages.py", "keys.py", "live.py"}
+    assert {p.name for p in modules} >= {"pages.py", "keys.py", "live.py", "admin_audit.py"}
     for path in modules:
         for node in ast.walk(ast.parse(path.read_text())):
             if isinstance(node, ast.Import):

@@ -1,0 +1,152 @@
+"""The tenant admin pages on SQLite and PostgreSQL (``world``): incidents with their timers and the NOC's
+notes, the audit log's filters (as the API's) and its tamper-evident check, the sanitization certificates
+verified on the page and with ``velyrix verify sanitization``."""
+
+from __future__ import annotations
+
+import json
+import re
+from pathlib import Path
+from typing import Any
+
+import pytest
+import sqlalchemy as sa
+from fastapi.testclient import TestClient
+from typer.testing import CliRunner
+
+from tests.console.conftest import World
+from velyrix.controlplane.identity import sessions
+
+
+@pytest.fixture(scope="module")
+def client(world: World) -> Any:
+    with TestClient(world.app, base_url="https://testserver") as c:
+        yield c
+
+
+def get(client: TestClient, world: World, path: str, role: str = "owner", **params: Any) -> Any:
+    headers = {"cookie": f"{sessions.COOKIE}={world.acme.sessions[role]}"}
+    return client.get(path, params=params, headers=headers, follow_redirects=False)
+
+
+def test_incidents_show_priority_state_timers_and_the_nocs_notes(client: TestClient, world: World) -> None:
+    listed = get(client, world, "/console/incidents", "viewer")
+    assert listed.status_code == 200 and world.acme.admin["incident_title"] in listed.text
+    assert "P1" in listed.text and "acknowledged" in listed.text
+    # opened 20 min ago, acknowledged after 8 (the default contract's P1 first response: 15 min)
+    assert re.search(r"first response: after 8 min \(target 15 min\)", listed.text), listed.text
+    assert "open for 20 min" in listed.text or "open for: 20 min" in listed.text
+    page = get(client, world, f"/console/incidents/{world.acme.admin['incident_id']}", "viewer")
+    assert page.status_code == 200 and world.acme.admin["incident_note"] in page.text
+    assert "updates: last 10 min ago (every 30 min)" in page.text
+    narrowed = get(client, world, "/console/incidents", "viewer", state="resolved")
+    assert narrowed.status_code == 200 and world.acme.admin["incident_title"] not in narrowed.text
+    bad = get(client, world, "/console/incidents", "viewer", state="closed")
+    assert bad.status_code == 422 and 'aria-describedby="incidents-state-error"' in bad.text
+
+
+def _console_event(client: TestClient, world: World) -> None:
+    secret = world.acme.sessions["admin"]
+    made = client.post(
+        "/console/keys",
+        data={"csrf": sessions.csrf_token(secret), "name": "audit-filter-key", "role": "viewer"},
+        headers={"cookie": f"{sessions.COOKIE}={secret}"},
+    )
+    assert made.status_code == 201
+    refused = client.post(
+        "/console/keys",
+        data={"csrf": sessions.csrf_token(secret), "name": "", "role": "viewer"},
+        headers={"cookie": f"{sessions.COOKIE}={secret}"},
+    )
+    assert refused.status_code == 422
+
+
+def test_the_audit_log_filters_as_the_api_does(client: TestClient, world: World) -> None:
+    _console_event(client, world)
+    page = get(client, world, "/console/audit", action="console.*")
+    assert page.status_code == 200
+    actions = re.findall(r"<td><code>([a-z_.]+)</code></td>", page.text)
+    assert actions and all(a.startswith("console.") for a in actions) and "console.api_keys.create" in actions
+    api = get(client, world, "/v1/audit-events", action="console.*", actor="ADMIN@acme")
+    assert api.status_code == 200
+    items = api.json()["items"]
+    assert items and all(e["action"].startswith("console.") and "admin@acme" in e["actor"] for e in items)
+    latest = max(e["at"] for e in items)
+    after = get(client, world, "/v1/audit-events", action="console.*", since=latest).json()["items"]
+    assert after and all(e["at"] >= latest for e in after)
+    assert not get(client, world, "/v1/audit-events", action="console.*", until="2000-01-01T00:00").json()["items"]
+    by_outcome = get(client, world, "/console/audit", outcome="denied", actor="admin@acme")
+    outcomes = re.findall(r'<td class="outcome">(\w+)</td>', by_outcome.text)
+    assert by_outcome.status_code == 200 and outcomes and set(outcomes) == {"denied"}
+    bad = get(client, world, "/console/audit", since="yesterday", until="2026-01-01T00:00")
+    assert bad.status_code == 422 and 'id="audit-since-error"' in bad.text
+    order = get(client, world, "/console/audit", since="2026-12-02T00:00", until="2026-12-01T00:00")
+    assert order.status_code == 422 and 'id="audit-until-error"' in order.text
+    denied = get(client, world, "/console/audit", "member")
+    assert denied.status_code == 403  # members have no audit:read
+
+
+def test_the_audit_log_verification_names_an_edited_event(client: TestClient, world: World) -> None:
+    from velyrix.controlplane.db import models
+
+    _console_event(client, world)
+    holds = get(client, world, "/console/audit/verify")
+    assert holds.status_code == 200 and "Log holds:" in holds.text, holds.text
+    engine = world.app.state.engine
+    with engine.begin() as conn:  # what a database administrator could do: the module's own database
+        if engine.dialect.name == "postgresql":
+            conn.execute(sa.text("DROP TRIGGER audit_events_no_update_delete ON audit_events"))
+        else:
+            conn.execute(sa.text("DROP TRIGGER audit_events_no_update"))
+    table = models.AuditEvent
+    with world.app.state.sessionmaker() as s:
+        victim = s.scalars(sa.select(table).where(table.tenant_id == world.acme.id).order_by(table.id).limit(1)).one()
+        victim_id, actor = victim.id, victim.actor
+    edit = sa.update(table).where(table.id == victim_id)
+    with engine.begin() as conn:
+        conn.execute(edit.values(actor="someone-else"))
+    try:
+        broken = get(client, world, "/console/audit/verify")
+        assert broken.status_code == 200 and "TAMPERED" in broken.text and victim_id in broken.text, broken.text
+    finally:
+        with engine.begin() as conn:
+            conn.execute(edit.values(actor=actor))
+    assert "Log holds:" in get(client, world, "/console/audit/verify").text
+
+
+def test_sanitization_certificates_are_verified_and_download_for_the_cli(
+    client: TestClient, world: World, tmp_path: Path
+) -> None:
+    from velyrix.cli.main import app
+    from velyrix.controlplane.db.models import evidence
+    from velyrix.controlplane.reconcile import signing
+
+    cert_id = world.acme.admin["certificate_id"]
+    page = get(client, world, "/console/sanitization", "viewer")
+    assert page.status_code == 200 and f'id="cert-{cert_id}"' in page.text
+    assert "valid: " in page.text and "INVALID" not in page.text and "purge" in page.text
+    file = get(client, world, f"/console/sanitization/{cert_id}.json", "viewer")
+    assert file.status_code == 200 and "attachment" in file.headers["content-disposition"]
+    path = tmp_path / "cert.json"
+    path.write_bytes(file.content)
+    key = signing.public_key_b64("us-east-1")
+    ok = CliRunner().invoke(app, ["verify", "sanitization", str(path), "--public-key", key])
+    assert ok.exit_code == 0 and "valid" in ok.output, ok.output
+    forged = json.loads(file.content)
+    forged["report"]["verification"]["passed"] = not forged["report"]["verification"]["passed"]
+    path.write_text(json.dumps(forged))
+    assert CliRunner().invoke(app, ["verify", "sanitization", str(path), "--public-key", key]).exit_code == 1
+    with world.app.state.sessionmaker() as s:  # a forged certificate among the tenant's (the table only grows)
+        row = s.get(evidence.SanitizationCertificate, cert_id)
+        s.add(
+            evidence.SanitizationCertificate(
+                tenant_id=row.tenant_id,
+                cluster_id=row.cluster_id,
+                subject_kind="node",
+                subject="forged",
+                document=forged,
+            )
+        )
+        s.commit()
+    shown = get(client, world, "/console/sanitization", "viewer")
+    assert shown.text.count("INVALID: ") == 1 and shown.text.count("valid: ") == 1
