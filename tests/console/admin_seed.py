@@ -80,3 +80,17 @@ def seed(s: Any, tenant: Any) -> dict[str, str]:
         "user_id": user.id,
         "user_name": user.user_name,
     }
+
+
+def step_up(app: Any, secret: str) -> None:
+    """Record a fresh step-up in the browser session of ``secret``, as ``/auth/mfa/step-up`` does after a
+    security key's assertion (tests/identity/test_mfa_api.py drives that assertion itself)."""
+    import sqlalchemy as sa
+
+    from velyrix.controlplane.db.models.identity import UserSession
+    from velyrix.controlplane.identity import mfa, sessions
+
+    with app.state.sessionmaker() as s:
+        row = s.scalars(sa.select(UserSession).where(UserSession.secret_sha256 == sessions.digest(secret))).one()
+        mfa.mark(s, row.id, step_up=True)
+        s.commit()

@@ -150,3 +150,62 @@ def test_sanitization_certificates_are_verified_and_download_for_the_cli(
         s.commit()
     shown = get(client, world, "/console/sanitization", "viewer")
     assert shown.text.count("INVALID: ") == 1 and shown.text.count("valid: ") == 1
+
+
+def _post_role(client: TestClient, world: World, user_id: str, role: str) -> Any:
+    secret = world.acme.sessions["owner"]
+    return client.post(
+        f"/console/members/{user_id}/role",
+        data={"csrf": sessions.csrf_token(secret), "role": role},
+        headers={"cookie": f"{sessions.COOKIE}={secret}"},
+        follow_redirects=False,
+    )
+
+
+def _role_events(world: World, user_id: str) -> list[tuple[str, str, int]]:
+    from velyrix.controlplane.db import models
+
+    table = models.AuditEvent
+    with world.app.state.sessionmaker() as s:
+        mine = sa.or_(table.target == f"users/{user_id}", table.target.contains(user_id))
+        rows = s.scalars(sa.select(table).where(table.action == "console.users.update", mine).order_by(table.id))
+        return [(e.action, e.outcome, e.status_code) for e in rows]
+
+
+def test_members_show_roles_and_second_factors_and_an_owner_changes_a_role(client: TestClient, world: World) -> None:
+    from tests.console import admin_seed
+    from velyrix.controlplane.db.models.identity import MfaCredential, User
+
+    provisioned = world.acme.admin["user_id"]
+    with world.app.state.sessionmaker() as s:
+        admin = s.scalars(sa.select(User).where(User.user_name == "admin@acme.example")).one()
+        s.add(MfaCredential(user_id=admin.id, kind="webauthn", credential_id="cred-1", public_key="pk", name="key"))
+        s.commit()
+    viewer = get(client, world, "/console/members", "viewer")
+    assert viewer.status_code == 200 and "provisioned@acme.example" in viewer.text
+    row = re.search(rf'<tr id="member-{admin.id}">(.*?)</tr>', viewer.text, re.S)
+    assert row and "webauthn (1 security key)" in row.group(1) and ">admin<" in row.group(1)
+    assert "SCIM" in viewer.text and "Change role" not in viewer.text  # only owners change roles
+    assert "Change role" in get(client, world, "/console/members").text
+    # a browser session needs a fresh step-up: refused beside the member's role, nothing changed
+    stale = _post_role(client, world, provisioned, "viewer")
+    assert stale.status_code == 403 and f'id="role-{provisioned}-error"' in stale.text and "step-up" in stale.text
+    admin_seed.step_up(world.app, world.acme.sessions["owner"])
+    bad = _post_role(client, world, provisioned, "root")
+    assert bad.status_code == 422 and f'aria-describedby="role-{provisioned}-error"' in bad.text
+    done = _post_role(client, world, provisioned, "viewer")
+    assert done.status_code == 303 and done.headers["location"] == f"/console/members?changed={provisioned}"
+    api = get(client, world, f"/v1/users/{provisioned}", "viewer")
+    assert api.status_code == 200 and api.json()["role"] == "viewer" and api.json()["provisioned_by"] == "scim"
+    assert _role_events(world, provisioned) == [
+        ("console.users.update", "denied", 403),
+        ("console.users.update", "denied", 422),
+        ("console.users.update", "success", 200),
+    ]
+    with world.app.state.sessionmaker() as s:
+        owner = s.scalars(sa.select(User).where(User.user_name == "owner@acme.example")).one()
+    last = _post_role(client, world, owner.id, "admin")  # the tenant's only owner keeps the role
+    assert last.status_code == 409 and "last active owner" in last.text and f'id="role-{owner.id}-error"' in last.text
+    listed = get(client, world, "/v1/users", "viewer").json()["items"]
+    assert {u["user_name"] for u in listed} >= {"owner@acme.example", "provisioned@acme.example"}
+    assert not any("beta" in u["user_name"] for u in listed)

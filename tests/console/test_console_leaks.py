@@ -18,6 +18,7 @@ import sqlalchemy as sa
 from fastapi.routing import APIRoute
 from fastapi.testclient import TestClient
 
+from tests.console import admin_seed
 from tests.console.conftest import Tenant, World
 from tests.controlplane.conftest import TENANT_ROLES
 from velyrix.controlplane.auth import roles
@@ -68,6 +69,9 @@ def call(client: TestClient, route: APIRoute, url: str, secret: str | None, csrf
         form = {"csrf": sessions.csrf_token(secret) if secret and csrf else ""}
         if route.name == "console.api_keys.create":
             form |= {"name": f"console-key-{next(_COUNT)}", "role": "viewer"}
+        if route.name == "console.users.update" and secret and csrf:
+            admin_seed.step_up(client.app, secret)  # the API asks an owner's session for a step-up
+            form |= {"role": "member"}
         return client.post(url, data=form, headers=headers, follow_redirects=False)
     if route.name == "console.cluster_stream":
         with client.stream("GET", url, headers=headers, follow_redirects=False) as answer:
@@ -96,7 +100,8 @@ def assert_no_leak(world: World, text: str, asked: str = "") -> None:
 def _asked_before(world: World) -> str:
     """The foreign ids that acme's requests named in their URLs (recorded as their audit events' targets)."""
     beta = world.beta
-    return " ".join((beta.cluster_id, beta.key_id, *(beta.admin[k] for k in ("incident_id", "certificate_id"))))
+    named = ("incident_id", "certificate_id", "user_id", "provider_id", "scim_key_id")
+    return " ".join((beta.cluster_id, beta.key_id, *(beta.admin[k] for k in named)))
 
 
 @pytest.fixture(scope="module")
