@@ -94,3 +94,16 @@ def step_up(app: Any, secret: str) -> None:
         row = s.scalars(sa.select(UserSession).where(UserSession.secret_sha256 == sessions.digest(secret))).one()
         mfa.mark(s, row.id, step_up=True)
         s.commit()
+
+
+def provider(app: Any, tenant_id: str, name: str) -> str:
+    """A new OIDC identity provider of the tenant (for a test that removes one); its id."""
+    from velyrix.controlplane.db.models.identity import IdentityProvider
+
+    with app.state.sessionmaker() as s:
+        row = IdentityProvider(
+            tenant_id=tenant_id, name=name, kind="oidc", issuer="https://gone.example", client_id="c"
+        )
+        s.add(row)
+        s.commit()
+        return str(row.id)

@@ -209,3 +209,96 @@ def test_members_show_roles_and_second_factors_and_an_owner_changes_a_role(clien
     listed = get(client, world, "/v1/users", "viewer").json()["items"]
     assert {u["user_name"] for u in listed} >= {"owner@acme.example", "provisioned@acme.example"}
     assert not any("beta" in u["user_name"] for u in listed)
+
+
+def _post(client: TestClient, world: World, path: str, role: str = "owner", **form: str) -> Any:
+    secret = world.acme.sessions[role]
+    return client.post(
+        path,
+        data={"csrf": sessions.csrf_token(secret), **form},
+        headers={"cookie": f"{sessions.COOKIE}={secret}"},
+        follow_redirects=False,
+    )
+
+
+def _actions(world: World, prefix: str) -> list[tuple[str, str]]:
+    from velyrix.controlplane.db import models
+
+    table = models.AuditEvent
+    with world.app.state.sessionmaker() as s:
+        rows = s.scalars(sa.select(table).where(table.action.startswith(prefix)).order_by(table.id))
+        return [(e.action, e.outcome) for e in rows]
+
+
+def test_sso_settings_show_the_provider_never_its_secret_and_edit_through_the_api(
+    client: TestClient, world: World
+) -> None:
+    from tests.console.admin_seed import CLIENT_SECRET
+
+    admin = world.acme.admin
+    seen = get(client, world, "/console/identity", "viewer")
+    assert seen.status_code == 200 and admin["provider_issuer"] in seen.text and admin["client_id"] in seen.text
+    assert "acme.example" in seen.text and "gpu-admins &rarr; admin" in seen.text
+    assert "Add an identity provider" not in seen.text  # viewers read only
+    form = {"name": "corp", "kind": "oidc", "issuer": "https://corp.example", "client_secret": "s3cret-typed-once"}
+    missing = _post(client, world, "/console/identity/providers", **form, group_map="gpu-admins=root")
+    assert missing.status_code == 422 and 'id="idp-group_map-error"' in missing.text and "root" in missing.text
+    no_client = _post(client, world, "/console/identity/providers", **form)
+    assert no_client.status_code == 422 and 'id="idp-client_id-error"' in no_client.text
+    bad_name = _post(client, world, "/console/identity/providers", **{**form, "name": "Not A Name", "client_id": "c"})
+    assert bad_name.status_code == 422 and 'id="idp-name-error"' in bad_name.text
+    for page in (missing, no_client, bad_name):
+        assert "s3cret-typed-once" not in page.text  # never put back in the page
+    made = _post(client, world, "/console/identity/providers", **form, client_id="corp-client", group_map="ops=admin")
+    assert made.status_code == 303
+    owner_view = get(client, world, "/console/identity")
+    assert "https://corp.example" in owner_view.text and "ops &rarr; admin" in owner_view.text
+    for page in (seen, owner_view):
+        assert CLIENT_SECRET not in page.text and "s3cret-typed-once" not in page.text
+    provider_id = re.search(r'<tr id="provider-(idp_[0-9a-f]+)">\s*<td>corp</td>', owner_view.text)
+    assert provider_id
+    gone = _post(client, world, f"/console/identity/providers/{provider_id.group(1)}/delete")
+    assert gone.status_code == 303 and "https://corp.example" not in get(client, world, "/console/identity").text
+    assert _actions(world, "console.identity_providers.") == [
+        ("console.identity_providers.create", "denied"),
+        ("console.identity_providers.create", "denied"),
+        ("console.identity_providers.create", "denied"),
+        ("console.identity_providers.create", "success"),
+        ("console.identity_providers.delete", "success"),
+    ]
+
+
+def test_a_scim_token_is_shown_once_provisions_and_is_revoked(client: TestClient, world: World) -> None:
+    made = _post(client, world, "/console/identity/scim-tokens", name="okta-scim")
+    assert made.status_code == 201, made.text
+    secret = re.search(r'<code id="scim-secret">(vlx_[^<]+)</code>', made.text)
+    assert secret
+    bearer = {"authorization": f"Bearer {secret.group(1)}"}
+    assert client.get("/scim/v2/Users", headers=bearer).status_code == 200
+    page = get(client, world, "/console/identity")
+    assert secret.group(1) not in page.text and "okta-scim" in page.text  # shown once only
+    token_id = re.search(r'<tr id="scim-(key_[0-9a-f]+)">\s*<td>okta-scim</td>', page.text)
+    assert token_id
+    assert _post(client, world, "/console/identity/scim-tokens", "admin", name="x").status_code == 403
+    assert 'id="add-scim-token"' not in get(client, world, "/console/identity", "admin").text
+    not_scim = _post(client, world, f"/console/identity/scim-tokens/{world.acme.key_id}/revoke")
+    assert not_scim.status_code == 404  # a key of another role is not a SCIM token
+    assert _post(client, world, f"/console/identity/scim-tokens/{token_id.group(1)}/revoke").status_code == 303
+    assert client.get("/scim/v2/Users", headers=bearer).status_code == 401
+    assert ("console.scim_tokens.revoke", "success") in _actions(world, "console.scim_tokens.")
+
+
+def test_the_mfa_policy_is_set_through_the_api_with_errors_beside_the_field(client: TestClient, world: World) -> None:
+    bad = _post(client, world, "/console/identity/policy", mfa_required="on", step_up_s="10")
+    assert bad.status_code == 422 and 'id="policy-step_up_s-error"' in bad.text
+    assert _post(client, world, "/console/identity/policy", "admin", mfa_required="on").status_code == 403
+    done = _post(client, world, "/console/identity/policy", mfa_required="on", step_up_s="600")
+    assert done.status_code == 303
+    api = get(client, world, "/v1/identity-policy", "viewer").json()
+    assert api["step_up_s"] == 600 and api["mfa_required"] is True
+    assert "<dd>600 s</dd>" in get(client, world, "/console/identity", "viewer").text
+    assert _actions(world, "console.identity_policy.") == [
+        ("console.identity_policy.set", "denied"),  # the step-up window out of range
+        ("console.identity_policy.set", "denied"),  # an admin's attempt
+        ("console.identity_policy.set", "success"),
+    ]

@@ -42,11 +42,11 @@ def required_scope(route: APIRoute) -> str | None:
 GUARDED = [r for r in ROUTES if required_scope(r) is not None]
 
 
-def _fresh_key(world: World, tenant: Tenant) -> str:
+def _fresh_key(world: World, tenant: Tenant, role: str = "viewer") -> str:
     from velyrix.controlplane.auth import principals
 
     with world.app.state.sessionmaker() as s:
-        key, _ = principals.issue_key(s, tenant_id=tenant.id, name=f"to-revoke-{next(_COUNT)}", role="viewer")
+        key, _ = principals.issue_key(s, tenant_id=tenant.id, name=f"to-revoke-{next(_COUNT)}", role=role)
         s.commit()
         return key.id
 
@@ -56,10 +56,20 @@ def url_of(route: APIRoute, world: World, ids: Tenant) -> str:
     values |= {k: ids.admin[k] for k in ("incident_id", "certificate_id", "user_id", "provider_id")}
     if route.name == "console.api_keys.revoke" and ids is world.acme:
         values["key_id"] = _fresh_key(world, ids)
+    if route.name == "console.scim_tokens.revoke":
+        values["key_id"] = _fresh_key(world, ids, "scim") if ids is world.acme else ids.admin["scim_key_id"]
+    if route.name == "console.identity_providers.delete" and ids is world.acme:
+        values["provider_id"] = admin_seed.provider(world.app, ids.id, f"gone-{next(_COUNT)}")
     names = set(route.param_convertors)
     missing = names - set(values)
     assert not missing, f"{route.name}: add sample values for {sorted(missing)}"
     return route.path_format.format(**{k: values[k] for k in names})
+
+
+ADMIN_FORMS: dict[str, dict[str, str]] = {
+    "console.identity_providers.create": {"kind": "oidc", "issuer": "https://idp.example", "client_id": "c"},
+    "console.identity_policy.set": {"mfa_required": "on", "step_up_s": "300"},
+}
 
 
 def call(client: TestClient, route: APIRoute, url: str, secret: str | None, csrf: bool = True) -> Any:
@@ -69,6 +79,11 @@ def call(client: TestClient, route: APIRoute, url: str, secret: str | None, csrf
         form = {"csrf": sessions.csrf_token(secret) if secret and csrf else ""}
         if route.name == "console.api_keys.create":
             form |= {"name": f"console-key-{next(_COUNT)}", "role": "viewer"}
+        form |= ADMIN_FORMS.get(route.name, {})
+        if route.name == "console.identity_providers.create":
+            form |= {"name": f"idp-{next(_COUNT)}"}
+        if route.name == "console.scim_tokens.create":
+            form |= {"name": f"scim-{next(_COUNT)}"}
         if route.name == "console.users.update" and secret and csrf:
             admin_seed.step_up(client.app, secret)  # the API asks an owner's session for a step-up
             form |= {"role": "member"}

@@ -4,7 +4,18 @@ from __future__ import annotations
 
 from fastapi import APIRouter
 
-from velyrix.console import admin_audit, admin_incidents, admin_members, admin_sanitization, keys, live, pages
+from velyrix.console import (
+    admin_audit,
+    admin_identity,
+    admin_incidents,
+    admin_members,
+    admin_sanitization,
+    admin_scim,
+    keys,
+    live,
+    pages,
+)
 
 ROUTERS: tuple[APIRouter, ...] = (pages.router, keys.router, live.router)
-ROUTERS += (admin_incidents.router, admin_members.router, admin_audit.router, admin_sanitization.router)  # admin
+ROUTERS += (admin_incidents.router, admin_members.router, admin_identity.router, admin_scim.router)  # tenant admin
+ROUTERS += (admin_audit.router, admin_sanitization.router)
