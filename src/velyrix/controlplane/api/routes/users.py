@@ -11,6 +11,7 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from velyrix.controlplane.api import schemas
 from velyrix.controlplane.api.context import Ctx, require
+from velyrix.controlplane.db.models.identity import User
 from velyrix.controlplane.identity import members, mfa
 
 router = APIRouter(prefix="/v1/users", tags=["identity"], responses=schemas.PROBLEM_RESPONSES)
@@ -53,7 +54,7 @@ def list_users(
 
 @router.get("/{user_id}", name="users.get", response_model=UserOut)
 def get_user(user_id: str, ctx: Ctx = Depends(require("tenants:read"))) -> dict[str, Any]:
-    return members.out(ctx.scope, ctx.scope.get(members.User, user_id, "user"))
+    return members.out(ctx.scope, ctx.scope.get(User, user_id, "user"))
 
 
 @router.patch("/{user_id}", name="users.update", response_model=UserOut)
