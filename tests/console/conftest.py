@@ -12,6 +12,7 @@ from typing import Any
 
 import pytest
 
+from tests.console import admin_seed
 from tests.controlplane.conftest import TENANT_ROLES, db_url  # noqa: F401  (fixture: SQLite and PostgreSQL)
 
 GPUS = 8
@@ -37,6 +38,7 @@ class Tenant:
     volume_name: str = ""
     team: str = ""
     node_ids: list[str] = field(default_factory=list)
+    admin: dict[str, str] = field(default_factory=dict)  # ids and names of the admin pages (admin_seed.py)
 
 
 def hardware(name: str, su: int, slot: int) -> dict[str, Any]:
@@ -255,6 +257,7 @@ def world(db_url: str, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Wor
             acme.incident_id, beta.incident_id = incident(s, acme), incident(s, beta)
             _billing(s, acme)
             _billing(s, beta)
+            acme.admin, beta.admin = admin_seed.seed(s, acme), admin_seed.seed(s, beta)
             s.commit()
         yield World(app, acme, beta)
         app.state.engine.dispose()

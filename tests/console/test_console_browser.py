@@ -159,7 +159,7 @@ def test_sign_in_read_the_grid_and_manage_a_key(browser: Any, site: Site) -> Non
     page.click("button[type=submit]")
     page.wait_for_selector("text=Authorize")
     page.click("button[type=submit]")
-    page.wait_for_url(f"{site.url}/ui")
+    page.wait_for_url(f"{site.url}/console/clusters")  # the console's sign-in lands on the console
     page.goto(f"{site.url}/")
     page.wait_for_url(f"{site.url}/console/clusters")
     table = page.inner_text("#clusters")

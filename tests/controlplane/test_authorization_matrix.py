@@ -88,6 +88,7 @@ def body_for(route: APIRoute, world: World, principal_role: str, cluster_name: s
         "clusters.destroy": {"delete_volumes": False},
         "api_keys.rotate": {"grace_s": 0},
         "identity_policy.set": {"step_up_s": 300},
+        "users.update": {"role": "viewer"},
         "identity_providers.create": {
             "name": unique("idp"),
             "kind": "oidc",
@@ -208,11 +209,12 @@ def path_for(route: APIRoute, world: World, owner: Any, principal_role: str) -> 
             name = s.get(models.Cluster, obj).name
     elif param == "node_id":
         obj = world.node(owner, world.cluster(owner))
-    elif param in ("volume_id", "event_id", "cmk_id"):
+    elif param in ("volume_id", "event_id", "cmk_id", "user_id"):
         made = {
             "volume_id": world.volume,
             "event_id": world.audit_event,
             "cmk_id": lambda t: cmk_tenant.customer_key(world, t),
+            "user_id": lambda t: member(world, t),
         }
         obj = made[param](owner)
     elif param == "region":
@@ -240,6 +242,17 @@ def path_for(route: APIRoute, world: World, owner: Any, principal_role: str) -> 
         raise AssertionError(f"add a path parameter resolver for {param} ({route.name})")
     seed_for(route, world, obj, owner)
     return route.path.replace("{" + param + "}", obj), obj, name
+
+
+def member(world: World, owner: Any) -> str:
+    """A new member (a user with the role ``member``) of ``owner``'s tenant."""
+    from velyrix.controlplane.db.models.identity import User
+
+    with world.session() as s:
+        user = User(tenant_id=owner.tenant_id, user_name=f"{unique('u')}@example.com", role="member")
+        s.add(user)
+        s.commit()
+        return user.id
 
 
 def billing_object(world: World, owner: Any, param: str) -> str:

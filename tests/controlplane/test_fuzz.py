@@ -83,6 +83,7 @@ def _operations(client: Any, world: World) -> list[tuple[str, str, dict[str, Any
         "key_id": world.key(world.a, "viewer")[0],  # a key of its own: rotating it harms no other test
         "incident_id": billing_object(world, world.a, "incident_id"),
         "cmk_id": cmk_tenant.customer_key(world, world.a),
+        "user_id": "usr_fuzz",  # none such: the body is still validated before the lookup answers 404
         "rollout_id": "rol_fuzz",  # none such: the body is still validated before the lookup answers 404
     }
     bodies: dict[str, dict[str, Any]] = {

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import json
 import re
+import urllib.parse
 from typing import Any
 
 from fastapi import APIRouter, Depends, Query, Request
@@ -19,7 +20,7 @@ from velyrix.controlplane.api.context import Ctx
 from velyrix.controlplane.api.routes import clusters as cluster_routes
 from velyrix.controlplane.db import models
 from velyrix.controlplane.db.models import health as health_tables
-from velyrix.controlplane.identity import sessions
+from velyrix.controlplane.identity import login, sessions
 
 router = APIRouter(include_in_schema=False)
 TENANT_NAME = re.compile(r"^[a-z0-9][a-z0-9-]{0,62}$")
@@ -40,14 +41,20 @@ def home() -> Response:
 
 
 @router.get("/console/sign-in", name="console.sign_in")
-def sign_in(tenant: str = Query("", max_length=63)) -> Response:
-    """The sign-in form; with ``tenant``, on to that tenant's single sign-on (``/auth/{tenant}/login``)."""
+def sign_in(
+    tenant: str = Query("", max_length=63),
+    next: str = Query("", max_length=login.MAX_NEXT_CHARS),
+) -> Response:
+    """The sign-in form; with ``tenant``, on to that tenant's single sign-on (``/auth/{tenant}/login``),
+    which lands back on ``next`` (a console path; anything else: ``/console/clusters``)."""
+    landing = login.console_target(next) if next else login.CONSOLE_LANDING
     if not tenant:
-        return render.html("sign_in.html", principal=None, csrf="", tenant="", error="")
+        return render.html("sign_in.html", principal=None, csrf="", tenant="", error="", next=landing)
     if not TENANT_NAME.match(tenant):
         error = "a tenant name: lower-case letters, digits and dashes, starting with a letter or digit"
-        return render.html("sign_in.html", 422, principal=None, csrf="", tenant=tenant, error=error)
-    return RedirectResponse(f"/auth/{tenant}/login", status_code=303)
+        return render.html("sign_in.html", 422, principal=None, csrf="", tenant=tenant, error=error, next=landing)
+    query = urllib.parse.urlencode({"next": landing})
+    return RedirectResponse(f"/auth/{tenant}/login?{query}", status_code=303)
 
 
 @router.get("/console/static/{name:path}", name="console.static")

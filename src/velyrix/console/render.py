@@ -7,6 +7,7 @@ API's own problem handler has recorded them."""
 from __future__ import annotations
 
 import inspect
+import urllib.parse
 from pathlib import Path
 from typing import Any
 
@@ -17,7 +18,7 @@ from fastapi.responses import HTMLResponse, RedirectResponse, Response
 from starlette.concurrency import run_in_threadpool
 
 from velyrix import errors
-from velyrix.controlplane.identity import sessions
+from velyrix.controlplane.identity import login, sessions
 
 HERE = Path(__file__).parent
 STATIC = HERE / "static"
@@ -70,7 +71,7 @@ def install(app: FastAPI) -> None:
         if not request.url.path.startswith(PREFIX) or not isinstance(exc, errors.VelyrixError):
             return answer
         if exc.http_status == 401 and request.method == "GET":
-            return RedirectResponse(f"{PREFIX}/sign-in", status_code=303)
+            return RedirectResponse(sign_in_url(request), status_code=303)
         return page(request, "refused.html", exc.http_status, error=exc)
 
     async def invalid(request: Request, exc: Exception) -> Response:
@@ -84,6 +85,13 @@ def install(app: FastAPI) -> None:
 
     app.add_exception_handler(errors.VelyrixError, refused)
     app.add_exception_handler(RequestValidationError, invalid)
+
+
+def sign_in_url(request: Request) -> str:
+    """The sign-in page with ``next``: the page asked for (path and query), where the browser lands after
+    single sign-on (``identity.login.console_target`` decides whether it may)."""
+    asked = request.url.path + (f"?{request.url.query}" if request.url.query else "")
+    return f"{PREFIX}/sign-in?" + urllib.parse.urlencode({"next": asked[: login.MAX_NEXT_CHARS]})
 
 
 async def _call(handler: Any, request: Request, exc: Exception) -> Response:

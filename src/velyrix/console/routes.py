@@ -5,6 +5,12 @@ from __future__ import annotations
 from fastapi import APIRouter
 
 from velyrix.console import (
+    admin_audit,
+    admin_identity,
+    admin_incidents,
+    admin_members,
+    admin_sanitization,
+    admin_scim,
     keys,
     live,
     operator_contracts,
@@ -32,3 +38,5 @@ ROUTERS += (operator_fleet.router, operator_noc.router)
 ROUTERS += (operator_nodes.router,)
 ROUTERS += (operator_rollouts.router,)
 ROUTERS += (operator_contracts.router,)
+ROUTERS += (admin_incidents.router, admin_members.router, admin_identity.router, admin_scim.router)  # tenant admin
+ROUTERS += (admin_audit.router, admin_sanitization.router)

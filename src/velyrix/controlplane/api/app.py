@@ -46,6 +46,7 @@ from velyrix.controlplane.api.routes import (
     scheduler,
     sim,
     tenants,
+    users,
     volume_data,
     volumes,
 )
@@ -76,6 +77,7 @@ ROUTERS = (
     volume_data.router,
     fabric_config.router,
     scheduler.router,
+    users.router,
 )
 BROWSER_ROUTERS = (web.router, saml_web.router, mfa_web.router, scim.router)
 """Sign-in pages and SCIM (``velyrix.controlplane.identity``): outside the /v1 OpenAPI document."""

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import datetime as dt
 import hashlib
+import re
 import secrets
 from typing import Any
 
@@ -22,6 +23,11 @@ from velyrix.controlplane.identity import oidc, sessions
 FLOW_TTL_S = 600
 CLI_KEY_TTL_S = 12 * 3600
 LOOPBACK_PREFIXES = ("http://127.0.0.1:", "http://localhost:", "http://[::1]:")
+CONSOLE_PREFIX = "/console"
+CONSOLE_LANDING = "/console/clusters"
+"""Where a browser lands after sign-in when the ``next`` it carried was not a console path."""
+MAX_NEXT_CHARS = 500
+_NEXT_CHARS = re.compile(r"^[A-Za-z0-9/_.~%=&?+,;:@!$'()*-]*$")
 
 
 def open_session(request: Any) -> orm.Session:
@@ -56,6 +62,25 @@ def _sha(value: str) -> str:
     return hashlib.sha256(value.encode()).hexdigest()
 
 
+def console_target(value: str) -> str:
+    """``value`` when it is a same-origin relative path under ``/console`` (``/console/clusters/42/nodes``,
+    with its query), else ``CONSOLE_LANDING``: no scheme, no host, no ``//`` or backslash, no dot
+    segment, nothing but URL characters, at most ``MAX_NEXT_CHARS`` (an open redirect goes nowhere)."""
+    path = value.split("?", 1)[0]
+    ok = (
+        len(value) <= MAX_NEXT_CHARS
+        and bool(_NEXT_CHARS.match(value))
+        and (path == CONSOLE_PREFIX or path.startswith(CONSOLE_PREFIX + "/"))
+        and "//" not in path
+        and "/./" not in path + "/"
+        and "/../" not in path + "/"
+        and "%2f" not in path.lower()
+        and "%5c" not in path.lower()
+        and "%2e" not in path.lower()
+    )
+    return value if ok else CONSOLE_LANDING
+
+
 def check_cli_redirect(url: str) -> str:
     """``url`` when it is a loopback callback of ``velyrix login --sso`` (RFC 8252 section 7.3)."""
     if url and (not url.startswith(LOOPBACK_PREFIXES) or len(url) > 200 or any(c in url for c in "\r\n\"'<> ")):
@@ -70,8 +95,10 @@ def check_cli_redirect(url: str) -> str:
 def begin(
     session: orm.Session, provider: IdentityProvider, state: str, *, nonce: str = "", verifier: str = "", **cli: str
 ) -> LoginFlow:
-    """Remember a login started through ``provider`` under ``state`` (ten minutes, single use)."""
+    """Remember a login started through ``provider`` under ``state`` (ten minutes, single use); ``cli``:
+    ``cli_redirect``, ``cli_challenge``, and ``next_path``, the console page to land on (``console_target``)."""
     now = models.utcnow()
+    landing = cli.get("next_path", "")
     flow = LoginFlow(
         state_sha256=_sha(state),
         provider_id=provider.id,
@@ -82,7 +109,7 @@ def begin(
         cli_challenge=cli.get("cli_challenge", "")[:200],
         created_at=now,
         expires_at=now + dt.timedelta(seconds=FLOW_TTL_S),
-        result={},
+        result={"next": console_target(landing)} if landing else {},
     )
     session.add(flow)
     return flow

@@ -35,13 +35,19 @@ def hold(session: orm.Session, flow: LoginFlow, user: User, method: str) -> tupl
         tenant_id=flow.tenant_id,
         cli_redirect=flow.cli_redirect,
         cli_challenge=flow.cli_challenge,
-        result={"stage": "mfa", "user_id": user.id, "method": method},
+        result={"stage": "mfa", "user_id": user.id, "method": method, **_landing(flow)},
         created_at=now,
         expires_at=now + dt.timedelta(seconds=PENDING_TTL_S),
     )
     session.add(row)
     session.flush()
     return row, secret
+
+
+def _landing(flow: LoginFlow) -> dict[str, str]:
+    """The console page the login was started for (``login.begin``'s ``next``), carried to its end."""
+    target = flow.result.get("next") if isinstance(flow.result, dict) else None
+    return {"next": str(target)} if target else {}
 
 
 def pending(session: orm.Session, secret: str | None) -> tuple[LoginFlow, User]:

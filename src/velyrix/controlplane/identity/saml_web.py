@@ -11,7 +11,7 @@ import hashlib
 from typing import Any
 
 import sqlalchemy as sa
-from fastapi import APIRouter, Form, Request
+from fastapi import APIRouter, Form, Query, Request
 from fastapi.responses import RedirectResponse, Response
 from saml2.metadata import create_metadata_string
 from sqlalchemy import orm
@@ -37,13 +37,21 @@ def _base(request: Request) -> str:
 
 
 @router.get("/auth/saml/{provider}/login", name="auth.saml_login", include_in_schema=False)
-def saml_login(provider: str, request: Request, cli_redirect: str = "", cli_challenge: str = "") -> Response:
-    """Send the browser to the IdP with an AuthnRequest; its id is the flow's state (ten minutes, once)."""
+def saml_login(
+    provider: str,
+    request: Request,
+    cli_redirect: str = "",
+    cli_challenge: str = "",
+    next: str = Query("", max_length=login.MAX_NEXT_CHARS),
+) -> Response:
+    """Send the browser to the IdP with an AuthnRequest; its id is the flow's state (ten minutes, once);
+    ``next``: the console page to land on afterwards (``login.console_target``)."""
     session = login.open_session(request)
     idp = _provider(session, provider)
     request_id, location = saml.start(idp, _base(request), relay_state=idp.id)
-    flow = login.begin(session, idp, request_id, cli_redirect=cli_redirect, cli_challenge=cli_challenge)
-    flow.result = {"base": _base(request)}  # the ACS and audience this request named, whatever Host comes later
+    flow = login.begin(session, idp, request_id, cli_redirect=cli_redirect, cli_challenge=cli_challenge, next_path=next)
+    # the ACS and audience this request named, whatever Host comes later
+    flow.result = {**flow.result, "base": _base(request)}
     session.commit()
     return RedirectResponse(location, status_code=303)
 

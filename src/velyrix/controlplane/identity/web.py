@@ -10,7 +10,7 @@ import html
 import urllib.parse
 from typing import Any
 
-from fastapi import APIRouter, Depends, Form, Request
+from fastapi import APIRouter, Depends, Form, Query, Request
 from fastapi.responses import HTMLResponse, RedirectResponse, Response
 from pydantic import BaseModel, ConfigDict, Field
 
@@ -27,10 +27,17 @@ router = APIRouter(tags=["identity"])
 
 @router.get("/auth/{tenant}/login", name="auth.oidc_login", include_in_schema=False)
 def oidc_login(
-    tenant: str, request: Request, provider: str | None = None, cli_redirect: str = "", cli_challenge: str = ""
+    tenant: str,
+    request: Request,
+    provider: str | None = None,
+    cli_redirect: str = "",
+    cli_challenge: str = "",
+    next: str = Query("", max_length=login.MAX_NEXT_CHARS),
 ) -> Response:
     """Send the browser to the tenant's OpenID provider (authorization code + PKCE), or, for a tenant that
-    signs in through SAML only, to ``/auth/saml/{provider}/login`` (so ``velyrix login --sso`` works for both)."""
+    signs in through SAML only, to ``/auth/saml/{provider}/login`` (so ``velyrix login --sso`` works for both).
+    ``next``: the console page to land on after sign-in (a path under ``/console``; anything else lands on
+    ``/console/clusters``: ``login.console_target``)."""
     session = login.open_session(request)
     try:
         idp = login.provider_named(session, tenant, provider, "oidc")
@@ -40,7 +47,7 @@ def oidc_login(
         except errors.NotFoundError:
             raise missing from None
         target = request.url_for("auth.saml_login", provider=saml_idp.id)
-        cli = {k: v for k, v in (("cli_redirect", cli_redirect), ("cli_challenge", cli_challenge)) if v}
+        cli = {k: v for k, v in (("cli_redirect", cli_redirect), ("cli_challenge", cli_challenge), ("next", next)) if v}
         return RedirectResponse(str(target.include_query_params(**cli)), status_code=303)
     begun = oidc.start(idp, str(request.url_for("auth.oidc_callback")))
     login.begin(
@@ -51,6 +58,7 @@ def oidc_login(
         verifier=begun.verifier,
         cli_redirect=cli_redirect,
         cli_challenge=cli_challenge,
+        next_path=next,
     )
     session.commit()
     return RedirectResponse(begun.url, status_code=303)
@@ -96,7 +104,8 @@ def _validated(id_token: str, idp: IdentityProvider, nonce: str) -> dict[str, An
 
 
 def finish(request: Request, session: Any, flow: Any, user: Any, method: str, second: str = "") -> Response:
-    """Sign ``user`` in after a login through ``flow``: a session cookie and ``/ui``, or the CLI's
+    """Sign ``user`` in after a login through ``flow``: a session cookie and ``/ui`` (or the console page
+    the login was started for: ``login.begin``'s ``next_path``), or the CLI's
     loopback callback with a one-time code. A user with a second factor who has not yet proved it
     (``second``: the factor used, empty for none) is sent to ``/auth/mfa`` with a pending login instead."""
     info = context.request_info(request)
@@ -135,7 +144,8 @@ def finish(request: Request, session: Any, flow: Any, user: Any, method: str, se
         detail=detail,
     )
     session.commit()
-    response = RedirectResponse("/ui", status_code=303)
+    landing = flow.result.get("next") if isinstance(flow.result, dict) else None
+    response = RedirectResponse(login.console_target(str(landing)) if landing else "/ui", status_code=303)
     response.headers["set-cookie"] = sessions.set_cookie_header(secret, max_age)
     return response
 

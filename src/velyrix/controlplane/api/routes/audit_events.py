@@ -2,12 +2,14 @@
 
 from __future__ import annotations
 
+import datetime as dt
 from typing import Any
 
-from fastapi import APIRouter, Depends
+from fastapi import APIRouter, Depends, Query
 
 from velyrix.controlplane.api import schemas
 from velyrix.controlplane.api.context import Ctx, require
+from velyrix.controlplane.audit import listing
 from velyrix.controlplane.db import models
 
 router = APIRouter(prefix="/v1/audit-events", tags=["audit-events"], responses=schemas.PROBLEM_RESPONSES)
@@ -34,20 +36,22 @@ def out(e: models.AuditEvent) -> dict[str, Any]:
 @router.get("", name="audit_events.list", response_model=schemas.Page[schemas.AuditEventOut])
 def list_events(
     ctx: Ctx = Depends(require("audit:read")),
-    action: str | None = None,
+    action: str | None = Query(
+        None, max_length=listing.MAX_FILTER_CHARS, description="the action, or a prefix ending in * (console.*)"
+    ),
     outcome: str | None = None,
     key_id: str | None = None,
     request_id: str | None = None,
     target: str | None = None,
+    actor: str | None = Query(None, max_length=listing.MAX_FILTER_CHARS, description="a part of the actor, any case"),
+    since: dt.datetime | None = Query(None, description="events at or after this time (no zone: UTC)"),
+    until: dt.datetime | None = Query(None, description="events before this time (no zone: UTC)"),
     cursor: str | None = Depends(schemas.cursor_param),
     limit: int = Depends(schemas.limit_param),
 ) -> dict[str, Any]:
-    rows, nxt = ctx.scope.page(
-        models.AuditEvent,
-        filters={"action": action, "outcome": outcome, "key_id": key_id, "request_id": request_id, "target": target},
-        cursor=cursor,
-        limit=limit,
-    )
+    """The audit events the caller may read (tenants: their own), oldest first, narrowed by the filters."""
+    filters = listing.Filters(action, actor, outcome, key_id, request_id, target, since, until)
+    rows, nxt = listing.page(ctx.scope, filters, cursor, limit)
     return {"items": [out(r) for r in rows], "next_cursor": nxt}
 
 
