@@ -35,8 +35,8 @@ def test_incidents_show_priority_state_timers_and_the_nocs_notes(client: TestCli
     assert "P1" in listed.text and "acknowledged" in listed.text
     # opened 20 min ago, acknowledged after 8 (the default contract's P1 first response: 15 min)
     assert re.search(r"first response: after 8 min \(target 15 min\)", listed.text), listed.text
-    opened = re.search(r"open for: (\d+) min", listed.text)  # at least the 20 min it was open at the start
-    assert opened and int(opened.group(1)) >= 20, listed.text
+    opened = [int(m) for m in re.findall(r"open for: (\d+) min", listed.text)]  # the seeded one: 20 min at least
+    assert opened and max(opened) >= 20, listed.text
     page = get(client, world, f"/console/incidents/{world.acme.admin['incident_id']}", "viewer")
     assert page.status_code == 200 and world.acme.admin["incident_note"] in page.text
     update = re.search(r"updates: last (\d+) min ago \(every 30 min\)", page.text)  # the note, 10 min ago then

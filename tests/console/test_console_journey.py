@@ -197,7 +197,8 @@ def _security_key(context: Any, page: Any) -> tuple[Any, str]:
 def _sign_in_with_a_security_key(context: Any, page: Any, site: Site) -> None:
     cdp, authenticator = _security_key(context, page)
     _sign_in(page, site)
-    page.wait_for_url(f"{site.url}/ui")  # no key yet: signed in, changes wait for a second factor
+    page.wait_for_url(f"{site.url}/console/clusters")  # no key yet: signed in, changes wait for a second factor
+    page.goto(f"{site.url}/ui")
     page.click("#security")
     page.click("#register-key")
     page.wait_for_selector("#status:has-text('registered')")
@@ -208,7 +209,7 @@ def _sign_in_with_a_security_key(context: Any, page: Any, site: Site) -> None:
     _sign_in(page, site)
     page.wait_for_url(f"{site.url}/auth/mfa")
     page.click("#use-key")
-    page.wait_for_url(f"{site.url}/ui")
+    page.wait_for_url(f"{site.url}/console/clusters")  # the console's sign-in lands back in the console
     assert cdp.send("WebAuthn.getCredentials", {"authenticatorId": authenticator})["credentials"][0]["signCount"] >= 1
 
 
