@@ -1,9 +1,10 @@
 """API latency against region size (issue 14): a 12,500-node twin region (100,000 GPUs) with 2,000 tenants
 against a 1,000-node region with tenants in the same proportion, each seeded the product's way, then served by
-the real ``velyrix server`` (uvicorn, SQLite in WAL mode under a temporary VELYRIX_HOME) and asked over
-loopback by one keep-alive HTTP client: ``GET /v1/clusters/{id}``, ``GET /v1/clusters?limit=20`` and
-``GET /v1/nodes?limit=20``, each with the key of a tenant drawn at random. Target: p99 of the large region
-within 2x of the small one, per route, in the same run.
+the real ``velyrix server`` (uvicorn, SQLite in WAL mode under a temporary VELYRIX_HOME; both servers up at
+once) and asked over loopback by one keep-alive HTTP client per server: ``GET /v1/clusters/{id}``,
+``GET /v1/clusters?limit=20`` and ``GET /v1/nodes?limit=20``, each with the key of a tenant drawn at random,
+requests alternating between the two regions so that the machine's other load falls on both alike. Target:
+p99 of the large region within 2x of the small one, per route, in the same run.
 
 Seeding (``_seed``, in a process of its own): the twin region's nodes are enrolled and taken in by the
 runtime's own intake (``FleetRuntime.enroll``, driver delays off); each tenant is created as
