@@ -19,8 +19,11 @@ from pathlib import Path
 
 import httpx
 
-SIZES = (64, 4096)
-TIMEOUT_S = 300.0
+SIZES = tuple(int(n) for n in os.environ.get("VELYRIX_BENCH_UP_SIZES", "64,4096").split(","))
+"""Twin sizes started in turn (``VELYRIX_BENCH_UP_SIZES``, e.g. ``64,1024`` for a shorter run)."""
+TIMEOUT_S = float(os.environ.get("VELYRIX_BENCH_UP_TIMEOUT_S", "300"))
+"""Wall seconds a start-up may take before the run gives up (``VELYRIX_BENCH_UP_TIMEOUT_S``; a loaded machine
+needs more, the CPU seconds are measured the same either way)."""
 
 
 def _free_port() -> int:
@@ -45,6 +48,18 @@ def _cpu_s(pid: int) -> float:
     return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
 
 
+def _main_thread_cpu_s(pid: int) -> float:
+    """CPU seconds of the main thread of ``pid`` alone: the start-up path itself (imports, migrations, twin,
+    enrolment and intake, agents' tokens, the server's start), without the background threads (the twin's
+    clock ticker, the reconcile loop, the exporter) whose work grows with the wall time a loaded machine adds."""
+    return _cpu_s_of(Path(f"/proc/{pid}/task/{pid}/stat"))
+
+
+def _cpu_s_of(stat: Path) -> float:
+    fields = stat.read_text().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
 def start_up(nodes: int) -> dict[str, float]:
     """Seconds from spawning ``velyrix up`` to ``/readyz`` 200 and to every node available (wall), and the
     CPU seconds the process had used by then (the shared machine's load does not count in those)."""
@@ -61,7 +76,7 @@ def start_up(nodes: int) -> dict[str, float]:
             stderr=subprocess.DEVNULL,
         )
         ready_s = all_s = None
-        cpu_s = 0.0
+        cpu_s = last_cpu_s = main_cpu_s = 0.0
         try:
             while time.perf_counter() - start < TIMEOUT_S and proc.poll() is None:
                 if ready_s is None:
@@ -73,7 +88,9 @@ def start_up(nodes: int) -> dict[str, float]:
                 if ready_s is not None and _available(Path(home) / "velyrix.db") >= nodes:
                     all_s = time.perf_counter() - start
                     cpu_s = _cpu_s(proc.pid)
+                    main_cpu_s = _main_thread_cpu_s(proc.pid)
                     break
+                last_cpu_s = _cpu_s(proc.pid)
                 time.sleep(0.1)
         finally:
             proc.send_signal(signal.SIGINT)
@@ -83,16 +100,22 @@ def start_up(nodes: int) -> dict[str, float]:
                 proc.kill()
                 proc.wait()
         if ready_s is None or all_s is None:
-            raise RuntimeError(f"velyrix up with {nodes} nodes not ready after {TIMEOUT_S:.0f} s (exit {proc.poll()})")
-        return {"nodes": nodes, "readyz_s": ready_s, "all_available_s": all_s, "cpu_s": cpu_s}
+            raise RuntimeError(
+                f"velyrix up with {nodes} nodes not ready after {TIMEOUT_S:.0f} s (exit {proc.poll()}, "
+                f"{last_cpu_s:.1f} CPU s by then)"
+            )
+        return {"nodes": nodes, "readyz_s": ready_s, "all_available_s": all_s, "cpu_s": cpu_s, "main_cpu_s": main_cpu_s}
 
 
 def main() -> None:
     rows = [start_up(n) for n in SIZES]
     print(f"load average at the end: {os.getloadavg()[0]:.1f} (2 cores)")
-    print(f"{'nodes':>6} {'/readyz 200 s':>14} {'all available s':>16} {'CPU s':>7}")
+    print(f"{'nodes':>6} {'/readyz 200 s':>14} {'all available s':>16} {'CPU s':>7} {'main thread CPU s':>17}")
     for r in rows:
-        print(f"{r['nodes']:>6} {r['readyz_s']:>14.1f} {r['all_available_s']:>16.1f} {r['cpu_s']:>7.1f}")
+        print(
+            f"{r['nodes']:>6} {r['readyz_s']:>14.1f} {r['all_available_s']:>16.1f} {r['cpu_s']:>7.1f} "
+            f"{r['main_cpu_s']:>17.1f}"
+        )
     big = rows[-1]
     verdict = "OK" if big["all_available_s"] < 30 else "OVER"
     print(f"up 4,096 ready in {big['all_available_s']:.1f} s wall, {big['cpu_s']:.1f} s CPU (target < 30 s): {verdict}")

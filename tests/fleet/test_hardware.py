@@ -26,3 +26,24 @@ def test_node_hardware_drift_and_dict_round_trip() -> None:
     )
     assert hardware.NodeHardware.from_dict(node.to_dict()) == node
     assert node.firmware_drift({"bmc": "1.2"}) == {"bmc": ("1.1", "1.2")}
+
+
+def test_to_dict_is_what_asdict_gives_for_twin_nodes_with_and_without_position() -> None:
+    """The hand-built ``to_dict`` (the intake's hot path) says exactly what ``dataclasses.asdict`` says, and
+    its nested data is a copy: changing it leaves the inventory alone."""
+    import dataclasses
+
+    from velyrix.fleet.drivers.sim import SimRegion
+
+    region = SimRegion.build("us-east-1", {"hgx-h200-8g": 2}, seed=3)
+    for sim in region.nodes.values():
+        inventory = sim.hardware()
+        assert inventory.position is not None
+        assert inventory.to_dict() == dataclasses.asdict(inventory)
+        bare = dataclasses.replace(inventory, position=None)
+        assert bare.to_dict() == dataclasses.asdict(bare)
+        raw = inventory.to_dict()
+        raw["firmware"]["bmc"] = "tampered"
+        raw["gpus"][0]["uuid"] = "GPU-other"
+        assert inventory.firmware.get("bmc") != "tampered"
+        assert inventory.gpus[0].uuid != "GPU-other"

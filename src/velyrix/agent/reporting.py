@@ -32,8 +32,10 @@ log = logging.getLogger("velyrix.agent.reporting")
 RETRY_STATUS = frozenset({408, 425, 429, 500, 502, 503, 504})
 
 
+@functools.lru_cache(maxsize=64)
 def is_loopback(url: str) -> bool:
-    """Whether ``url``'s host is this machine (``localhost``, 127.0.0.0/8, ::1)."""
+    """Whether ``url``'s host is this machine (``localhost``, 127.0.0.0/8, ::1). Cached: ``velyrix up`` asks it
+    once per twin node's reporter, always of the same URL."""
     host = httpx.URL(url).host
     if host == "localhost":
         return True

@@ -15,7 +15,7 @@
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping
-from typing import Any
+from typing import Any, cast
 
 import sqlalchemy as sa
 from sqlalchemy import orm
@@ -51,6 +51,36 @@ def issue_token(
     session.add(row)
     session.flush()
     return row, token
+
+
+def issue_tokens(session: orm.Session, nodes: list[models.Node], *, created_by: str) -> dict[str, str]:
+    """``issue_token`` for many nodes at once (``velyrix up``'s twin agents): every earlier token of these
+    nodes revoked in one UPDATE, the new credentials written in one bulk INSERT. Returns hostname -> token."""
+    if not nodes:
+        return {}
+    now = models.utcnow()
+    table = cast(sa.Table, health_tables.NodeCredential.__table__)
+    ids = [n.id for n in nodes]
+    for start in range(0, len(ids), 500):  # bound the IN list (SQLite's variable limit)
+        session.execute(
+            sa.update(table)
+            .where(table.c.node_id.in_(ids[start : start + 500]), table.c.revoked_at.is_(None))
+            .values(revoked_at=now)
+        )
+    tokens = {n.name: keys.generate(keys.NODE_PREFIX) for n in nodes}
+    rows = [
+        {
+            "id": models.new_id(health_tables.NodeCredential.id_prefix),
+            "node_id": n.id,
+            "prefix": keys.display_prefix(tokens[n.name]),
+            "secret_sha256": keys.digest(tokens[n.name]),
+            "created_by": created_by[:200],
+            "created_at": now,
+        }
+        for n in nodes
+    ]
+    session.execute(sa.insert(table), rows)
+    return tokens
 
 
 def record_report(

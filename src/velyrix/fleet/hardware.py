@@ -8,7 +8,7 @@ scalable unit (SU) and rail leaves (see ``velyrix.fleet.topology``).
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import asdict, dataclass, field
+from dataclasses import dataclass, field
 from typing import Any
 
 
@@ -90,8 +90,29 @@ class NodeHardware:
     position: Position | None = None
 
     def to_dict(self) -> dict[str, Any]:
-        """Plain JSON-able data (the ``hardware`` column)."""
-        return asdict(self)
+        """Plain JSON-able data (the ``hardware`` column): what ``dataclasses.asdict`` gives, built field by
+        field (``asdict`` deep-copies every leaf: a third of a twin node's intake CPU at 4,096 nodes)."""
+        pos = self.position
+        return {
+            "hostname": self.hostname,
+            "node_type": self.node_type,
+            "serial": self.serial,
+            "gpus": tuple(dict(g.__dict__) for g in self.gpus),
+            "nics": tuple(dict(n.__dict__) for n in self.nics),
+            "bmc": dict(self.bmc.__dict__),
+            "nvme": tuple(dict(d.__dict__) for d in self.nvme),
+            "firmware": dict(self.firmware),
+            "position": None
+            if pos is None
+            else {
+                "region": pos.region,
+                "su": pos.su,
+                "rack": pos.rack,
+                "slot": pos.slot,
+                "leaf_ports": tuple(dict(lp.__dict__) for lp in pos.leaf_ports),
+                "su_nodes": pos.su_nodes,
+            },
+        }
 
     @classmethod
     def from_dict(cls, raw: dict[str, Any]) -> NodeHardware:

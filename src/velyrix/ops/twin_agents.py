@@ -124,11 +124,9 @@ class TwinAgents:
 
     def issue_tokens(self) -> dict[str, str]:
         """A fresh node token for every twin node the database knows (earlier tokens are revoked)."""
-        tokens = {}
         with self.sessionmaker() as s:
             nodes = s.scalars(sa.select(models.Node).where(models.Node.name.in_(list(self.region.nodes)))).all()
-            for node in nodes:
-                tokens[node.name] = node_health.issue_token(s, node, created_by="velyrix up (twin agents)")[1]
+            tokens = node_health.issue_tokens(s, list(nodes), created_by="velyrix up (twin agents)")
             s.commit()
         return tokens
 

@@ -38,7 +38,7 @@ def checksum(body: str) -> str:
 def generate(prefix: str = PREFIX) -> str:
     """A new random API key (the secret; show it once, store ``digest(token)``); ``NODE_PREFIX`` for a
     node agent's token."""
-    body = "".join(secrets.choice(_ALPHABET) for _ in range(BODY_LEN))
+    body = _base62(secrets.randbelow(len(_ALPHABET) ** BODY_LEN), BODY_LEN)  # uniform over all bodies
     return prefix + body + checksum(body)
 
 

@@ -13,7 +13,7 @@ from sqlalchemy import orm
 from velyrix import errors
 from velyrix.controlplane.db import models
 from velyrix.controlplane.reconcile import locks, phases
-from velyrix.controlplane.reconcile.store import flush_nodes, move
+from velyrix.controlplane.reconcile.store import BulkTransitionStore, flush_nodes, move
 from velyrix.fleet import acceptance, states
 from velyrix.fleet.drivers import base
 
@@ -56,40 +56,42 @@ def reconcile_fleet(session: orm.Session, driver: base.Driver, region: str) -> i
             ),
         )
     ).all()
+    store = BulkTransitionStore(session)  # the pass's transitions in one INSERT, not one ORM object each
     for node in rows:
         try:
-            waiting += _intake_one(session, driver, node)
+            waiting += _intake_one(session, driver, node, store)
         except errors.VelyrixError as exc:  # this node only: the driver refused it (e.g. a hostname it lacks)
             node.last_error = f"intake: the driver refused node '{node.name}': {exc.message}"[:2000]
             if node.provisioning_state != states.FAILED:
-                move(session, node, states.FAILED, actor=ACTOR, reason=node.last_error[:500])
+                move(session, node, states.FAILED, actor=ACTOR, reason=node.last_error[:500], store=store)
     flush_nodes(session, rows)  # the pass's node rows in bulk UPDATEs, not one per node
+    store.write()
     session.flush()
     return waiting
 
 
-def _intake_one(session: orm.Session, driver: base.Driver, node: models.Node) -> int:
+def _intake_one(session: orm.Session, driver: base.Driver, node: models.Node, store: BulkTransitionStore) -> int:
     """One intake step of ``node``; returns 1 while it waits on the driver, else 0."""
     if node.provisioning_state == states.ENROLLED:
-        move(session, node, states.INSPECTING, actor=ACTOR, reason="new node: read its inventory")
+        move(session, node, states.INSPECTING, actor=ACTOR, reason="new node: read its inventory", store=store)
     if node.provisioning_state == states.INSPECTING:
         op = driver.inspect(node.name, request_id=f"intake/{node.name}/inspect")
         if not op.done:
             return 1
         if op.status == base.FAILED:
             node.last_error = f"inspection failed: {op.error}"
-            move(session, node, states.FAILED, actor=ACTOR, reason=node.last_error)
+            move(session, node, states.FAILED, actor=ACTOR, reason=node.last_error, store=store)
             return 0
         node.hardware = op.result["hardware"]
-        move(session, node, states.AVAILABLE, actor=ACTOR, reason="inventory read")
+        move(session, node, states.AVAILABLE, actor=ACTOR, reason="inventory read", store=store)
     if node.fleet_stage == states.BURN_IN and node.provisioning_state == states.AVAILABLE:
         op = driver.run_acceptance(node.name, request_id=f"intake/{node.name}/burn-in")
         if not op.done:
             return 1
         results = acceptance.judge_node(node.node_type, op.result) if op.status == base.SUCCEEDED else []
         if op.status == base.SUCCEEDED and acceptance.passed(results):
-            move(session, node, states.PRODUCTION, actor=ACTOR, reason="burn-in passed")
+            move(session, node, states.PRODUCTION, actor=ACTOR, reason="burn-in passed", store=store)
         else:
             node.last_error = "; ".join(acceptance.failures(results)) or f"burn-in failed: {op.error}"
-            move(session, node, states.QUARANTINED, actor=ACTOR, reason=node.last_error[:500])
+            move(session, node, states.QUARANTINED, actor=ACTOR, reason=node.last_error[:500], store=store)
     return 0
