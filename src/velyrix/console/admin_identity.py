@@ -14,8 +14,7 @@ from fastapi import APIRouter, Depends, Form, Request
 from fastapi.responses import RedirectResponse, Response
 
 from velyrix import errors
-from velyrix.console import access, render
-from velyrix.controlplane.api import problems
+from velyrix.console import access, forms, render
 from velyrix.controlplane.api.context import Ctx
 from velyrix.controlplane.api.routes import api_keys, identity_policy, identity_providers
 from velyrix.controlplane.identity import members
@@ -83,20 +82,6 @@ def _body(form: dict[str, str]) -> dict[str, Any]:
     return body
 
 
-def field_errors(exc: pydantic.ValidationError, fields: tuple[str, ...]) -> dict[str, str]:
-    """The model's errors by field (the first per field; others under ``form``)."""
-    found: dict[str, str] = {}
-    for err in exc.errors():
-        field = str(err["loc"][0]) if err["loc"] else "form"
-        found.setdefault(field if field in fields else "form", err["msg"])
-    return found
-
-
-def refuse(request: Request, status: int, code: str, fields: dict[str, str]) -> None:
-    """Record the refusal as the API records its own (a denied audit event under the console route)."""
-    problems.problem(request, status, code, "; ".join(f"{k}: {v}" for k, v in sorted(fields.items())))
-
-
 @router.post("/console/identity/providers", name="console.identity_providers.create")
 def create_provider(
     request: Request,
@@ -124,7 +109,7 @@ def create_provider(
         identity_providers.create(body, ctx)
     except ValueError as exc:  # pydantic.ValidationError is one
         if isinstance(exc, pydantic.ValidationError):
-            fields, status, code = field_errors(exc, PROVIDER_FIELDS), 422, "invalid_input"
+            fields, status, code = forms.field_errors(exc, PROVIDER_FIELDS), 422, "invalid_input"
         else:
             where, _, why = str(exc).partition("|")
             fields, status, code = {where: why}, 422, "invalid_input"
@@ -132,7 +117,7 @@ def create_provider(
         where = "name" if isinstance(exc, errors.ConflictError) else _field_of(exc)
         fields, status, code = {where: exc.message}, exc.http_status, exc.code
     if fields:
-        refuse(request, status, code, fields)
+        forms.refuse(request, status, code, fields)
         return show(request, ctx, status, provider_form=form, provider_errors=fields)
     return RedirectResponse(PAGE_PATH, status_code=303)
 

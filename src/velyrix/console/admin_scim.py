@@ -13,7 +13,7 @@ from fastapi import APIRouter, Depends, Form, Request
 from fastapi.responses import RedirectResponse, Response
 
 from velyrix import errors
-from velyrix.console import access, admin_identity
+from velyrix.console import access, admin_identity, forms
 from velyrix.controlplane.api.context import Ctx
 from velyrix.controlplane.api.routes import api_keys, identity_policy
 
@@ -38,11 +38,11 @@ def create_token(
         answer = api_keys.create_key(body, ctx, None)
     except pydantic.ValidationError as exc:
         fields = {"name": str(exc.errors()[0]["msg"])}
-        admin_identity.refuse(request, 422, "invalid_input", fields)
+        forms.refuse(request, 422, "invalid_input", fields)
         return admin_identity.show(request, ctx, 422, scim_errors=fields)
     except errors.VelyrixError as exc:
         fields = {"name": exc.message}
-        admin_identity.refuse(request, exc.http_status, exc.code, fields)
+        forms.refuse(request, exc.http_status, exc.code, fields)
         return admin_identity.show(request, ctx, exc.http_status, scim_errors=fields)
     return admin_identity.show(request, ctx, 201, scim_created=json.loads(bytes(answer.body)))
 
@@ -76,7 +76,7 @@ def set_policy(
         )
         identity_policy.set_policy(body, ctx)
     except pydantic.ValidationError as exc:
-        fields = admin_identity.field_errors(exc, POLICY_FIELDS)
-        admin_identity.refuse(request, 422, "invalid_input", fields)
+        fields = forms.field_errors(exc, POLICY_FIELDS)
+        forms.refuse(request, 422, "invalid_input", fields)
         return admin_identity.show(request, ctx, 422, policy_form=form, policy_errors=fields)
     return RedirectResponse(admin_identity.PAGE_PATH, status_code=303)

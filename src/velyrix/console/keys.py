@@ -14,8 +14,7 @@ from fastapi import APIRouter, Depends, Form, Request
 from fastapi.responses import RedirectResponse, Response
 
 from velyrix import errors
-from velyrix.console import access, render
-from velyrix.controlplane.api import problems
+from velyrix.console import access, forms, render
 from velyrix.controlplane.api.context import Ctx
 from velyrix.controlplane.api.routes import api_keys
 from velyrix.controlplane.auth import roles
@@ -53,20 +52,12 @@ def keys_page(request: Request, ctx: Ctx = Depends(access.reads("keys:read"))) -
     return _page(request, ctx)
 
 
-def _field_errors(exc: pydantic.ValidationError) -> dict[str, str]:
-    found: dict[str, str] = {}
-    for err in exc.errors():
-        field = str(err["loc"][0]) if err["loc"] else "form"
-        found.setdefault(field if field in FIELDS else "form", err["msg"])
-    return found
-
-
 def _refused(request: Request, ctx: Ctx, form: dict[str, str], fields: dict[str, str], exc: Any) -> Response:
     """The form again with ``fields`` beside their inputs; the refusal is recorded as the API records
     its own (``problems.problem``: a denied audit event under the route's name, nothing committed)."""
     status = getattr(exc, "http_status", 422)
     code = getattr(exc, "code", "invalid_request")
-    problems.problem(request, status, code, "; ".join(f"{k}: {v}" for k, v in sorted(fields.items())))
+    forms.refuse(request, status, code, fields)
     return _page(request, ctx, status, form=form, field_errors=fields)
 
 
@@ -86,7 +77,7 @@ def create(
             {"name": name, "role": role, "description": description, "expires_in_s": expires_in_s.strip() or None}
         )
     except pydantic.ValidationError as exc:
-        return _refused(request, ctx, form, _field_errors(exc), exc)
+        return _refused(request, ctx, form, forms.field_errors(exc, FIELDS), exc)
     try:
         answer = api_keys.create_key(body, ctx, None)
     except errors.VelyrixError as exc:

@@ -13,9 +13,8 @@ from fastapi import APIRouter, Depends, Form, Query, Request
 from fastapi.responses import RedirectResponse, Response
 
 from velyrix import errors
-from velyrix.console import access, noc_timers, render
+from velyrix.console import access, forms, noc_timers, render
 from velyrix.controlplane import scoping
-from velyrix.controlplane.api import problems
 from velyrix.controlplane.api.context import Ctx
 from velyrix.fleet import clock
 from velyrix.ops.noc import incidents
@@ -24,6 +23,8 @@ from velyrix.ops.noc import routes as noc_routes
 router = APIRouter(include_in_schema=False)
 ACTIONS = ("ack", "note", "mitigate", "resolve")
 """What the incident page offers (the API also takes ``postmortem`` and ``reopen``)."""
+FIELDS = ("action", "text")
+"""The form's fields an error is shown beside (any other error: beside the action)."""
 
 
 def _with_timers(ctx: Ctx, found: list[dict[str, Any]]) -> list[dict[str, Any]]:
@@ -83,7 +84,7 @@ def incident_act(
     try:
         body = noc_routes.IncidentAction.model_validate(form)
     except pydantic.ValidationError as exc:
-        fields = {str(e["loc"][0]) if e["loc"] else "action": e["msg"] for e in exc.errors()}
+        fields = forms.field_errors(exc, FIELDS, "action")
         return _refused(request, ctx, incident_id, form, fields, 422, "invalid_request")
     try:
         noc_routes.act(incident_id, body, ctx)
@@ -98,7 +99,6 @@ def _refused(
     request: Request, ctx: Ctx, incident_id: str, form: dict[str, str], fields: dict[str, str], status: int, code: str
 ) -> Response:
     """The incident again with ``fields`` beside their inputs; recorded as the API records a refusal
-    (``problems.problem``: a denied audit event under the route's name, nothing committed)."""
-    fields = {(k if k in ("action", "text") else "action"): v for k, v in fields.items()}
-    problems.problem(request, status, code, "; ".join(f"{k}: {v}" for k, v in sorted(fields.items())))
+    (``forms.refuse``)."""
+    forms.refuse(request, status, code, fields)
     return _page(request, ctx, incident_id, status, form=form, field_errors=fields)

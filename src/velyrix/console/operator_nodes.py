@@ -11,14 +11,15 @@ from fastapi import APIRouter, Depends, Form, Request
 from fastapi.responses import RedirectResponse, Response
 
 from velyrix import errors
-from velyrix.console import access, operator_fleet, render
-from velyrix.controlplane.api import problems
+from velyrix.console import access, forms, operator_fleet, render
 from velyrix.controlplane.api.context import Ctx
 from velyrix.ops import node_actions
 
 router = APIRouter(include_in_schema=False)
 ACTIONS = ("release", "rma")
 """What the queue's form offers (the API's ``nodes.act`` also drains and reboots)."""
+FIELDS = ("action", "reason")
+"""The form's fields an error is shown beside (any other error: beside the action)."""
 
 
 @router.post("/console/fleet/nodes/{node_id}/actions", name="console.nodes.act")
@@ -37,7 +38,7 @@ def node_act(
             {"action": action if action in ACTIONS else f"({action})", "reason": reason, "override": form["override"]}
         )
     except pydantic.ValidationError as exc:
-        fields = {str(e["loc"][0]) if e["loc"] else "action": e["msg"] for e in exc.errors()}
+        fields = forms.field_errors(exc, FIELDS, "action")
         return _refused(request, ctx, form, fields, 422, "invalid_request")
     try:
         node_actions.act(node_id, body, ctx)
@@ -52,7 +53,6 @@ def _refused(
     request: Request, ctx: Ctx, form: dict[str, object], fields: dict[str, str], status: int, code: str
 ) -> Response:
     """The queues again with ``fields`` beside the node's inputs; recorded as the API records a refusal
-    (``problems.problem``: a denied audit event under the route's name, nothing committed)."""
-    fields = {(k if k in ("action", "reason") else "action"): v for k, v in fields.items()}
-    problems.problem(request, status, code, "; ".join(f"{k}: {v}" for k, v in sorted(fields.items())))
+    (``forms.refuse``)."""
+    forms.refuse(request, status, code, fields)
     return operator_fleet.queues_page(request, ctx, status, form=form, field_errors=fields)

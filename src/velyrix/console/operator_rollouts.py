@@ -14,9 +14,8 @@ from fastapi import APIRouter, Depends, Form, Request
 from fastapi.responses import RedirectResponse, Response
 
 from velyrix import errors
-from velyrix.console import access, render
+from velyrix.console import access, forms, render
 from velyrix.controlplane import scoping
-from velyrix.controlplane.api import problems
 from velyrix.controlplane.api.context import Ctx
 from velyrix.ops.rollouts import routes as rollout_routes
 from velyrix.ops.rollouts import service
@@ -68,7 +67,8 @@ def rollout_act(
     try:
         body = rollout_routes.ActionBody.model_validate(form)
     except pydantic.ValidationError as exc:
-        return _refused(request, ctx, rollout_id, form, exc.errors()[0]["msg"], 422, "invalid_request")
+        message = forms.field_errors(exc, ("action",), "action")["action"]
+        return _refused(request, ctx, rollout_id, form, message, 422, "invalid_request")
     try:
         rollout_routes.act_on_rollout(rollout_id, body, ctx)
     except errors.VelyrixError as exc:
@@ -82,5 +82,5 @@ def _refused(
     request: Request, ctx: Ctx, rollout_id: str, form: dict[str, str], message: str, status: int, code: str
 ) -> Response:
     """The rollout again with ``message`` beside the action; recorded as the API records a refusal."""
-    problems.problem(request, status, code, f"action: {message}")
+    forms.refuse(request, status, code, {"action": message})
     return _page(request, ctx, rollout_id, status, form=form, field_errors={"action": message})
