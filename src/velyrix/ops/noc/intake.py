@@ -30,11 +30,20 @@ SEVERITIES: dict[str, str] = {"critical": "P1", "page": "P1", "error": "P2", "ma
 ACTOR = "alertmanager"
 
 
-def _seen(session: orm.Session, incident_id: str) -> set[str]:
+def _texts(session: orm.Session, incident_id: str, kind: str) -> set[str]:
     q = sa.select(models_noc.IncidentEvent.text).where(
-        models_noc.IncidentEvent.incident_id == incident_id, models_noc.IncidentEvent.kind == "alert"
+        models_noc.IncidentEvent.incident_id == incident_id, models_noc.IncidentEvent.kind == kind
     )
     return set(session.scalars(q))
+
+
+def _seen(session: orm.Session, incident_id: str) -> set[str]:
+    """The marks of the alerts already on the incident's timeline."""
+    return _texts(session, incident_id, "alert")
+
+
+def _notes(session: orm.Session, incident_id: str) -> set[str]:
+    return _texts(session, incident_id, "note")
 
 
 def _owner(session: orm.Session, labels: dict[str, str]) -> tuple[str | None, str | None]:
@@ -85,9 +94,11 @@ def alertmanager(session: orm.Session, payload: dict[str, Any], now: dt.datetime
             active,
             lifecycle.TimelineEntry("alert", now, ACTOR, mark, {"alertname": name, "labels": alert.get("labels", {})}),
         )
-    if payload.get("truncatedAlerts") and new:
+    if payload.get("truncatedAlerts"):
+        # Said once per count: also when the group grows past max_alerts after the delivery that opened it.
         text = f"{payload['truncatedAlerts']} more alerts of the group truncated by Alertmanager (max_alerts)"
-        incidents.record(session, active, lifecycle.TimelineEntry("note", now, ACTOR, text))
+        if text not in _notes(session, active.id):
+            incidents.record(session, active, lifecycle.TimelineEntry("note", now, ACTOR, text))
     changed = created or new > 0
     if not firing and row.state in (s.OPEN, s.ACKNOWLEDGED):
         incidents.act(session, active, "mitigate", actor=ACTOR, text="alert group resolved", at=now)
