@@ -18,6 +18,12 @@ never commits (``LeaseLost``: the transaction is rolled back). Besides the lease
 the cluster's transaction-scoped advisory lock (``locks.try_claim``), so even a replica that lost its lease
 mid-step cannot overlap the new holder's step. Transaction-scoped locks and row locks work through pgbouncer
 in transaction pooling mode (docs/production.md); session-level advisory locks would not.
+
+The fleet intake of a region (``enrollment.reconcile_fleet``: nodes the driver reports, inspected and burned in)
+is leased the same way, as the key ``intake_key(region)`` in place of a cluster id: only the holder of its
+shard runs the pass, and the pass commits only under the fence. A process that reconciles nothing (``velyrix
+server`` without ``--fleet-driver`` on PostgreSQL) holds no shard: its fence is ``NO_LEASE``, which refuses
+every write made on a cluster's behalf (a heal from a node report) and leaves it to the holder's reconciler.
 """
 
 from __future__ import annotations
@@ -29,6 +35,7 @@ import socket
 import time
 import uuid
 from dataclasses import dataclass
+from typing import Protocol
 
 import sqlalchemy as sa
 from sqlalchemy import orm
@@ -44,6 +51,30 @@ run slow against the database's)."""
 
 class LeaseLost(Exception):
     """This replica no longer holds the shard of the cluster it was about to commit: roll back."""
+
+
+class Fence(Protocol):
+    """What a write on a cluster's behalf is fenced by: ``Leases`` (a replica) or ``NO_LEASE`` (no reconciler)."""
+
+    def fence(self, session: orm.Session, cluster_id: str) -> None:
+        """Raise ``LeaseLost`` unless this process may commit ``session``'s writes for ``cluster_id``."""
+
+
+class _NoLease:
+    """The fence of a process that holds no reconcile lease (no fleet driver, PostgreSQL): it is never the
+    holder, so every fenced write of it is refused; the holder's reconciler makes it on its next pass."""
+
+    def fence(self, session: orm.Session, cluster_id: str) -> None:
+        raise LeaseLost(f"this process reconciles nothing (no fleet driver): {cluster_id} is left to its holder")
+
+
+NO_LEASE: Fence = _NoLease()
+"""The fence of ``velyrix server`` without ``--fleet-driver`` on PostgreSQL (``ops.remediation.node_reports``)."""
+
+
+def intake_key(region: str) -> str:
+    """The key whose shard's holder runs the fleet intake of ``region`` (``Reconciler.intake``)."""
+    return f"intake/{region}"
 
 
 @dataclass
@@ -86,7 +117,8 @@ class Leases:
         self._next_refresh = 0.0
 
     def owns(self, cluster_id: str) -> bool:
-        """Whether this replica may act on ``cluster_id`` now (its shard held and renewed recently enough)."""
+        """Whether this replica may act on ``cluster_id`` (or ``intake_key(region)``) now (its shard held and
+        renewed recently enough)."""
         held = self.held.get(shard_of(cluster_id, self.shards))
         return held is not None and time.monotonic() < held.until_mono
 

@@ -61,15 +61,28 @@ class Reconciler:
         clusters of the shards this replica holds, and every commit is fenced by the lease's epoch."""
 
     def intake(self) -> int:
-        """One fleet intake pass (enrolled -> inspected -> burned in); returns requests still pending."""
-        with self.sessionmaker() as s:
-            if not locks.try_claim(s, f"intake/{self.region}"):
+        """One fleet intake pass (enrolled -> inspected -> burned in); returns requests still pending (0 also
+        when another replica runs the intake: with ``leases``, only the holder of ``leases.intake_key``'s
+        shard runs it, and its pass commits only under the fence, like a cluster's step)."""
+        key = leases.intake_key(self.region)
+        if self.leases is not None:
+            self.leases.refresh()
+            if not self.leases.owns(key):
                 return 0
-            waiting = enrollment.reconcile_fleet(s, self.driver, self.region)
-            if self.before_commit is not None:
-                self.before_commit()
-            s.commit()
-            return waiting
+        try:
+            with self.sessionmaker() as s:
+                if not locks.try_claim(s, key):
+                    return 0
+                waiting = enrollment.reconcile_fleet(s, self.driver, self.region)
+                if self.leases is not None:
+                    self.leases.fence(s, key)  # LeaseLost: roll back, the new holder runs the pass
+                if self.before_commit is not None:
+                    self.before_commit()
+                s.commit()
+                return waiting
+        except leases.LeaseLost as exc:
+            log.info("intake of %s: not committed, %s", self.region, exc)
+            return 0
 
     def run_once(self) -> float:
         """Reconcile every cluster that is due; returns how long the loop may sleep (wall s)."""
