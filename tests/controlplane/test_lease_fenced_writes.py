@@ -145,3 +145,60 @@ def test_one_process_without_leases_heals_and_records(world: World, db_url: str)
     assert records is not None and [r["failed"] for r in records] == [out]
     world.runtime.reconciler._record_error(cid, "OperationalError: alone")
     assert _work(world, cid).last_error == "OperationalError: alone"
+
+
+def _report_to_a_server_without_a_fleet(world: World, cid: str) -> tuple[str, list[str]]:
+    """A fatal report of one node of ``cid`` handled as ``velyrix server`` without ``--fleet-driver`` handles it
+    (``node_reports.install``: no fleet runtime attached); returns (the node, what was done)."""
+    from fastapi import FastAPI
+
+    from velyrix.controlplane.node_evidence import Judgement
+    from velyrix.health.engine import Reason, Verdict
+    from velyrix.health.ladder import Action, Level
+    from velyrix.ops.remediation import node_reports
+
+    app = node_reports.install(FastAPI())
+    app.state.fleet = None
+    with world.sessionmaker() as s:
+        node = s.scalars(sa.select(models.Node).where(models.Node.cluster_id == cid).order_by(models.Node.name)).first()
+        assert node is not None
+        reason = Reason("xid:79:gpu3", "xid", "GPU has fallen off the bus", Level.FATAL, Action.QUARANTINE, True)
+        verdict = Verdict(node.name, Level.FATAL, Action.QUARANTINE, (reason,))
+        done = app.state.report_handler(s, node, Judgement(verdict, None, None))
+        s.commit()
+        return node.name, done
+
+
+def test_a_server_without_a_fleet_driver_leaves_the_replacement_to_the_lease_holder(world: World, db_url: str) -> None:
+    _postgres(db_url)
+    cid = world.declare("no-fleet-heal", 2)
+    world.settle()
+    holder = leases.Leases(world.sessionmaker, REGION, replica="holder", shards=1, lease_s=30.0)
+    holder.refresh(force=True)
+    assert set(holder.held) == {0}  # the replica reconciling the cluster: not the server the report reached
+    out, done = _report_to_a_server_without_a_fleet(world, cid)
+    assert any(d.startswith("quarantine") for d in done) and any(d.startswith("incident INC-") for d in done), done
+    assert not _work(world, cid).replacements and len(world.nodes(cluster_id=cid)) == 2  # no replacement written
+    events = [e for e in world.cluster(cid).events if e["reason"] == "NodeOutOfService"]
+    assert len(events) == 1 and out in events[0]["message"]
+    reconciler = world.runtime.reconciler
+    try:  # the holder's reconciler replaces the node on its next pass, fenced as every step
+        reconciler.leases = holder
+        reconciler.reconcile_one(cid)
+        replacements = _work(world, cid).replacements
+        assert [r["failed"] for r in replacements] == [out] and replacements[0]["replacement"]
+    finally:
+        reconciler.leases = None
+        holder.close()
+    world.settle()
+    assert world.cluster(cid).phase == "Ready" and out not in {n.name for n in world.nodes(cluster_id=cid)}
+
+
+def test_a_server_without_a_fleet_driver_on_sqlite_heals_in_the_report(world: World, db_url: str) -> None:
+    if db_url.startswith("postgresql"):
+        pytest.skip("one SQLite process: no leases")
+    cid = world.declare("no-fleet-alone", 2)
+    world.settle()
+    out, done = _report_to_a_server_without_a_fleet(world, cid)
+    assert any(d.startswith(f"replace {out} with ") for d in done), done
+    assert [r["failed"] for r in _work(world, cid).replacements] == [out]

@@ -278,15 +278,16 @@ def heal(
     cluster: models.Cluster,
     settings: phases.ReconcileSettings | None = None,
     *,
-    held: leases.Leases | None = None,
+    held: leases.Fence | None = None,
 ) -> list[dict[str, Any]] | None:
     """Replace now the nodes of ``cluster`` that were taken out of service (what ``reconcile`` does for a
     settled cluster on its next pass; the API calls it when a node's agent reports a fatal verdict, in
     the same transaction). No driver is needed: replacements are allocated in the database and the
     reconciler provisions them. Returns the replacement records added (``replacement`` None: no spare).
-    ``held``: this replica's leases (replicas on PostgreSQL): the replacement is written only under the
-    cluster's lease, fenced in this transaction (the lease row stays locked until it commits); None when
-    another replica holds the cluster: its reconciler replaces the nodes on its next pass."""
+    ``held``: this replica's leases (replicas on PostgreSQL; ``leases.NO_LEASE`` in a process that reconciles
+    nothing there): the replacement is written only under the cluster's lease, fenced in this transaction (the
+    lease row stays locked until it commits); returns None when another replica holds the cluster: its
+    reconciler replaces the nodes on its next pass. ``held`` None: one process alone, unfenced."""
     if cluster.phase not in HEALABLE or cluster.desired_state == "absent":
         return []  # before allocation nothing is delivered; Failed/Deleting clusters give nodes back anyway
     locks.hold(session, f"cluster/{cluster.id}")  # PostgreSQL: wait for a reconciler's step on it to commit

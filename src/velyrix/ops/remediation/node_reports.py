@@ -166,7 +166,7 @@ def _replacer(
     cluster: models.Cluster | None,
     verdict: Verdict,
     t_s: float,
-    replica_leases: leases.Leases | None = None,
+    replica_leases: leases.Fence | None = None,
 ) -> remediator.Replacer:
     def replace(node: Any) -> list[str]:
         quarantined = node
@@ -273,12 +273,13 @@ def handle(
     judgement: node_evidence.Judgement,
     driver: base.Driver | None = None,
     scheduler: SchedulerSeam | None = None,
-    replica_leases: leases.Leases | None = None,
+    replica_leases: leases.Fence | None = None,
 ) -> list[str]:
     """Carry the server's verdict out for ``node`` (a row of the session; see the module docstring). The
     caller commits. Returns what was done, in order. ``scheduler``: the seam of the node's cluster's own
     scheduler, where one was delivered (drains go there too). ``replica_leases``: this replica's reconcile leases
-    (``velyrix server --fleet-driver`` on PostgreSQL): a replacement is written only under the cluster's."""
+    (``velyrix server --fleet-driver`` on PostgreSQL; ``leases.NO_LEASE`` for a server without a fleet driver
+    there): a replacement is written only under the cluster's lease."""
     verdict = judgement.verdict
     row = node_evidence.evidence_row(session, node)
     t_s = row.last_t_s or 0.0
@@ -345,6 +346,17 @@ def handle(
     return done
 
 
+def _fence_of(session: orm.Session, fleet: Any) -> leases.Fence | None:
+    """What a heal from a report handled here is fenced by: this replica's leases (``velyrix server
+    --fleet-driver`` on PostgreSQL); ``leases.NO_LEASE`` for a process without a fleet runtime on PostgreSQL
+    (it reconciles nothing, so the replica holding the cluster's lease replaces the node); None for one
+    process alone (SQLite, or ``velyrix up``, whose reconciler takes no leases): unfenced."""
+    held: leases.Fence | None = getattr(getattr(fleet, "reconciler", None), "leases", None)
+    if held is None and fleet is None and session.get_bind().dialect.name == "postgresql":
+        return leases.NO_LEASE
+    return held
+
+
 def install(app: FastAPI) -> FastAPI:
     """Compose the remediation into a control-plane app (``app.state.report_handler``; the fleet driver is
     the one of ``app.state.fleet`` when a runtime is attached); returns ``app``."""
@@ -353,8 +365,7 @@ def install(app: FastAPI) -> FastAPI:
         fleet = getattr(app.state, "fleet", None)
         schedulers = getattr(app.state, "schedulers", None)  # ``velyrix up --slurm``: twin_delivery.TwinSchedulers
         seam = schedulers.seam(node.cluster_id) if schedulers is not None and node.cluster_id else None
-        replica_leases = getattr(getattr(fleet, "reconciler", None), "leases", None)
-        return handle(session, node, judgement, getattr(fleet, "driver", None), seam, replica_leases)
+        return handle(session, node, judgement, getattr(fleet, "driver", None), seam, _fence_of(session, fleet))
 
     app.state.report_handler = handler
     return app
