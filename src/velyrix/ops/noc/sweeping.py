@@ -1,6 +1,11 @@
 """The escalation sweeper of the running service: a thread that runs ``incidents.sweep`` every
 ``sweep_s`` seconds in its own transaction and sends the due pages through a ``paging.Pager``. A page
-that fails (SMTP down, webhook 5xx) rolls its sweep back, so it is tried again on the next one."""
+that fails (SMTP down, webhook 5xx) rolls its sweep back, so it is tried again on the next one.
+
+Every ``velyrix server`` replica on one PostgreSQL runs a sweeper; a sweep runs under the claim ``noc/sweep``
+(``controlplane.reconcile.locks.try_claim``: a transaction-scoped advisory lock), so while one replica's sweep
+sends and commits, another's skips, and the next one reads the counters it committed: a due page is sent once,
+not once per replica (tests/noc/test_sweep_replicas.py)."""
 
 from __future__ import annotations
 
@@ -13,6 +18,7 @@ from typing import Any
 
 from fastapi import FastAPI
 
+from velyrix.controlplane.reconcile import locks
 from velyrix.fleet import clock
 from velyrix.ops.noc import escalation, incidents, paging
 
@@ -45,8 +51,10 @@ class Sweeper:
         self.sweeps = 0
 
     def once(self) -> list[str]:
-        """One sweep, committed; returns the pages sent."""
+        """One sweep, committed; returns the pages sent (none when another replica's sweep holds the claim)."""
         with self.app.state.sessionmaker() as s:
+            if not locks.try_claim(s, "noc/sweep"):
+                return []
             sent = incidents.sweep(s, clock.now(), self.pager, self.policies)
             s.commit()
         self.sweeps += 1
