@@ -57,9 +57,10 @@ def reconcile_fleet(session: orm.Session, driver: base.Driver, region: str) -> i
         )
     ).all()
     store = BulkTransitionStore(session)  # the pass's transitions in one INSERT, not one ORM object each
+    rounds = _burn_in_rounds(session, [n.id for n in rows if n.fleet_stage == states.BURN_IN])
     for node in rows:
         try:
-            waiting += _intake_one(session, driver, node, store)
+            waiting += _intake_one(session, driver, node, store, rounds.get(node.id, 0))
         except errors.VelyrixError as exc:  # this node only: the driver refused it (e.g. a hostname it lacks)
             node.last_error = f"intake: the driver refused node '{node.name}': {exc.message}"[:2000]
             if node.provisioning_state != states.FAILED:
@@ -70,8 +71,31 @@ def reconcile_fleet(session: orm.Session, driver: base.Driver, region: str) -> i
     return waiting
 
 
-def _intake_one(session: orm.Session, driver: base.Driver, node: models.Node, store: BulkTransitionStore) -> int:
-    """One intake step of ``node``; returns 1 while it waits on the driver, else 0."""
+def _burn_in_rounds(session: orm.Session, node_ids: list[str]) -> dict[str, int]:
+    """How many times each of ``node_ids`` was sent back to burn-in (its recorded moves into ``burn-in``; a new
+    node starts there without one): one statement for the pass."""
+    if not node_ids:
+        return {}
+    t = models.NodeTransition
+    rows = session.execute(
+        sa.select(t.node_id, sa.func.count())
+        .where(t.node_id.in_(node_ids), t.field == "fleet_stage", t.to_state == states.BURN_IN)
+        .group_by(t.node_id)
+    )
+    return {node_id: int(n) for node_id, n in rows.all()}
+
+
+def burn_in_request(hostname: str, round_: int) -> str:
+    """The request id of ``hostname``'s burn-in number ``round_`` (0: its first, as a new node). Drivers dedupe
+    request ids, so each return to burn-in gets its own: the node is tested again, not sold on old results."""
+    return f"intake/{hostname}/burn-in" + (f"/{round_}" if round_ else "")
+
+
+def _intake_one(
+    session: orm.Session, driver: base.Driver, node: models.Node, store: BulkTransitionStore, round_: int = 0
+) -> int:
+    """One intake step of ``node`` (``round_``: its burn-in's number, ``burn_in_request``); returns 1 while it
+    waits on the driver, else 0."""
     if node.provisioning_state == states.ENROLLED:
         move(session, node, states.INSPECTING, actor=ACTOR, reason="new node: read its inventory", store=store)
     if node.provisioning_state == states.INSPECTING:
@@ -85,7 +109,7 @@ def _intake_one(session: orm.Session, driver: base.Driver, node: models.Node, st
         node.hardware = op.result["hardware"]
         move(session, node, states.AVAILABLE, actor=ACTOR, reason="inventory read", store=store)
     if node.fleet_stage == states.BURN_IN and node.provisioning_state == states.AVAILABLE:
-        op = driver.run_acceptance(node.name, request_id=f"intake/{node.name}/burn-in")
+        op = driver.run_acceptance(node.name, request_id=burn_in_request(node.name, round_))
         if not op.done:
             return 1
         results = acceptance.judge_node(node.node_type, op.result) if op.status == base.SUCCEEDED else []
