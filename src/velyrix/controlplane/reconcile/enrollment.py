@@ -2,7 +2,9 @@
 
 ``reconcile_fleet`` is one pass: enroll unknown hostnames (``enrolled``/``burn-in``), inspect enrolled ones
 (-> ``available`` with their inventory), and run the acceptance tests on burned-in nodes (-> ``production``
-or ``quarantined``). Requests are keyed by node and step, so a pass after a crash resubmits safely.
+or ``quarantined``). Requests are keyed by node and step, so a pass after a crash resubmits safely. A driver
+that refuses a node fails that node; one that cannot answer (``user_error`` False: the served twin unreachable,
+a 5xx) fails the pass, which the caller rolls back.
 """
 
 from __future__ import annotations
@@ -62,6 +64,8 @@ def reconcile_fleet(session: orm.Session, driver: base.Driver, region: str) -> i
         try:
             waiting += _intake_one(session, driver, node, store, rounds.get(node.id, 0))
         except errors.VelyrixError as exc:  # this node only: the driver refused it (e.g. a hostname it lacks)
+            if not exc.user_error:  # the driver could not answer (unreachable, 5xx): not the node's fault
+                raise  # the caller rolls the pass back; the next pass asks again
             node.last_error = f"intake: the driver refused node '{node.name}': {exc.message}"[:2000]
             if node.provisioning_state != states.FAILED:
                 move(session, node, states.FAILED, actor=ACTOR, reason=node.last_error[:500], store=store)

@@ -83,6 +83,10 @@ class Reconciler:
         except leases.LeaseLost as exc:
             log.info("intake of %s: not committed, %s", self.region, exc)
             return 0
+        except errors.VelyrixError as exc:  # the driver could not answer: rolled back, asked again next pass
+            self.errors += 1
+            log.warning("intake of %s: not committed, the driver did not answer: %s", self.region, exc.message)
+            return 0
 
     def run_once(self) -> float:
         """Reconcile every cluster that is due; returns how long the loop may sleep (wall s)."""
