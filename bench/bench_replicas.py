@@ -290,6 +290,10 @@ def _checks(world: World) -> dict[str, Any]:
         "requests": len(ledger),
         "takeovers": int(epochs or 0),
         "replicas_submitting": len({r for e in ledger for r in e["submitters"]} - {"bench"}),
+        "intake_requests": sum(1 for e in ledger if e["request_id"].startswith("intake/")),
+        "intake_shared": sum(  # an intake request submitted (or polled) by more than one replica
+            1 for e in ledger if e["request_id"].startswith("intake/") and len(set(e["submitters"]) - {"bench"}) > 1
+        ),
         "replicas_reconciling": len(reconciled_by),
     }
 
@@ -301,6 +305,11 @@ def _print(label: str, r: dict[str, Any], kills: int) -> None:
         f"| {label} | {r['ready']} / {CLUSTERS} | {r['wall_s']:.1f} s | {kills} | {r['takeovers']} | {failover} | "
         f"{r['double_allocations']} | {r['orphans']} | {r['duplicated_requests']} of {r['requests']} | "
         f"{r['replicas_submitting']} | {r['replicas_reconciling']} |",
+        flush=True,
+    )
+    print(
+        f"  ({label}: intake requests submitted by more than one replica: {r['intake_shared']} of "
+        f"{r['intake_requests']})",
         flush=True,
     )
 
