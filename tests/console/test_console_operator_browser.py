@@ -20,15 +20,19 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Any
 
-import httpx
 import pytest
 
 from tests.console.conftest import hardware, rollout, sample
 from tests.console.test_console_browser import axe_serious
-from tests.identity.browser import browser  # noqa: F401  (fixture)
-from tests.identity.conftest import Served
-from tests.identity.oidc_provider import CLIENT_ID, CLIENT_SECRET, oidc_provider
-from tests.identity.test_oidc_browser import _security_key
+from tests.identity.browser import (  # noqa: F401  (fixture: browser)
+    add_oidc_idp,
+    browser,
+    oidc_idp,
+    security_key,
+    served_home,
+    sso_sign_in,
+)
+from tests.identity.oidc_provider import oidc_provider
 
 PROVIDER = "velyrix-noc"
 ACCOUNTS = {"ops@noc.example": {"name": "Ops", "groups": ["noc-oncall"]}}
@@ -99,52 +103,25 @@ def _seed(app: Any) -> Noc:
 
 @pytest.fixture(scope="module")
 def noc(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Noc]:
-    from velyrix.ops.service import create_app
-
-    home = tmp_path_factory.mktemp("home")
-    with pytest.MonkeyPatch.context() as mp:
-        mp.setenv("VELYRIX_HOME", str(home))
-        mp.setenv("VELYRIX_SIGNING_KEY_DIR", str(home / "keys"))
-        mp.setenv("VELYRIX_PROVIDER_TENANT", PROVIDER)
-        mp.delenv("VELYRIX_DATABASE_URL", raising=False)
-        with Served(create_app()) as served:
-            found = _seed(served.app)
-            found.url = f"http://localhost:{served.port}"
-            with oidc_provider([f"{found.url}/auth/oidc/callback"], ACCOUNTS, home / "oidc.log") as issuer:
-                idp = {
-                    "name": "noc-sso",
-                    "kind": "oidc",
-                    "issuer": issuer,
-                    "client_id": CLIENT_ID,
-                    "client_secret": CLIENT_SECRET,
-                    "allowed_domains": ["noc.example"],
-                    "group_map": {"noc-oncall": "operator"},
-                    "default_role": "viewer",
-                }
-                made = httpx.post(
-                    f"{found.url}/v1/identity-providers",
-                    json=idp,
-                    headers={"Authorization": f"Bearer {found.owner_key}"},
-                )
-                assert made.status_code == 201, made.text
-                yield found
+    with served_home(tmp_path_factory, VELYRIX_PROVIDER_TENANT=PROVIDER) as (home, served):
+        found = _seed(served.app)
+        found.url = f"http://localhost:{served.port}"
+        with oidc_provider([f"{found.url}/auth/oidc/callback"], ACCOUNTS, home / "oidc.log") as issuer:
+            idp = oidc_idp(issuer, "noc.example", {"noc-oncall": "operator"}, name="noc-sso", default_role="viewer")
+            add_oidc_idp(found.url, found.owner_key, idp)
+            yield found
 
 
 def _sign_in(page: Any, noc: Noc) -> None:
     """Through the provider tenant's OpenID provider (its login and consent pages) as the on-call operator."""
-    page.goto(f"{noc.url}/auth/{PROVIDER}/login")
-    page.fill("input[name=login]", "ops@noc.example")
-    page.fill("input[name=password]", "any")
-    page.click("button[type=submit]")
-    page.wait_for_selector("text=Authorize")
-    page.click("button[type=submit]")
+    sso_sign_in(page, noc.url, PROVIDER, "ops@noc.example")
 
 
 def _operator_with_a_security_key(context: Any, noc: Noc) -> Any:
     """The page of an operator signed in through SSO and then with a security key that verified the user:
     before the key, the session has no scope (the fleet answers 403)."""
     page = context.new_page()
-    cdp, authenticator = _security_key(context, page)
+    cdp, authenticator = security_key(context, page)
     _sign_in(page, noc)
     page.wait_for_url(f"{noc.url}/ui")  # signed in; /ui lists clusters, a scope the session has not yet
     assert page.goto(f"{noc.url}/console/fleet").status == 403  # no second factor yet: no provider scope
