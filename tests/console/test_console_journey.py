@@ -208,7 +208,8 @@ def _apply_the_seed(page: Any, site: Site) -> str:
         assert phase != "Failed", page.inner_text("#events")
         assert time.monotonic() < deadline, f"still {phase}: {page.inner_text('#events')[:500]}"
         page.wait_for_timeout(250)
-    assert page.evaluate("window.stillThisPage === true")  # Ready arrived over SSE, not by a reload
+    page.wait_for_selector("#acceptance")  # the signed report's link arrives with the status fragment
+    assert page.evaluate("window.stillThisPage === true")  # Ready and the link arrived over SSE, not by a reload
     history = page.inner_text("#phases")
     assert all(p in history for p in ("Allocating", "Provisioning", "Networking", "Validating", "Ready"))
     assert axe_serious(page, "cluster-ready") == []
