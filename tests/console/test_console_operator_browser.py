@@ -119,13 +119,11 @@ def _sign_in(page: Any, noc: Noc) -> None:
 
 def _operator_with_a_security_key(context: Any, noc: Noc) -> Any:
     """The page of an operator signed in through SSO and then with a security key that verified the user:
-    before the key, the session has no scope (the fleet answers 403)."""
+    before the key, the session has no scope, so its first login lands on the page that registers one."""
     page = context.new_page()
     cdp, authenticator = security_key(context, page)
     _sign_in(page, noc)
-    page.wait_for_url(f"{noc.url}/ui")  # signed in; /ui lists clusters, a scope the session has not yet
-    assert page.goto(f"{noc.url}/console/fleet").status == 403  # no second factor yet: no provider scope
-    page.goto(f"{noc.url}/ui/security")
+    page.wait_for_url(f"{noc.url}/ui/security")  # signed in, no scope yet: the login lands on the key's page
     page.click("#register-key")
     page.wait_for_selector("#status:has-text('registered')")
     context.clear_cookies()  # Velyrix's and the identity provider's sessions: a full login again
