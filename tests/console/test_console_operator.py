@@ -7,6 +7,7 @@ figures; an incident is acknowledged, noted and resolved through the API's route
 
 from __future__ import annotations
 
+import re
 from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Any
@@ -89,6 +90,29 @@ def test_only_the_providers_staff_with_a_second_factor_open_the_operator_pages(
     assert _get(client, staff.sessions["auditor"], "/console/fleet/queues").status_code == 403  # fleet:operate
     # the impostor's role name gives it nothing in its own tenant either
     assert _get(client, staff.sessions["impostor"], "/console/clusters").status_code == 403
+
+
+OPERATOR_NAV = ("/console/fleet", "/console/noc/incidents", "/console/fleet/queues", "/console/fleet/capacity")
+OPERATOR_NAV += ("/console/rollouts", "/console/contracts")
+TENANT_NAV = ("/console/clusters", "/console/keys", "/console/apply", "/console/volumes", "/console/usage")
+TENANT_NAV += ("/console/invoices", "/console/incidents", "/console/members", "/console/identity", "/console/audit")
+TENANT_NAV += ("/console/sanitization",)
+
+
+def _nav(page: str) -> set[str]:
+    """The links of the page's nav (``templates/base.html``)."""
+    nav = page[page.index('<nav aria-label="Console">') : page.index("</nav>")]
+    return set(re.findall(r'href="([^"]+)"', nav))
+
+
+def test_the_nav_of_provider_staff_shows_the_operator_pages_only(
+    client: TestClient, staff: Staff, world: World
+) -> None:
+    for who in ("operator", "auditor"):
+        links = _nav(_get(client, staff.sessions[who], "/console/fleet").text)
+        assert set(OPERATOR_NAV) <= links and not links & set(TENANT_NAV), (who, links)
+    tenant = _nav(_get(client, world.acme.sessions["owner"], "/console/clusters").text)
+    assert set(TENANT_NAV) <= tenant and not tenant & set(OPERATOR_NAV), tenant
 
 
 def test_the_fleet_grid_shows_every_tenants_nodes_and_filters_them(
