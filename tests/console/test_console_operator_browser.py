@@ -3,7 +3,8 @@ provider's tenant signs in through the tenant's OpenID provider (the npm ``oidc-
 group map makes the group ``noc-oncall`` an ``operator``, items of identity_providers.create only the
 provider's tenant may set), registers a security key (Chromium's virtual authenticator through the
 DevTools WebAuthn domain, user verification on), and signs in again with it: only then does the session
-act as provider staff. The operator opens the fleet grid (filters by GET), the quarantine queue and
+act as provider staff. The operator opens the fleet grid (filters by GET), orders a drain of a node from it
+(its reboot is refused beside the field: this control plane drives no fleet), the quarantine queue and
 capacity, then acknowledges and resolves a P1 incident through the page's form within its
 first-response timer, pauses a rollout from its page (waves, nodes, gate verdicts; the rollout is
 seeded mid-way, as the rollout engine leaves one), and reads the contracts page.
@@ -150,6 +151,18 @@ def test_an_operator_reads_the_fleet_and_resolves_a_p1_within_its_timer(browser:
     assert page.locator(".n").count() == 1 and page.locator(".n.s-quarantined").get_attribute("title").startswith(
         noc.quarantined
     )
+
+    page.fill("#op-node", "gpu-001")  # the fleet page's drain/reboot form, through nodes.act
+    page.select_option("#op-action", "reboot")
+    page.fill("#op-reason", "firmware")
+    page.click("#op-submit")
+    page.wait_for_selector("#op-action-error")  # this control plane drives no fleet: 409 beside the action
+    assert "drives no fleet" in page.inner_text("#op-action-error")
+    assert axe_serious(page, "") == []
+    page.select_option("#op-action", "drain")
+    page.click("#op-submit")
+    page.wait_for_selector("#operated")
+    assert "Drain of gpu-001 ordered" in page.inner_text("#operated")
 
     page.click("text=Quarantine and RMA")
     row = page.inner_text(f"#q-{noc.quarantined}")
