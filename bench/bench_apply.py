@@ -15,91 +15,30 @@ import tempfile
 import time
 from pathlib import Path
 
-import sqlalchemy as sa
-
 SIZES = (64, 4096)
 FLEET = 4416  # 138 scalable units of 32: both clusters plus the 5% spare reserve (catalog/data/regions.toml)
 TARGET = 1.5
 
 
-def _cluster(sm: object, tenant_id: str, name: str, nodes: int) -> str:
-    from velyrix.controlplane import status
-    from velyrix.controlplane.db import models
-
-    spec = {
-        "name": name,
-        "region": "us-east-1",
-        "node_type": "hgx-h200-8g",
-        "node_count": nodes,
-        "fabric": "infiniband-ndr",
-        "scheduler": "slurm",
-        "storage": {"parallel_fs_tb": 800.0},
-    }
-    with sm() as s:  # type: ignore[operator]
-        c = models.Cluster(
-            tenant_id=tenant_id,
-            name=name,
-            region="us-east-1",
-            node_type="hgx-h200-8g",
-            node_count=nodes,
-            spec=spec,
-            plan={},
-            conditions=[],
-            phase_history=[],
-            events=[],
-        )
-        status.set_phase(c, "Pending", actor="bench", reason="declared")
-        s.add(c)
-        s.commit()
-        return str(c.id)
-
-
 def run(home: Path) -> list[dict[str, float]]:
-    from sqlalchemy import orm
-
-    from velyrix.controlplane import db
+    from bench.twin_fleet import twin_fleet
     from velyrix.controlplane.db import models
-    from velyrix.controlplane.reconcile import phases
-    from velyrix.controlplane.reconcile.runtime import FleetRuntime
 
-    url = f"sqlite:///{home / 'velyrix.db'}"
-    engine = db.make_engine(url)
-    db.upgrade(url=url, engine=engine)
-    statements = [0]
-
-    @sa.event.listens_for(engine, "before_cursor_execute")
-    def _count(*_: object) -> None:
-        statements[0] += 1
-
-    sm = orm.sessionmaker(engine, expire_on_commit=False)
-    t0 = time.perf_counter()
-    runtime = FleetRuntime.twin(
-        sm,
-        "us-east-1",
-        node_counts={"hgx-h200-8g": FLEET},
-        seed=1,
-        delays=False,
-        settings=phases.ReconcileSettings(poll_s=0.0, retry_backoff_s=0.0),
-    )
-    runtime.enroll()
+    fleet = twin_fleet(home, FLEET)
+    runtime, statements = fleet.runtime, fleet.statements
     print(
         f"fleet of {len(runtime.sim.nodes) if runtime.sim else 0} nodes enrolled and burned in "
-        f"in {time.perf_counter() - t0:.1f} s (not timed below)",
+        f"in {fleet.enrolled_s:.1f} s (not timed below)",
         flush=True,
     )
-    with sm() as s:
-        tenant = models.Tenant(name="bench", display_name="bench")
-        s.add(tenant)
-        s.commit()
-        tenant_id = tenant.id
     rows = []
     for size in SIZES:
-        cid = _cluster(sm, tenant_id, f"c{size}", size)
+        cid = fleet.declare(f"c{size}", size)
         statements[0] = 0
         start, cpu = time.perf_counter(), time.process_time()
         runtime.reconciler.settle(timeout_s=1800)
         wall, cpu = time.perf_counter() - start, time.process_time() - cpu
-        with sm() as s:
+        with runtime.sessionmaker() as s:
             c = s.get(models.Cluster, cid)
             assert c is not None and c.phase == "Ready", c.phase if c else None
         rows.append(
@@ -113,7 +52,7 @@ def run(home: Path) -> list[dict[str, float]]:
                 "statements_per_node": statements[0] / size,
             }
         )
-    engine.dispose()
+    fleet.engine.dispose()
     return rows
 
 

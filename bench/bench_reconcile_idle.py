@@ -20,54 +20,11 @@ import tempfile
 import time
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any
 
-import sqlalchemy as sa
+from bench.twin_fleet import twin_fleet
 
 REPEATS = 15
 SPARE = 0.05  # the region's spare_fraction (catalog/data/regions.toml): allocation keeps it free
-
-
-def _fleet(home: Path, nodes: int) -> tuple[Any, Any, list[int]]:
-    from sqlalchemy import orm
-
-    from velyrix.controlplane import db
-    from velyrix.controlplane.db import models
-    from velyrix.controlplane.reconcile import phases
-    from velyrix.controlplane.reconcile.runtime import FleetRuntime
-
-    url = f"sqlite:///{home / 'velyrix.db'}"
-    engine = db.make_engine(url)
-    db.upgrade(url=url, engine=engine)
-    statements = [0]
-
-    @sa.event.listens_for(engine, "before_cursor_execute")
-    def _count(*_: object) -> None:
-        statements[0] += 1
-
-    sm = orm.sessionmaker(engine, expire_on_commit=False)
-    runtime = FleetRuntime.twin(
-        sm,
-        "us-east-1",
-        node_counts={"hgx-h200-8g": nodes},
-        seed=1,
-        delays=False,
-        settings=phases.ReconcileSettings(poll_s=0.0, retry_backoff_s=0.0),
-    )
-    runtime.enroll()
-    with sm() as s:
-        s.add(models.Tenant(name="bench", display_name="bench"))
-        s.commit()
-    return runtime, engine, statements
-
-
-def _declare(runtime: Any, name: str, nodes: int) -> str:
-    from bench.bench_apply import _cluster
-    from velyrix.controlplane.db import models
-
-    with runtime.sessionmaker() as s:
-        tenant_id = s.scalar(sa.select(models.Tenant.id).where(models.Tenant.name == "bench"))
-    return _cluster(runtime.sessionmaker, tenant_id, name, nodes)
 
 
 def _cpu_ms(fn: Callable[[], object], statements: list[int]) -> tuple[float, float]:
@@ -83,9 +40,10 @@ def _cpu_ms(fn: Callable[[], object], statements: list[int]) -> tuple[float, flo
 
 
 def _many_small(home: Path) -> tuple[float, float]:
-    runtime, engine, statements = _fleet(home, math.ceil(100 * 64 / (1 - SPARE)) + 32)
+    fleet = twin_fleet(home, math.ceil(100 * 64 / (1 - SPARE)) + 32)
+    runtime, engine, statements = fleet.runtime, fleet.engine, fleet.statements
     for i in range(100):
-        _declare(runtime, f"s{i:03d}", 64)
+        fleet.declare(f"s{i:03d}", 64)
     t0 = time.perf_counter()
     runtime.reconciler.settle(timeout_s=1800)
     print(f"100 clusters of 64 nodes applied in {time.perf_counter() - t0:.1f} s (not timed below)", flush=True)
@@ -101,8 +59,9 @@ def _many_small(home: Path) -> tuple[float, float]:
 
 
 def _one_big(home: Path) -> dict[int, tuple[float, float]]:
-    runtime, engine, statements = _fleet(home, math.ceil((4096 + 64) / (1 - SPARE)) + 32)
-    ids = {n: _declare(runtime, f"c{n}", n) for n in (64, 4096)}
+    fleet = twin_fleet(home, math.ceil((4096 + 64) / (1 - SPARE)) + 32)
+    runtime, engine, statements = fleet.runtime, fleet.engine, fleet.statements
+    ids = {n: fleet.declare(f"c{n}", n) for n in (64, 4096)}
     t0 = time.perf_counter()
     runtime.reconciler.settle(timeout_s=1800)
     print(f"clusters of 64 and 4,096 nodes applied in {time.perf_counter() - t0:.1f} s (not timed below)", flush=True)

@@ -8,7 +8,6 @@ scroll in their own box), with axe-core finding no serious or critical violation
 
 from __future__ import annotations
 
-import re
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -18,10 +17,10 @@ import pytest
 
 from tests.console import admin_seed
 from tests.console.conftest import _cluster, _tenant
-from tests.console.test_console_browser import AXE, SHOTS
-from tests.identity.browser import browser  # noqa: F401  (fixture)
+from tests.console.test_console_browser import axe_serious
+from tests.identity.browser import browser, console_sign_in, oidc_idp, served_home  # noqa: F401  (fixture)
 from tests.identity.conftest import Served
-from tests.identity.oidc_provider import CLIENT_ID, CLIENT_SECRET, oidc_provider
+from tests.identity.oidc_provider import CLIENT_SECRET, oidc_provider
 
 ACCOUNTS = {"alice@acme.example": {"name": "Alice", "groups": ["gpu-admins"]}}
 DESKTOP = {"width": 1280, "height": 800}
@@ -39,65 +38,25 @@ class Site:
 @pytest.fixture(scope="module")
 def site(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Site]:
     from velyrix.controlplane.db.models.identity import IdentityProvider, TenantIdentityPolicy
-    from velyrix.ops.service import create_app
 
-    home = tmp_path_factory.mktemp("home")
-    with pytest.MonkeyPatch.context() as mp:
-        mp.setenv("VELYRIX_HOME", str(home))
-        mp.setenv("VELYRIX_SIGNING_KEY_DIR", str(home / "keys"))
-        mp.delenv("VELYRIX_DATABASE_URL", raising=False)
-        with Served(create_app()) as served:
-            url = f"http://localhost:{served.port}"
-            with oidc_provider([f"{url}/auth/oidc/callback"], ACCOUNTS, home / "oidc.log") as issuer:
-                with served.app.state.sessionmaker() as s:
-                    acme, beta = _tenant(s, "acme"), _tenant(s, "beta")
-                    s.add(
-                        IdentityProvider(
-                            tenant_id=acme.id,
-                            name="corp",
-                            kind="oidc",
-                            issuer=issuer,
-                            client_id=CLIENT_ID,
-                            client_secret=CLIENT_SECRET,
-                            allowed_domains=["acme.example"],
-                            group_map={"gpu-admins": "owner"},
-                        )
-                    )
-                    # no second factor at sign-in here (tests/identity/test_oidc_browser.py signs in with one)
-                    s.add(TenantIdentityPolicy(tenant_id=acme.id, mfa_required=False))
-                    _cluster(s, acme, 4)
-                    _cluster(s, beta, 2)
-                    s.flush()
-                    acme.admin, beta.admin = admin_seed.seed(s, acme), admin_seed.seed(s, beta)
-                    s.commit()
-                yield Site(served, url, acme, beta)
+    with served_home(tmp_path_factory) as (home, served):
+        url = f"http://localhost:{served.port}"
+        with oidc_provider([f"{url}/auth/oidc/callback"], ACCOUNTS, home / "oidc.log") as issuer:
+            with served.app.state.sessionmaker() as s:
+                acme, beta = _tenant(s, "acme"), _tenant(s, "beta")
+                s.add(IdentityProvider(tenant_id=acme.id, **oidc_idp(issuer, "acme.example", {"gpu-admins": "owner"})))
+                # no second factor at sign-in here (tests/identity/test_oidc_browser.py signs in with one)
+                s.add(TenantIdentityPolicy(tenant_id=acme.id, mfa_required=False))
+                _cluster(s, acme, 4)
+                _cluster(s, beta, 2)
+                s.flush()
+                acme.admin, beta.admin = admin_seed.seed(s, acme), admin_seed.seed(s, beta)
+                s.commit()
+            yield Site(served, url, acme, beta)
 
 
 def _sign_in(page: Any, site: Site, deep: str) -> None:
-    page.goto(site.url + deep)
-    page.wait_for_url(re.compile(r".*/console/sign-in\?next=.*"))
-    page.fill("#tenant", "acme")
-    page.click("button[type=submit]")
-    page.fill("input[name=login]", "alice@acme.example")
-    page.fill("input[name=password]", "any")
-    page.click("button[type=submit]")
-    page.wait_for_selector("text=Authorize")
-    page.click("button[type=submit]")
-    page.wait_for_url(site.url + deep)
-
-
-def axe_serious(page: Any, shot: str) -> list[str]:
-    """The serious and critical axe-core violations of the page; its screenshot saved as ``shot``.png
-    first when ``SHOTS`` names a folder and ``shot`` is given."""
-    if SHOTS and shot:
-        page.screenshot(path=str(Path(SHOTS) / f"{shot}.png"), full_page=True)
-    if not AXE.is_file():
-        pytest.skip("needs src/velyrix/console/assets/node_modules (scripts/bootstrap.sh runs npm ci)")
-    page.add_script_tag(path=str(AXE))
-    found = page.evaluate(
-        "async () => (await axe.run(document)).violations.map(v => [v.id, v.impact, v.nodes[0].target.join(' ')])"
-    )
-    return [f"{rule} ({impact}) at {target}" for rule, impact, target in found if impact in ("serious", "critical")]
+    console_sign_in(page, site.url, "acme", "alice@acme.example", deep)
 
 
 WIDEST = """() => [...document.querySelectorAll('body *')]

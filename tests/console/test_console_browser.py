@@ -21,10 +21,9 @@ import httpx
 import pytest
 
 from tests.console.conftest import hardware, sample
-from tests.controlplane.conftest import cluster_body, enroll_fleet
-from tests.identity.browser import browser  # noqa: F401  (fixture)
+from tests.identity.browser import acme_and_beta, add_oidc_idp, browser, console_sign_in, oidc_idp, served_home  # noqa: F401
 from tests.identity.conftest import Served
-from tests.identity.oidc_provider import CLIENT_ID, CLIENT_SECRET, oidc_provider
+from tests.identity.oidc_provider import oidc_provider
 
 SHOTS = os.environ.get("VELYRIX_CONSOLE_SCREENSHOTS", "")
 """A folder to save each page's screenshot in (docs/console.md's are made so), or empty for none."""
@@ -39,19 +38,6 @@ class Site:
     owner: str
     cluster_id: str
     foreign_cluster: str
-
-
-def _tenant(app: Any, name: str) -> str:
-    from velyrix.controlplane.auth import principals
-    from velyrix.controlplane.db import models
-
-    with app.state.sessionmaker() as s:
-        tenant = models.Tenant(name=name, display_name=name)
-        s.add(tenant)
-        s.flush()
-        _, secret = principals.issue_key(s, tenant_id=tenant.id, name=f"{name} owner", role="owner")
-        s.commit()
-        return secret
 
 
 def _deliver(app: Any, cluster_id: str, count: int) -> None:
@@ -89,40 +75,17 @@ def _deliver(app: Any, cluster_id: str, count: int) -> None:
 
 @pytest.fixture(scope="module")
 def site(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Site]:
-    from velyrix.ops.service import create_app
-
-    home = tmp_path_factory.mktemp("home")
-    with pytest.MonkeyPatch.context() as mp:
-        mp.setenv("VELYRIX_HOME", str(home))
-        mp.setenv("VELYRIX_SIGNING_KEY_DIR", str(home / "keys"))
-        mp.delenv("VELYRIX_DATABASE_URL", raising=False)
-        with Served(create_app()) as served:
-            url = f"http://localhost:{served.port}"
-            enroll_fleet(served.app.state.sessionmaker)
-            owner, other = _tenant(served.app, "acme"), _tenant(served.app, "beta")
-            ids = []
-            for key, name in ((owner, "acme-train"), (other, "beta-secret")):
-                made = httpx.post(f"{url}/v1/clusters", json=cluster_body(name, node_count=4), headers=_bearer(key))
-                assert made.status_code == 201, made.text
-                ids.append(made.json()["id"])
-            _deliver(served.app, ids[0], 4)
-            # sessions of this tenant may change things without a second factor (the MFA flow is
-            # tests/identity/test_oidc_browser.py's)
-            policy = httpx.put(f"{url}/v1/identity-policy", json={"mfa_required": False}, headers=_bearer(owner))
-            assert policy.status_code == 200, policy.text
-            with oidc_provider([f"{url}/auth/oidc/callback"], ACCOUNTS, home / "oidc.log") as issuer:
-                idp = {
-                    "name": "corp",
-                    "kind": "oidc",
-                    "issuer": issuer,
-                    "client_id": CLIENT_ID,
-                    "client_secret": CLIENT_SECRET,
-                    "allowed_domains": ["acme.example"],
-                    "group_map": {"gpu-admins": "owner"},
-                }
-                made = httpx.post(f"{url}/v1/identity-providers", json=idp, headers=_bearer(owner))
-                assert made.status_code == 201, made.text
-                yield Site(served, url, owner, ids[0], "beta-secret")
+    with served_home(tmp_path_factory) as (home, served):
+        url = f"http://localhost:{served.port}"
+        (owner, cluster_id), _ = acme_and_beta(served, node_count=4)
+        _deliver(served.app, cluster_id, 4)
+        # sessions of this tenant may change things without a second factor (the MFA flow is
+        # tests/identity/test_oidc_browser.py's)
+        policy = httpx.put(f"{url}/v1/identity-policy", json={"mfa_required": False}, headers=_bearer(owner))
+        assert policy.status_code == 200, policy.text
+        with oidc_provider([f"{url}/auth/oidc/callback"], ACCOUNTS, home / "oidc.log") as issuer:
+            add_oidc_idp(url, owner, oidc_idp(issuer, "acme.example", {"gpu-admins": "owner"}))
+            yield Site(served, url, owner, cluster_id, "beta-secret")
 
 
 def _bearer(key: str) -> dict[str, str]:
@@ -131,8 +94,8 @@ def _bearer(key: str) -> dict[str, str]:
 
 def axe_serious(page: Any, name: str) -> list[str]:
     """The serious and critical axe-core violations of the page (rule id and first target); the page's
-    screenshot saved as ``name``.png first when ``SHOTS`` names a folder."""
-    if SHOTS:
+    screenshot saved as ``name``.png first when ``SHOTS`` names a folder and ``name`` is not empty."""
+    if SHOTS and name:
         hidden = [page.locator("#secret")]  # a key's secret never lands in a picture
         page.screenshot(path=str(Path(SHOTS) / f"{name}.png"), full_page=True, mask=hidden)
     if not AXE.is_file():
@@ -152,13 +115,7 @@ def test_sign_in_read_the_grid_and_manage_a_key(browser: Any, site: Site) -> Non
     page = context.new_page()
     page.goto(f"{site.url}/")
     page.wait_for_url(f"{site.url}/console/sign-in")
-    page.fill("#tenant", "acme")
-    page.click("button[type=submit]")
-    page.fill("input[name=login]", "alice@acme.example")
-    page.fill("input[name=password]", "any")
-    page.click("button[type=submit]")
-    page.wait_for_selector("text=Authorize")
-    page.click("button[type=submit]")
+    console_sign_in(page, site.url, "acme", "alice@acme.example")
     page.wait_for_url(f"{site.url}/console/clusters")  # the console's sign-in lands on the console
     page.goto(f"{site.url}/")
     page.wait_for_url(f"{site.url}/console/clusters")

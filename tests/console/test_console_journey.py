@@ -36,9 +36,15 @@ import pytest
 
 from tests.console.test_console_browser import axe_serious
 from tests.controlplane.conftest import auth
-from tests.identity.browser import browser  # noqa: F401  (fixture)
+from tests.identity.browser import (  # noqa: F401  (fixture: browser)
+    add_oidc_idp,
+    browser,
+    console_sign_in,
+    oidc_idp,
+    security_key,
+)
 from tests.identity.conftest import Served
-from tests.identity.oidc_provider import CLIENT_ID, CLIENT_SECRET, oidc_provider
+from tests.identity.oidc_provider import oidc_provider
 
 TWIN_NODES = 68
 """The seed's 64 nodes and the region's spares (5% of the fleet, rounded up, held back)."""
@@ -152,50 +158,18 @@ def site(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Site]:
             try:
                 _wait_for_intake(app, 64)
                 with oidc_provider([f"{url}/auth/oidc/callback"], ACCOUNTS, home / "oidc.log") as issuer:
-                    idp = {
-                        "name": "corp",
-                        "kind": "oidc",
-                        "issuer": issuer,
-                        "client_id": CLIENT_ID,
-                        "client_secret": CLIENT_SECRET,
-                        "allowed_domains": ["acme.example"],
-                        "group_map": {"gpu-admins": "owner"},
-                    }
-                    made = httpx.post(f"{url}/v1/identity-providers", json=idp, headers=auth(owner))
-                    assert made.status_code == 201, made.text
+                    add_oidc_idp(url, owner, oidc_idp(issuer, "acme.example", {"gpu-admins": "owner"}))
                     yield Site(served, url, owner, home, runtime)
             finally:
                 runtime.stop()
 
 
 def _sign_in(page: Any, site: Site) -> None:
-    page.goto(f"{site.url}/console/sign-in")
-    page.fill("#tenant", "acme")
-    page.click("button[type=submit]")
-    page.fill("input[name=login]", "alice@acme.example")
-    page.fill("input[name=password]", "any")
-    page.click("button[type=submit]")
-    page.wait_for_selector("text=Authorize")
-    page.click("button[type=submit]")
-
-
-def _security_key(context: Any, page: Any) -> tuple[Any, str]:
-    """A virtual CTAP2 security key with user verification (the DevTools WebAuthn domain) on ``page``."""
-    cdp = context.new_cdp_session(page)
-    cdp.send("WebAuthn.enable")
-    options = {
-        "protocol": "ctap2",
-        "transport": "usb",
-        "hasResidentKey": False,
-        "hasUserVerification": True,
-        "isUserVerified": True,
-        "automaticPresenceSimulation": True,
-    }
-    return cdp, cdp.send("WebAuthn.addVirtualAuthenticator", {"options": options})["authenticatorId"]
+    console_sign_in(page, site.url, "acme", "alice@acme.example")
 
 
 def _sign_in_with_a_security_key(context: Any, page: Any, site: Site) -> None:
-    cdp, authenticator = _security_key(context, page)
+    cdp, authenticator = security_key(context, page)
     _sign_in(page, site)
     page.wait_for_url(f"{site.url}/console/clusters")  # no key yet: signed in, changes wait for a second factor
     page.goto(f"{site.url}/ui")
@@ -234,7 +208,8 @@ def _apply_the_seed(page: Any, site: Site) -> str:
         assert phase != "Failed", page.inner_text("#events")
         assert time.monotonic() < deadline, f"still {phase}: {page.inner_text('#events')[:500]}"
         page.wait_for_timeout(250)
-    assert page.evaluate("window.stillThisPage === true")  # Ready arrived over SSE, not by a reload
+    page.wait_for_selector("#acceptance")  # the signed report's link arrives with the status fragment
+    assert page.evaluate("window.stillThisPage === true")  # Ready and the link arrived over SSE, not by a reload
     history = page.inner_text("#phases")
     assert all(p in history for p in ("Allocating", "Provisioning", "Networking", "Validating", "Ready"))
     assert axe_serious(page, "cluster-ready") == []

@@ -7,6 +7,7 @@ figures; an incident is acknowledged, noted and resolved through the API's route
 
 from __future__ import annotations
 
+import re
 from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Any
@@ -89,6 +90,29 @@ def test_only_the_providers_staff_with_a_second_factor_open_the_operator_pages(
     assert _get(client, staff.sessions["auditor"], "/console/fleet/queues").status_code == 403  # fleet:operate
     # the impostor's role name gives it nothing in its own tenant either
     assert _get(client, staff.sessions["impostor"], "/console/clusters").status_code == 403
+
+
+OPERATOR_NAV = ("/console/fleet", "/console/noc/incidents", "/console/fleet/queues", "/console/fleet/capacity")
+OPERATOR_NAV += ("/console/rollouts", "/console/contracts")
+TENANT_NAV = ("/console/clusters", "/console/keys", "/console/apply", "/console/volumes", "/console/usage")
+TENANT_NAV += ("/console/invoices", "/console/incidents", "/console/members", "/console/identity", "/console/audit")
+TENANT_NAV += ("/console/sanitization",)
+
+
+def _nav(page: str) -> set[str]:
+    """The links of the page's nav (``templates/base.html``)."""
+    nav = page[page.index('<nav aria-label="Console">') : page.index("</nav>")]
+    return set(re.findall(r'href="([^"]+)"', nav))
+
+
+def test_the_nav_of_provider_staff_shows_the_operator_pages_only(
+    client: TestClient, staff: Staff, world: World
+) -> None:
+    for who in ("operator", "auditor"):
+        links = _nav(_get(client, staff.sessions[who], "/console/fleet").text)
+        assert set(OPERATOR_NAV) <= links and not links & set(TENANT_NAV), (who, links)
+    tenant = _nav(_get(client, world.acme.sessions["owner"], "/console/clusters").text)
+    assert set(TENANT_NAV) <= tenant and not tenant & set(OPERATOR_NAV), tenant
 
 
 def test_the_fleet_grid_shows_every_tenants_nodes_and_filters_them(
@@ -284,3 +308,90 @@ def test_the_contracts_page_shows_each_tenants_sla_terms_and_maintenance_windows
     beta = page.text.split('id="contract-beta"')[1].split("</section>")[0]
     assert "(the catalog's default)" in acme and "first_response_min" in acme and "fabric firmware" in acme
     assert world.acme.cluster_id in acme and "fabric firmware" not in beta
+
+
+def _self_operated_node(world: World) -> str:
+    """A node of a new self-operated cluster of tenant beta (provider orders need its approval); its name."""
+    from velyrix.controlplane.db import models
+
+    with world.app.state.sessionmaker() as s:
+        cluster = models.Cluster(
+            tenant_id=world.beta.id,
+            name="beta-self",
+            region="us-east-1",
+            node_type="hgx-h200-8g",
+            node_count=1,
+            spec={"operating_mode": "self_operated"},
+            plan={},
+            phase="Ready",
+        )
+        s.add(cluster)
+        s.flush()
+        node = models.Node(
+            name="beta-self-gpu-00",
+            region="us-east-1",
+            node_type="hgx-h200-8g",
+            tenant_id=world.beta.id,
+            cluster_id=cluster.id,
+            provisioning_state="allocated",
+            fleet_stage="production",
+            labels={},
+        )
+        s.add(node)
+        s.commit()
+        return node.name
+
+
+def test_an_operator_drains_or_reboots_a_node_from_the_fleet_page_through_the_api(
+    client: TestClient, staff: Staff, world: World
+) -> None:
+    """The fleet page's form calls ``nodes.act`` by node name: a drain of a managed cluster's node is done
+    and lands on its cluster's events; a reboot on this control plane (no fleet driver) is 409 beside the
+    action; an unknown node is 404 beside its name; an empty reason is the API model's 422 beside it; a
+    self-operated cluster's node needs the tenant's approval (403 beside it) or a break-glass (a NOC
+    incident); an auditor gets 403 and no form (``console.nodes.operate`` audit events)."""
+    from velyrix.controlplane.db import models
+
+    operator, url, name = staff.sessions["operator"], "/console/fleet/operate", world.acme.node_names[2]
+    assert 'id="operate"' in _get(client, operator, "/console/fleet").text
+    assert 'id="operate"' not in _get(client, staff.sessions["auditor"], "/console/fleet").text
+    assert _post(client, staff.sessions["auditor"], url, node=name, action="drain", reason="x").status_code == 403
+    drained = _post(client, operator, url, node=name, action="drain", reason="leaf switch swap")
+    assert drained.status_code == 200 and f"Drain of {name} ordered (provider)" in drained.text, drained.text
+    with world.app.state.sessionmaker() as s:
+        events = s.get(models.Cluster, world.acme.cluster_id).events  # type: ignore[union-attr]
+    assert any(e["reason"] == "ProviderDrain" and "leaf switch swap" in e["message"] for e in events)
+
+    reboot = _post(client, operator, url, node=name, action="reboot", reason="firmware")
+    assert reboot.status_code == 409 and 'aria-describedby="op-action-error"' in reboot.text
+    assert "drives no fleet" in reboot.text and 'value="firmware"' in reboot.text  # the form keeps its values
+    unknown = _post(client, operator, url, node="gpu-nowhere", action="drain", reason="r")
+    assert unknown.status_code == 404 and 'id="op-node-error"' in unknown.text
+    empty = _post(client, operator, url, node="", action="drain", reason="")
+    assert empty.status_code == 422 and 'id="op-reason-error"' in empty.text and 'id="op-node-error"' in empty.text
+
+    own = _self_operated_node(world)
+    gated = _post(client, operator, url, node=own, action="drain", reason="fabric work")
+    assert gated.status_code == 403 and 'id="op-approval_id-error"' in gated.text, gated.text
+    why = "leaf switch replaced tonight, tenant paged with no answer"
+    glass = _post(client, operator, url, node=own, action="drain", reason="leaf", break_glass_reason=why)
+    assert glass.status_code == 200 and "(break_glass, NOC incident " in glass.text, glass.text
+    with world.app.state.sessionmaker() as s:
+        audit = list(s.scalars(sa.select(models.AuditEvent).where(models.AuditEvent.target.like("%nodes/%"))))
+    mine = [e for e in audit if e.action in ("console.nodes.operate", "access.break_glass")]
+    done = [e for e in mine if e.outcome == "success"]
+    assert [e.detail["action"] for e in done] == ["drain", "drain"] and done[-1].action == "access.break_glass"
+    assert all(e.actor.endswith("(ops@noc.example)") for e in done)
+    denied = {e.status_code for e in _denied(world)}
+    assert denied >= {403, 404, 409, 422}
+
+
+def _denied(world: World) -> list[Any]:
+    """The denied audit events of the fleet page's form."""
+    from velyrix.controlplane.db import models
+
+    with world.app.state.sessionmaker() as s:
+        query = sa.select(models.AuditEvent).where(
+            models.AuditEvent.action == "console.nodes.operate", models.AuditEvent.outcome == "denied"
+        )
+        return list(s.scalars(query))

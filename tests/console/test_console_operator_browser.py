@@ -3,7 +3,8 @@ provider's tenant signs in through the tenant's OpenID provider (the npm ``oidc-
 group map makes the group ``noc-oncall`` an ``operator``, items of identity_providers.create only the
 provider's tenant may set), registers a security key (Chromium's virtual authenticator through the
 DevTools WebAuthn domain, user verification on), and signs in again with it: only then does the session
-act as provider staff. The operator opens the fleet grid (filters by GET), the quarantine queue and
+act as provider staff. The operator opens the fleet grid (filters by GET), orders a drain of a node from it
+(its reboot is refused beside the field: this control plane drives no fleet), the quarantine queue and
 capacity, then acknowledges and resolves a P1 incident through the page's form within its
 first-response timer, pauses a rollout from its page (waves, nodes, gate verdicts; the rollout is
 seeded mid-way, as the rollout engine leaves one), and reads the contracts page.
@@ -20,15 +21,19 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Any
 
-import httpx
 import pytest
 
 from tests.console.conftest import hardware, rollout, sample
 from tests.console.test_console_browser import axe_serious
-from tests.identity.browser import browser  # noqa: F401  (fixture)
-from tests.identity.conftest import Served
-from tests.identity.oidc_provider import CLIENT_ID, CLIENT_SECRET, oidc_provider
-from tests.identity.test_oidc_browser import _security_key
+from tests.identity.browser import (  # noqa: F401  (fixture: browser)
+    add_oidc_idp,
+    browser,
+    oidc_idp,
+    security_key,
+    served_home,
+    sso_sign_in,
+)
+from tests.identity.oidc_provider import oidc_provider
 
 PROVIDER = "velyrix-noc"
 ACCOUNTS = {"ops@noc.example": {"name": "Ops", "groups": ["noc-oncall"]}}
@@ -99,56 +104,27 @@ def _seed(app: Any) -> Noc:
 
 @pytest.fixture(scope="module")
 def noc(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Noc]:
-    from velyrix.ops.service import create_app
-
-    home = tmp_path_factory.mktemp("home")
-    with pytest.MonkeyPatch.context() as mp:
-        mp.setenv("VELYRIX_HOME", str(home))
-        mp.setenv("VELYRIX_SIGNING_KEY_DIR", str(home / "keys"))
-        mp.setenv("VELYRIX_PROVIDER_TENANT", PROVIDER)
-        mp.delenv("VELYRIX_DATABASE_URL", raising=False)
-        with Served(create_app()) as served:
-            found = _seed(served.app)
-            found.url = f"http://localhost:{served.port}"
-            with oidc_provider([f"{found.url}/auth/oidc/callback"], ACCOUNTS, home / "oidc.log") as issuer:
-                idp = {
-                    "name": "noc-sso",
-                    "kind": "oidc",
-                    "issuer": issuer,
-                    "client_id": CLIENT_ID,
-                    "client_secret": CLIENT_SECRET,
-                    "allowed_domains": ["noc.example"],
-                    "group_map": {"noc-oncall": "operator"},
-                    "default_role": "viewer",
-                }
-                made = httpx.post(
-                    f"{found.url}/v1/identity-providers",
-                    json=idp,
-                    headers={"Authorization": f"Bearer {found.owner_key}"},
-                )
-                assert made.status_code == 201, made.text
-                yield found
+    with served_home(tmp_path_factory, VELYRIX_PROVIDER_TENANT=PROVIDER) as (home, served):
+        found = _seed(served.app)
+        found.url = f"http://localhost:{served.port}"
+        with oidc_provider([f"{found.url}/auth/oidc/callback"], ACCOUNTS, home / "oidc.log") as issuer:
+            idp = oidc_idp(issuer, "noc.example", {"noc-oncall": "operator"}, name="noc-sso", default_role="viewer")
+            add_oidc_idp(found.url, found.owner_key, idp)
+            yield found
 
 
 def _sign_in(page: Any, noc: Noc) -> None:
     """Through the provider tenant's OpenID provider (its login and consent pages) as the on-call operator."""
-    page.goto(f"{noc.url}/auth/{PROVIDER}/login")
-    page.fill("input[name=login]", "ops@noc.example")
-    page.fill("input[name=password]", "any")
-    page.click("button[type=submit]")
-    page.wait_for_selector("text=Authorize")
-    page.click("button[type=submit]")
+    sso_sign_in(page, noc.url, PROVIDER, "ops@noc.example")
 
 
 def _operator_with_a_security_key(context: Any, noc: Noc) -> Any:
     """The page of an operator signed in through SSO and then with a security key that verified the user:
-    before the key, the session has no scope (the fleet answers 403)."""
+    before the key, the session has no scope, so its first login lands on the page that registers one."""
     page = context.new_page()
-    cdp, authenticator = _security_key(context, page)
+    cdp, authenticator = security_key(context, page)
     _sign_in(page, noc)
-    page.wait_for_url(f"{noc.url}/ui")  # signed in; /ui lists clusters, a scope the session has not yet
-    assert page.goto(f"{noc.url}/console/fleet").status == 403  # no second factor yet: no provider scope
-    page.goto(f"{noc.url}/ui/security")
+    page.wait_for_url(f"{noc.url}/ui/security")  # signed in, no scope yet: the login lands on the key's page
     page.click("#register-key")
     page.wait_for_selector("#status:has-text('registered')")
     context.clear_cookies()  # Velyrix's and the identity provider's sessions: a full login again
@@ -175,6 +151,18 @@ def test_an_operator_reads_the_fleet_and_resolves_a_p1_within_its_timer(browser:
     assert page.locator(".n").count() == 1 and page.locator(".n.s-quarantined").get_attribute("title").startswith(
         noc.quarantined
     )
+
+    page.fill("#op-node", "gpu-001")  # the fleet page's drain/reboot form, through nodes.act
+    page.select_option("#op-action", "reboot")
+    page.fill("#op-reason", "firmware")
+    page.click("#op-submit")
+    page.wait_for_selector("#op-action-error")  # this control plane drives no fleet: 409 beside the action
+    assert "drives no fleet" in page.inner_text("#op-action-error")
+    assert axe_serious(page, "") == []
+    page.select_option("#op-action", "drain")
+    page.click("#op-submit")
+    page.wait_for_selector("#operated")
+    assert "Drain of gpu-001 ordered" in page.inner_text("#operated")
 
     page.click("text=Quarantine and RMA")
     row = page.inner_text(f"#q-{noc.quarantined}")

@@ -13,12 +13,21 @@ from typing import Any
 
 import httpx
 import pytest
-import sqlalchemy as sa
 
-from tests.controlplane.conftest import cluster_body, enroll_fleet
-from tests.identity.browser import browser  # noqa: F401  (fixture)
+from tests.controlplane.conftest import cluster_body
+from tests.identity.browser import (  # noqa: F401  (fixture: browser)
+    acme_and_beta,
+    add_oidc_idp,
+    audit_events,
+    browser,
+    oidc_idp,
+    provider_login,
+    security_key,
+    served_home,
+    sso_sign_in,
+)
 from tests.identity.conftest import Served
-from tests.identity.oidc_provider import CLIENT_ID, CLIENT_SECRET, oidc_provider
+from tests.identity.oidc_provider import oidc_provider
 
 ACCOUNTS = {
     "alice@acme.example": {"name": "Alice", "groups": ["gpu-admins"]},
@@ -38,72 +47,23 @@ class Sso:
     cluster_b: str
 
     def events(self, action: str) -> list[Any]:
-        from velyrix.controlplane.db import models
-
-        with self.served.app.state.sessionmaker() as s:
-            return list(s.scalars(sa.select(models.AuditEvent).where(models.AuditEvent.action == action)))
-
-
-def _tenant(app: Any, name: str) -> str:
-    from velyrix.controlplane.auth import principals
-    from velyrix.controlplane.db import models
-
-    with app.state.sessionmaker() as s:
-        tenant = models.Tenant(name=name, display_name=name)
-        s.add(tenant)
-        s.flush()
-        _, secret = principals.issue_key(s, tenant_id=tenant.id, name=f"{name} owner", role="owner")
-        s.commit()
-        return secret
+        return audit_events(self.served, action)
 
 
 @pytest.fixture(scope="module")
 def sso(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Sso]:
-    from velyrix.ops.service import create_app
-
-    home = tmp_path_factory.mktemp("home")
-    with pytest.MonkeyPatch.context() as mp:
-        mp.setenv("VELYRIX_HOME", str(home))
-        mp.setenv("VELYRIX_SIGNING_KEY_DIR", str(home / "keys"))
-        mp.delenv("VELYRIX_DATABASE_URL", raising=False)
-        with Served(create_app()) as served:
-            url = f"http://localhost:{served.port}"
-            enroll_fleet(served.app.state.sessionmaker)  # capacity is counted from the fleet's nodes
-            owner_a, owner_b = _tenant(served.app, "acme"), _tenant(served.app, "beta")
-            clusters = []
-            for key, name in ((owner_a, "acme-train"), (owner_b, "beta-secret")):
-                resp = httpx.post(
-                    f"{url}/v1/clusters", json=cluster_body(name), headers={"Authorization": f"Bearer {key}"}
-                )
-                assert resp.status_code == 201, resp.text
-                clusters.append(name)
-            with oidc_provider([f"{url}/auth/oidc/callback"], ACCOUNTS, home / "oidc.log") as issuer:
-                idp = {
-                    "name": "corp",
-                    "kind": "oidc",
-                    "issuer": issuer,
-                    "client_id": CLIENT_ID,
-                    "client_secret": CLIENT_SECRET,
-                    "allowed_domains": ["acme.example"],
-                    "group_map": {"gpu-admins": "owner"},
-                    "default_role": "viewer",
-                }
-                made = httpx.post(
-                    f"{url}/v1/identity-providers", json=idp, headers={"Authorization": f"Bearer {owner_a}"}
-                )
-                assert made.status_code == 201, made.text
-                assert "client_secret" not in made.json()
-                yield Sso(served, url, issuer, owner_a, clusters[0], clusters[1])
+    with served_home(tmp_path_factory) as (home, served):
+        url = f"http://localhost:{served.port}"
+        (owner_a, _), _ = acme_and_beta(served)
+        with oidc_provider([f"{url}/auth/oidc/callback"], ACCOUNTS, home / "oidc.log") as issuer:
+            idp = oidc_idp(issuer, "acme.example", {"gpu-admins": "owner"}, default_role="viewer")
+            assert "client_secret" not in add_oidc_idp(url, owner_a, idp)
+            yield Sso(served, url, issuer, owner_a, "acme-train", "beta-secret")
 
 
 def sign_in(page: Any, sso: Sso, login: str) -> None:
     """Through the provider's login and consent pages, as ``login``."""
-    page.goto(f"{sso.url}/auth/acme/login")
-    page.fill("input[name=login]", login)
-    page.fill("input[name=password]", "any")
-    page.click("button[type=submit]")
-    page.wait_for_selector("text=Authorize")  # the consent page lists what Velyrix asks for
-    page.click("button[type=submit]")
+    sso_sign_in(page, sso.url, "acme", login)
 
 
 def test_sign_in_sees_own_tenant_only_then_logout_ends_the_session(browser: Any, sso: Sso) -> None:  # noqa: F811
@@ -177,11 +137,7 @@ def test_velyrix_login_sso_through_the_loopback(browser: Any, sso: Sso, tmp_path
     context = browser.new_context()
     page = context.new_page()
     page.goto(line.removeprefix("Sign in at: ").strip())
-    page.fill("input[name=login]", "alice@acme.example")
-    page.fill("input[name=password]", "any")
-    page.click("button[type=submit]")
-    page.wait_for_selector("text=Authorize")
-    page.click("button[type=submit]")
+    provider_login(page, "alice@acme.example")
     page.wait_for_selector("#done")
     out, err = proc.communicate(timeout=60)
     assert proc.returncode == 0, err
@@ -196,26 +152,10 @@ def test_velyrix_login_sso_through_the_loopback(browser: Any, sso: Sso, tmp_path
     context.close()
 
 
-def _security_key(context: Any, page: Any) -> tuple[Any, str]:
-    """A virtual CTAP2 security key with user verification (DevTools WebAuthn domain) on ``page``."""
-    cdp = context.new_cdp_session(page)
-    cdp.send("WebAuthn.enable")
-    options = {
-        "protocol": "ctap2",
-        "transport": "usb",
-        "hasResidentKey": False,
-        "hasUserVerification": True,
-        "isUserVerified": True,
-        "automaticPresenceSimulation": True,
-    }
-    made = cdp.send("WebAuthn.addVirtualAuthenticator", {"options": options})
-    return cdp, made["authenticatorId"]
-
-
 def test_a_security_key_is_asked_at_the_next_login_and_for_an_owner_key(browser: Any, sso: Sso) -> None:  # noqa: F811
     context = browser.new_context()
     page = context.new_page()
-    cdp, authenticator = _security_key(context, page)
+    cdp, authenticator = security_key(context, page)
     sign_in(page, sso, "carol@acme.example")
     page.wait_for_url(f"{sso.url}/ui")  # no key yet: signed in, changes wait for a second factor
     page.click("#security")

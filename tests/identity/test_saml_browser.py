@@ -12,14 +12,17 @@ from typing import Any
 
 import httpx
 import pytest
-import sqlalchemy as sa
 
-from tests.controlplane.conftest import cluster_body, enroll_fleet
-from tests.identity.browser import browser  # noqa: F401  (fixture)
+from tests.identity.browser import (  # noqa: F401  (fixture: browser)
+    acme_and_beta,
+    audit_events,
+    browser,
+    security_key,
+    served_home,
+)
 from tests.identity.conftest import Served
 from tests.identity.saml_idp import saml_idp
-from tests.identity.test_oidc_browser import _security_key
-from tests.identity.test_saml_api import USERS, add_provider, make_tenant
+from tests.identity.test_saml_api import USERS, add_provider
 
 
 @dataclass
@@ -31,31 +34,15 @@ class Sso:
     cluster_b: str
 
     def events(self, action: str) -> list[Any]:
-        from velyrix.controlplane.db import models
-
-        with self.served.app.state.sessionmaker() as s:
-            return list(s.scalars(sa.select(models.AuditEvent).where(models.AuditEvent.action == action)))
+        return audit_events(self.served, action)
 
 
 @pytest.fixture(scope="module")
 def sso(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Sso]:
-    from velyrix.ops.service import create_app
-
-    home = tmp_path_factory.mktemp("home")
-    with pytest.MonkeyPatch.context() as mp:
-        mp.setenv("VELYRIX_HOME", str(home))
-        mp.setenv("VELYRIX_SIGNING_KEY_DIR", str(home / "keys"))
-        mp.delenv("VELYRIX_DATABASE_URL", raising=False)
-        with Served(create_app()) as served, saml_idp(home, USERS) as idp:
-            url = f"http://localhost:{served.port}"
-            enroll_fleet(served.app.state.sessionmaker)  # capacity is counted from the fleet's nodes
-            owner_a, owner_b = make_tenant(served.app, "acme"), make_tenant(served.app, "beta")
-            for key, name in ((owner_a, "acme-train"), (owner_b, "beta-secret")):
-                resp = httpx.post(
-                    f"{url}/v1/clusters", json=cluster_body(name), headers={"Authorization": f"Bearer {key}"}
-                )
-                assert resp.status_code == 201, resp.text
-            yield Sso(served, url, add_provider(url, owner_a, idp), "acme-train", "beta-secret")
+    with served_home(tmp_path_factory) as (home, served), saml_idp(home, USERS) as idp:
+        url = f"http://localhost:{served.port}"
+        (owner_a, _), _ = acme_and_beta(served)
+        yield Sso(served, url, add_provider(url, owner_a, idp), "acme-train", "beta-secret")
 
 
 def sign_in(page: Any, sso: Sso, login: str) -> None:
@@ -94,7 +81,7 @@ def test_saml_sign_in_sees_own_tenant_only_then_logout_ends_the_session(browser:
 def test_saml_sign_in_asks_for_the_security_key_then_again_for_an_owner_key(browser: Any, sso: Sso) -> None:  # noqa: F811
     context = browser.new_context()
     page = context.new_page()
-    cdp, authenticator = _security_key(context, page)
+    cdp, authenticator = security_key(context, page)
     sign_in(page, sso, "mallory@acme.example")
     page.wait_for_url(f"{sso.url}/ui")  # no key yet: signed in
     page.click("#security")

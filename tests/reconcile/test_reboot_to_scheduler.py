@@ -11,11 +11,10 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from sqlalchemy import orm
 
 from tests.reconcile.test_node_reports_e2e import CLUSTER, Up
 from tests.reconcile.test_running_cloud_e2e import POLL_S, inject, until
-from velyrix.controlplane.db import engine, migrate, models
+from tests.scheduler.delivered_seed import add_delivered, migrated
 from velyrix.controlplane.node_evidence import Judgement
 from velyrix.health.drains import InMemorySeam
 from velyrix.health.engine import Reason, Verdict
@@ -57,34 +56,8 @@ def test_nodes_taken_out_leave_their_scheduler_drained_without_a_reboot_there(cl
 
 def test_a_reboot_rung_that_keeps_the_node_goes_to_its_scheduler_after_the_drain(tmp_path: Path) -> None:
     url = f"sqlite:///{tmp_path / 'cp.db'}"
-    migrate.upgrade(url)
-    with orm.Session(engine.make_engine(url)) as s:
-        s.add(models.Tenant(id="t1", name="acme"))
-        s.flush()
-        s.add(
-            models.Cluster(
-                id="c1",
-                tenant_id="t1",
-                name="train",
-                region="us-east-1",
-                node_type="hgx-h200-8g",
-                node_count=1,
-                spec={},
-                plan={},
-                phase="Ready",
-            )
-        )
-        node = models.Node(
-            id="n0",
-            name="use1-h200-0000",
-            region="us-east-1",
-            node_type="hgx-h200-8g",
-            tenant_id="t1",
-            cluster_id="c1",
-            fleet_stage="production",
-        )
-        s.add(node)
-        s.flush()
+    with migrated(url) as s:
+        (node,) = add_delivered(s, "train", ["use1-h200-0000"], spec={}, fleet_stage="production")
         why = Reason("check:reboot", "check", "the node asks for a reboot", Level.DEGRADED, Action.REBOOT)
         verdict = Verdict(node.name, Level.DEGRADED, Action.REBOOT, (why,))  # not fatal: the node stays
         seam = InMemorySeam()

@@ -5,8 +5,9 @@ from __future__ import annotations
 import pytest
 from sqlalchemy import orm
 
+from tests.scheduler.delivered_seed import add_delivered, migrated
 from velyrix import errors
-from velyrix.controlplane.db import engine, migrate, models
+from velyrix.controlplane.db import engine, models
 from velyrix.controlplane.db.models import scheduler as sched_tables
 from velyrix.controlplane.reconcile import scheduler_resume
 from velyrix.controlplane.reconcile.scheduler_service import DELIVERING, READY, Delivery, Target
@@ -17,35 +18,8 @@ from velyrix.ops.scheduler import delivered, slurm_config
 def db(tmp_path, monkeypatch):
     url = f"sqlite:///{tmp_path / 'cp.db'}"
     monkeypatch.setenv("VELYRIX_DATABASE_URL", url)
-    migrate.upgrade(url)
-    with orm.Session(engine.make_engine(url)) as s:
-        s.add(models.Tenant(id="t1", name="acme"))
-        s.flush()
-        s.add(
-            models.Cluster(
-                id="c1",
-                tenant_id="t1",
-                name="train",
-                region="us-east-1",
-                node_type="hgx-h200-8g",
-                node_count=3,
-                spec={"fabric": "infiniband-ndr"},
-                plan={},
-                phase="Ready",
-            )
-        )
-        s.flush()
-        for i in range(3):
-            s.add(
-                models.Node(
-                    id=f"n{i}",
-                    name=f"use1-h200-{i:04d}",
-                    region="us-east-1",
-                    node_type="hgx-h200-8g",
-                    tenant_id="t1",
-                    cluster_id="c1",
-                )
-            )
+    with migrated(url) as s:
+        add_delivered(s, "train", [f"use1-h200-{i:04d}" for i in range(3)])
         s.add(models.Node(id="free", name="use1-h200-9999", region="us-east-1", node_type="hgx-h200-8g"))
         s.commit()
         yield s

@@ -7,8 +7,9 @@ import json
 import pytest
 from sqlalchemy import orm
 
+from tests.scheduler.delivered_seed import add_delivered
 from tests.workload.conftest import ACME
-from velyrix.controlplane.db import engine, migrate, models
+from velyrix.controlplane.db import engine, migrate
 
 
 @pytest.fixture
@@ -24,33 +25,7 @@ def home(tmp_path, monkeypatch):
 def delivered(home):
     """The control plane's acme-pretrain: Ready, 64 allocated nodes (as `velyrix up` + apply leave it)."""
     with orm.Session(engine.make_engine(f"sqlite:///{home / 'cp.db'}")) as s:
-        s.add(models.Tenant(id="t1", name="acme"))
-        s.flush()
-        s.add(
-            models.Cluster(
-                id="c1",
-                tenant_id="t1",
-                name="acme-pretrain",
-                region="us-east-1",
-                node_type="hgx-h200-8g",
-                node_count=64,
-                spec={"fabric": "infiniband-ndr"},
-                plan={},
-                phase="Ready",
-            )
-        )
-        s.flush()
-        for i in range(64):
-            s.add(
-                models.Node(
-                    id=f"n{i}",
-                    name=f"use1-h200-su{i // 32:02d}-n{i % 32:02d}",
-                    region="us-east-1",
-                    node_type="hgx-h200-8g",
-                    tenant_id="t1",
-                    cluster_id="c1",
-                )
-            )
+        add_delivered(s, "acme-pretrain", [f"use1-h200-su{i // 32:02d}-n{i % 32:02d}" for i in range(64)])
         s.commit()
     return home
 

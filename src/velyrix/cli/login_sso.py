@@ -16,6 +16,8 @@ from typing import Any
 from velyrix import errors
 
 TIMEOUT_S = 300.0
+CALLBACK_PATH = "/callback"
+"""Where the control plane sends the browser back with the one-time code (``redirect`` below)."""
 
 
 class _Catcher(http.server.BaseHTTPRequestHandler):
@@ -23,8 +25,14 @@ class _Catcher(http.server.BaseHTTPRequestHandler):
     done = threading.Event()
 
     def do_GET(self) -> None:
-        query = urllib.parse.parse_qs(urllib.parse.urlsplit(self.path).query)
-        type(self).code = next(iter(query.get("code", [])), None)
+        """The control plane's redirect to ``/callback?code=...`` once; anything else (the browser's
+        ``/favicon.ico`` after the page, a second visit) is 404 and leaves the code alone."""
+        parts = urllib.parse.urlsplit(self.path)
+        code = next(iter(urllib.parse.parse_qs(parts.query).get("code", [])), None)
+        if parts.path != CALLBACK_PATH or not code or type(self).done.is_set():
+            self.send_error(404)
+            return
+        type(self).code = code
         self.send_response(200)
         self.send_header("Content-Type", "text/html; charset=utf-8")
         self.end_headers()
@@ -46,7 +54,7 @@ def sso_login(endpoint: str, tenant: str, *, ca_bundle: str | None, open_browser
     catcher: Any = type("Catcher", (_Catcher,), {"code": None, "done": threading.Event()})
     server = http.server.HTTPServer(("127.0.0.1", 0), catcher)
     threading.Thread(target=server.serve_forever, daemon=True).start()
-    redirect = f"http://127.0.0.1:{server.server_address[1]}/callback"
+    redirect = f"http://127.0.0.1:{server.server_address[1]}{CALLBACK_PATH}"
     query = urllib.parse.urlencode({"cli_redirect": redirect, "cli_challenge": challenge})
     url = f"{endpoint.rstrip('/')}/auth/{urllib.parse.quote(tenant)}/login?{query}"
     say(f"Sign in at: {url}")

@@ -1,6 +1,7 @@
 """Server-sent events of a cluster page (``text/event-stream``): an ``status`` event carrying the
-cluster's status fragment (phase, conditions, recent events) each time the cluster's row changes
-(its ``version``), read through the principal's scope. The htmx SSE extension swaps it into the page.
+cluster's status fragment (phase, conditions, recent events, the acceptance report's link once there is
+one) each time the cluster's row changes (its ``version``) or its report appears, read through the
+principal's scope. The htmx SSE extension swaps it into the page.
 
 The stream gives its request's database connection and slot back before streaming; each poll reads on
 a short connection of its own, first checking that the session still stands (a revoked or expired
@@ -32,12 +33,26 @@ MAX_STREAM_S = 600.0
 """Seconds one stream lasts before the server closes it (EventSource then reconnects)."""
 
 
-def _read(engine: Any, secret: str, cluster_id: str) -> Any:
-    """The cluster's row if the session still stands and may see it; raises the refusal otherwise."""
+def _read(engine: Any, secret: str, cluster_id: str, report_known: bool) -> tuple[Any, bool]:
+    """The cluster's row if the session still stands and may see it, and whether it has a signed
+    acceptance report (looked up while ``report_known`` is false: a report, once written, stays); raises
+    the refusal otherwise."""
     with engine.connect() as conn:
         principal: Principal = sessions.authenticate(conn, secret)
         principal.require("clusters:read")
-        return Scope(None, principal, connection=conn).read(models.Cluster, cluster_id, "cluster")
+        scope = Scope(None, principal, connection=conn)
+        row = scope.read(models.Cluster, cluster_id, "cluster")
+        if not report_known:
+            table = models.AcceptanceReport
+            found = scope.select(table).where(table.cluster_id == row.id).limit(1)
+            report_known = conn.execute(found).first() is not None
+        return row, report_known
+
+
+def fragment(cluster: Any, has_report: bool) -> str:
+    """The cluster page's status section: phase, conditions, events, phase history, and the link to the
+    signed acceptance report once there is one (``templates/cluster_status.html``)."""
+    return render.ENV.get_template("cluster_status.html").render(cluster=cluster, has_report=has_report)
 
 
 def event(name: str, html: str) -> str:
@@ -67,18 +82,19 @@ async def stream(cluster_id: str, request: Request, ctx: Ctx = Depends(access.re
     secret = request.cookies.get(sessions.COOKIE) or ""
 
     async def messages() -> AsyncIterator[str]:
-        seen = -1
+        seen: tuple[int, bool] | None = None
+        has_report = False
         loop = asyncio.get_running_loop()
         ends = loop.time() + MAX_STREAM_S
         while loop.time() < ends and not await request.is_disconnected():
             try:
-                row = await run_in_threadpool(_read, engine, secret, cluster_id)
+                row, has_report = await run_in_threadpool(_read, engine, secret, cluster_id, has_report)
             except errors.VelyrixError:
                 yield event("ended", "signed out or gone")
                 return
-            if row.version != seen:
-                seen = row.version
-                yield event("status", render.ENV.get_template("cluster_status.html").render(cluster=row))
+            if (row.version, has_report) != seen:
+                seen = (row.version, has_report)
+                yield event("status", fragment(row, has_report))
             await asyncio.sleep(POLL_S)
 
     headers = {"cache-control": "no-store", "x-accel-buffering": "no"}

@@ -29,7 +29,7 @@ MAX_QUEUE = 200
 NODE_COLUMNS = ("id", "name", "region", "node_type", "tenant_id", "provisioning_state", "fleet_stage", "hardware")
 
 
-def _fleet(scope: scoping.Scope) -> tuple[list[Any], dict[str, str], dict[str, int | None]]:
+def read_fleet(scope: scoping.Scope) -> tuple[list[Any], dict[str, str], dict[str, int | None]]:
     nodes = scope.columns(models.Node, NODE_COLUMNS, MAX_FLEET_NODES)
     tenants = {t.id: t.name for t in scope.columns(models.Tenant, ("id", "name"), MAX_FLEET_NODES)}
     table = health_tables.NodeReport
@@ -47,12 +47,27 @@ async def fleet(
     tenant: str = Query("", max_length=63),
 ) -> Response:
     """Every node of the fleet passing the filters, by region, scalable unit and rack."""
-    nodes, tenants, health = await ctx.read(_fleet)
+    found = await ctx.read(read_fleet)
     wanted = {"region": region, "state": state, "node_type": node_type, "tenant": tenant}
+    return fleet_page(request, found, wanted)
+
+
+def fleet_page(
+    request: Request,
+    found: tuple[list[Any], dict[str, str], dict[str, int | None]],
+    wanted: dict[str, str],
+    status: int = 200,
+    **form: Any,
+) -> Response:
+    """The fleet page over ``found`` (``read_fleet``'s nodes, tenant names, health levels) filtered by
+    ``wanted``; ``form``: the drain/reboot form's ``form`` values, its ``field_errors`` after a refusal
+    or the ``done`` order (``operator_nodes.operate``)."""
+    nodes, tenants, health = found
     units = fleet_grid.layout(nodes, tenants, health, wanted)
     return render.page(
         request,
         "operator_fleet.html",
+        status,
         title="Fleet",
         units=units,
         shown=sum(u.count for u in units),
@@ -63,6 +78,9 @@ async def fleet(
         statuses=list(fleet_grid.STATUS_LETTERS),
         letters=fleet_grid.STATUS_LETTERS,
         tenants=sorted(tenants.values()),
+        form=form.get("form", {}),
+        field_errors=form.get("field_errors", {}),
+        done=form.get("done"),
     )
 
 

@@ -8,6 +8,7 @@ from __future__ import annotations
 import datetime as dt
 import html
 import urllib.parse
+from types import SimpleNamespace
 from typing import Any
 
 from fastapi import APIRouter, Depends, Form, Query, Request
@@ -23,6 +24,8 @@ from velyrix.controlplane.db.models.identity import IdentityProvider
 from velyrix.controlplane.identity import keyuse, login, mfa, mfa_login, oidc, provider_staff, sessions
 
 router = APIRouter(tags=["identity"])
+SECURITY_PAGE = "/ui/security"
+"""Where a session that can read nothing yet lands: the page that registers a security key (``mfa_web``)."""
 
 
 @router.get("/auth/{tenant}/login", name="auth.oidc_login", include_in_schema=False)
@@ -144,10 +147,22 @@ def finish(request: Request, session: Any, flow: Any, user: Any, method: str, se
         detail=detail,
     )
     session.commit()
-    landing = flow.result.get("next") if isinstance(flow.result, dict) else None
-    response = RedirectResponse(login.console_target(str(landing)) if landing else "/ui", status_code=303)
+    response = RedirectResponse(_landing(session, flow, user, row), status_code=303)
     response.headers["set-cookie"] = sessions.set_cookie_header(secret, max_age)
     return response
+
+
+def _landing(session: Any, flow: Any, user: Any, row: Any) -> str:
+    """Where a new browser session lands: the console page the login was started for (``next``) or
+    ``/ui``; a session with no scope at all (provider staff before a second factor:
+    ``provider_staff.rights``) lands on ``SECURITY_PAGE`` to register a security key, not on a 403."""
+    _, scopes = provider_staff.rights(
+        session, SimpleNamespace(tenant_id=user.tenant_id, role=user.role, mfa_at=row.mfa_at)
+    )
+    if not scopes:
+        return SECURITY_PAGE
+    landing = flow.result.get("next") if isinstance(flow.result, dict) else None
+    return login.console_target(str(landing)) if landing else "/ui"
 
 
 @router.post("/auth/logout", name="auth.logout", include_in_schema=False)
