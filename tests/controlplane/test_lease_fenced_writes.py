@@ -26,7 +26,7 @@ REGION = "us-east-1"
 
 @pytest.fixture(scope="module")
 def world(db_url: str, tmp_path_factory: pytest.TempPathFactory) -> Iterator[World]:
-    w = make_world(tmp_path_factory.mktemp("fenced"), node_count=12, url=db_url)
+    w = make_world(tmp_path_factory.mktemp("fenced"), node_count=20, url=db_url)
     yield w
     w.engine.dispose()
 
@@ -173,6 +173,7 @@ def test_a_server_without_a_fleet_driver_leaves_the_replacement_to_the_lease_hol
     _postgres(db_url)
     cid = world.declare("no-fleet-heal", 2)
     world.settle()
+    assert world.cluster(cid).phase == "Ready"
     holder = leases.Leases(world.sessionmaker, REGION, replica="holder", shards=1, lease_s=30.0)
     holder.refresh(force=True)
     assert set(holder.held) == {0}  # the replica reconciling the cluster: not the server the report reached
@@ -199,6 +200,7 @@ def test_a_server_without_a_fleet_driver_on_sqlite_heals_in_the_report(world: Wo
         pytest.skip("one SQLite process: no leases")
     cid = world.declare("no-fleet-alone", 2)
     world.settle()
+    assert world.cluster(cid).phase == "Ready"
     out, done = _report_to_a_server_without_a_fleet(world, cid)
     assert any(d.startswith(f"replace {out} with ") for d in done), done
     assert [r["failed"] for r in _work(world, cid).replacements] == [out]
