@@ -60,6 +60,7 @@ def _database(url: str) -> tuple[sa.Engine, str]:
             )
             status.set_phase(cluster, "Pending", actor="test", reason="test")
             s.add(cluster)
+        s.add(models.Volume(tenant_id=tenant.id, name="v1", region="us-east-1", tier="block", size_tb=1.5))
         s.commit()
         return engine, tenant.id
 
@@ -87,6 +88,8 @@ def test_prepared_reads_give_the_rows_of_sqlalchemy(url: str) -> None:
                 (principals._BY_DIGEST, {"digest": digest}),
             ]
             assert prepared.prepare(sessions._BY_SECRET, conn.dialect) is not None  # the other lookup
+            volume_id = conn.execute(sa.select(models.Volume.id)).scalar_one()
+            cases.insert(0, (scoping._read_statement(models.Volume, False), {"obj_id": volume_id, "tenant": tenant_id}))
             for stmt, params in cases:
                 fast = prepared.prepare(stmt, conn.dialect)
                 assert fast is not None and prepared.prepare(stmt, conn.dialect) is fast
@@ -100,10 +103,10 @@ def test_prepared_reads_give_the_rows_of_sqlalchemy(url: str) -> None:
             assert len(got) == 1 and isinstance(got[0].scopes, list) and got[0].revoked_at is None
             assert isinstance(fast.first(dbapi, {"digest": digest}).expires_at, dt.datetime | type(None))
             assert fast.first(dbapi, {"digest": "0" * 64}) is None
-            listed = prepared.prepare(cases[3][0], conn.dialect)
-            assert listed is not None and len(listed.all(dbapi, cases[3][1])) == 2  # the LIMIT bound in it
-            read = prepared.prepare(cases[0][0], conn.dialect)
-            assert read is not None and isinstance(read.first(dbapi, cases[0][1]).created_at, dt.datetime)
+            listed = prepared.prepare(cases[4][0], conn.dialect)
+            assert listed is not None and len(listed.all(dbapi, cases[4][1])) == 2  # the LIMIT bound in it
+            read = prepared.prepare(cases[1][0], conn.dialect)
+            assert read is not None and isinstance(read.first(dbapi, cases[1][1]).created_at, dt.datetime)
     finally:
         engine.dispose()
 

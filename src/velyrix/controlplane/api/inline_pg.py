@@ -46,10 +46,11 @@ T = TypeVar("T")
 Conn = psycopg.AsyncConnection[Any]
 Key = tuple[str, tuple[Any, ...]]
 
-CONNECTIONS = 4
+CONNECTIONS = 8
 """Connections of a ``Reader`` (each serves one read at a time; reads take well under a millisecond)."""
-ACQUIRE_WAIT_S = 0.005
-"""Seconds a read waits for a free connection before it goes to a worker thread."""
+ACQUIRE_WAIT_S = 0.02
+"""Seconds a read waits for a free connection before it goes to a worker thread (awaited: the loop
+serves other requests meanwhile, and a thread costs more than the wait)."""
 READ_TIMEOUT_S = 1.0
 """Seconds one statement may take before it is cancelled and the read goes to a worker thread."""
 STATEMENT_TIMEOUT_MS = 2000
@@ -165,7 +166,10 @@ class Reader:
         await asyncio.gather(*(self._open_one(0.0) for _ in range(self._size)))
 
     async def close(self) -> None:
-        """Close every connection (those in use as they come back); ``run`` answers ``Unavailable``."""
+        """Close every connection (those in use as they come back); ``run`` answers ``Unavailable``.
+        Logs how the reads went (``counts``)."""
+        if not self._closed:
+            log.info("PostgreSQL reads on the event loop: %s", dict(sorted(self.counts.items())))
         self._closed = True
         for task in list(self._opening):
             task.cancel()

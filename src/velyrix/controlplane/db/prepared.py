@@ -109,11 +109,30 @@ def _compile(stmt: sa.Select[Any], dialect: sa.Dialect) -> Prepared | None:
     prepared = Prepared(sql, names, defaults, columns)
     processors = []
     for n, column in enumerate(stmt.selected_columns):
-        process = column.type.dialect_impl(dialect).result_processor(dialect, None)
+        impl = column.type.dialect_impl(dialect)
+        oid = _oid(impl) if dialect.name == "postgresql" else None
+        try:
+            process = impl.result_processor(dialect, oid)
+        except (TypeError, sa.exc.InvalidRequestError):  # a processor that needs the column's type
+            return None
         if process is not None:
             processors.append((n, process))
     prepared.processors = tuple(processors)
     return prepared
+
+
+FLOAT8_OID, NUMERIC_OID = 701, 1700
+"""PostgreSQL's type oids of ``double precision`` and ``numeric`` (``pg_type``)."""
+
+
+def _oid(impl: Any) -> int | None:
+    """The oid a ``Float`` or ``Numeric`` column is created as (psycopg's numeric result processors are
+    chosen by it; ``execute`` reads it from the result), None for other types."""
+    if isinstance(impl, sa.Float):
+        return FLOAT8_OID
+    if isinstance(impl, sa.Numeric):
+        return NUMERIC_OID
+    return None
 
 
 def _bind_processor(bind: Any, dialect: sa.Dialect) -> Processor:
