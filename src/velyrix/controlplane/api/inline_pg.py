@@ -338,6 +338,7 @@ async def _result(conn: Conn) -> pq.abc.PGresult:
         await _ready(loop, pgconn.socket, writable=True)
     found: pq.abc.PGresult | None = None
     while True:
+        await _ready(loop, pgconn.socket, writable=False)  # the answer cannot be there before the server read
         pgconn.consume_input()
         while not pgconn.is_busy():
             result = pgconn.get_result()
@@ -348,7 +349,6 @@ async def _result(conn: Conn) -> pq.abc.PGresult:
             if result.status not in (pq.ExecStatus.TUPLES_OK, pq.ExecStatus.COMMAND_OK):
                 raise psycopg.DatabaseError((result.error_message or b"").decode(errors="replace"))
             found = result
-        await _ready(loop, pgconn.socket, writable=False)
 
 
 async def _ready(loop: asyncio.AbstractEventLoop, fd: int, *, writable: bool) -> None:
