@@ -140,6 +140,36 @@ def test_a_database_without_the_triggers_gets_no_cache(tmp_path: Path) -> None:
         engine.dispose()
 
 
+@pytest.mark.postgres
+def test_a_postgresql_database_without_a_trigger_gets_no_cache_and_still_authenticates(
+    pg_server: Any, home: Path
+) -> None:
+    from fastapi.testclient import TestClient
+
+    from velyrix.controlplane.db import engine as engine_mod
+    from velyrix.controlplane.db import migrate
+    from velyrix.controlplane.identity import verified
+    from velyrix.ops.service import create_app
+
+    url = pg_server.create_database("notrigger")
+    migrate.upgrade(url)
+    engine = engine_mod.make_engine(url)
+    try:
+        assert verified.for_engine(engine) is not None
+        with engine.begin() as conn:
+            conn.execute(sa.text("DROP TRIGGER api_keys_credential_generation ON api_keys"))
+        assert verified.for_engine(engine) is None
+    finally:
+        engine.dispose()
+    app = create_app(url)
+    key, _, _, _ = _tenant_key_and_session(app)
+    with TestClient(app) as client:  # the lookups still run on the loop, each one read afresh
+        assert app.state.principal_cache is None and app.state.inline_pg is not None
+        assert client.get("/v1/clusters", headers={"Authorization": f"Bearer {key}"}).status_code == 200
+        assert app.state.inline_pg.counts["inline"] >= 1
+    app.state.engine.dispose()
+
+
 @pytest.fixture(params=["sqlite", pytest.param("postgres", marks=pytest.mark.postgres)])
 def migrated(request: pytest.FixtureRequest, tmp_path: Path) -> str:
     from velyrix.controlplane.db import migrate
