@@ -199,3 +199,27 @@ def test_a_read_held_up_by_a_lock_times_out_to_a_thread_while_the_loop_answers(
         _poll(lambda: len(reader._idle) == reader._size, "the connection replaced")
     finally:
         engine.dispose()
+
+
+def test_the_same_app_served_by_a_second_server_reads_there_in_threads(world: World) -> None:
+    import httpx
+    import uvicorn
+
+    from velyrix.testing import postgres
+
+    reader, port = world.reader, postgres.free_port()
+    server = uvicorn.Server(uvicorn.Config(world.client.app, host="127.0.0.1", port=port, log_level="warning"))
+    thread = threading.Thread(target=server.run, daemon=True)
+    thread.start()
+    try:
+        _poll(lambda: server.started, "the second server")
+        other = reader.counts["other_loop"]
+        url = f"http://127.0.0.1:{port}/v1/clusters/{world.cluster_id}"
+        answer = httpx.get(url, headers={"Authorization": f"Bearer {world.key}"})
+        assert answer.status_code == 200 and answer.content == _thread_answer(world).content
+        assert reader.counts["other_loop"] == other + 2
+    finally:
+        server.should_exit = True
+        thread.join(timeout=10)
+    inline = reader.counts["inline"]  # the second server's shutdown left the first loop's connections alone
+    assert world.get().status_code == 200 and reader.counts["inline"] == inline + 2

@@ -160,14 +160,20 @@ class Reader:
 
     async def start(self) -> None:
         """Open the connections on the running loop (the one that will serve the reads); a connection
-        that cannot be opened now is retried in the background."""
+        that cannot be opened now is retried in the background. A start while started (the same app
+        served by a second server, in another thread, as tests do) changes nothing: the connections stay
+        with the first loop, and the second one's reads go to worker threads."""
+        if not self._closed:
+            return
         self._loop = asyncio.get_running_loop()
         self._closed = False
         await asyncio.gather(*(self._open_one(0.0) for _ in range(self._size)))
 
     async def close(self) -> None:
         """Close every connection (those in use as they come back); ``run`` answers ``Unavailable``.
-        Logs how the reads went (``counts``)."""
+        Logs how the reads went (``counts``). Only on the loop the reader serves (see ``start``)."""
+        if self._loop is not None and asyncio.get_running_loop() is not self._loop:
+            return
         if not self._closed:
             log.info("PostgreSQL reads on the event loop: %s", dict(sorted(self.counts.items())))
         self._closed = True
