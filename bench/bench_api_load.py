@@ -9,7 +9,8 @@ timeout throughout; its slowest answer is printed, beside the same probe of a co
 503 with ``Retry-After`` (wrk's Lua counts every status), every 201 of the POST runs present exactly once
 in the database afterwards; and the ratio authenticated GET / bare route per connection count.
 
-``BENCH_API_LOAD_S`` sets the seconds per run (default 30, as issue 14 asks; e.g. 5 for a short run).
+``BENCH_API_LOAD_S`` sets the seconds per run (default 30, as issue 14 asks; e.g. 5 for a short run);
+``BENCH_API_LOAD_BACKENDS`` the databases, comma-separated (default ``sqlite,postgresql``).
 """
 
 from __future__ import annotations
@@ -30,6 +31,7 @@ from typing import Any
 
 CONNECTIONS = (1, 16, 64, 256)
 SECONDS = int(os.environ.get("BENCH_API_LOAD_S", "30"))
+BACKENDS = tuple(os.environ.get("BENCH_API_LOAD_BACKENDS", "sqlite,postgresql").split(","))
 CLUSTERS = 20
 PROBE_EVERY_S, PROBE_TIMEOUT_S = 0.1, 1.0
 
@@ -307,8 +309,11 @@ def main() -> None:
         tmp = Path(tmp_name)
         for name in ("sqlite", "postgresql"):
             (tmp / name).mkdir()
-        problems += _backend("sqlite", f"sqlite:///{tmp / 'sqlite' / 'velyrix.db'}", tmp)
-        if postgres.find_bin_dir() is None:
+        if "sqlite" in BACKENDS:
+            problems += _backend("sqlite", f"sqlite:///{tmp / 'sqlite' / 'velyrix.db'}", tmp)
+        if "postgresql" not in BACKENDS:
+            pass
+        elif postgres.find_bin_dir() is None:
             problems.append("postgresql: no PostgreSQL binaries here")
         else:
             with postgres.PostgresServer.start() as pg:

@@ -1,6 +1,7 @@
-"""Statements run on the bare SQLite connection (``db/prepared.py``, the API's inline reads) give the rows
-SQLAlchemy's ``execute`` gives: the same values of the same types (datetimes parsed, JSON decoded or
-kept as text, NULLs), attribute access by column name, the statement's own bound values (a LIMIT)."""
+"""Statements run on the bare SQLite or psycopg connection (``db/prepared.py``, the API's inline reads)
+give the rows SQLAlchemy's ``execute`` gives: the same values of the same types (datetimes parsed, JSON
+decoded or kept as text, NULLs), attribute access by column name, the statement's own bound values (a
+LIMIT)."""
 
 from __future__ import annotations
 
@@ -8,17 +9,24 @@ import datetime as dt
 from pathlib import Path
 from typing import Any
 
+import pytest
 import sqlalchemy as sa
 
 
-def _database(tmp_path: Path) -> tuple[sa.Engine, str]:
+@pytest.fixture(params=["sqlite", pytest.param("postgres", marks=pytest.mark.postgres)])
+def url(request: pytest.FixtureRequest, tmp_path: Path) -> str:
+    if request.param == "sqlite":
+        return f"sqlite:///{tmp_path / 'v.db'}"
+    return str(request.getfixturevalue("pg_server").create_database(f"prep{tmp_path.name[-12:].replace('-', '')}"))
+
+
+def _database(url: str) -> tuple[sa.Engine, str]:
     from velyrix.controlplane import specs, status
     from velyrix.controlplane.auth import principals
     from velyrix.controlplane.db import engine as engine_mod
     from velyrix.controlplane.db import migrate, models
     from velyrix.planners import plan
 
-    url = f"sqlite:///{tmp_path / 'v.db'}"
     migrate.upgrade(url)
     engine = engine_mod.make_engine(url)
     with sa.orm.Session(engine) as s:
@@ -52,16 +60,18 @@ def _database(tmp_path: Path) -> tuple[sa.Engine, str]:
             )
             status.set_phase(cluster, "Pending", actor="test", reason="test")
             s.add(cluster)
+        s.add(models.Volume(tenant_id=tenant.id, name="v1", region="us-east-1", tier="block", size_tb=1.5))
         s.commit()
         return engine, tenant.id
 
 
-def test_prepared_reads_give_the_rows_of_sqlalchemy(tmp_path: Path) -> None:
+def test_prepared_reads_give_the_rows_of_sqlalchemy(url: str) -> None:
     from velyrix.controlplane import scoping
     from velyrix.controlplane.auth import principals
     from velyrix.controlplane.db import models, prepared
+    from velyrix.controlplane.identity import sessions
 
-    engine, tenant_id = _database(tmp_path)
+    engine, tenant_id = _database(url)
     try:
         with engine.connect() as conn:
             dbapi = conn.connection.dbapi_connection
@@ -77,6 +87,9 @@ def test_prepared_reads_give_the_rows_of_sqlalchemy(tmp_path: Path) -> None:
                 ),
                 (principals._BY_DIGEST, {"digest": digest}),
             ]
+            assert prepared.prepare(sessions._BY_SECRET, conn.dialect) is not None  # the other lookup
+            volume_id = conn.execute(sa.select(models.Volume.id)).scalar_one()
+            cases.insert(0, (scoping._read_statement(models.Volume, False), {"obj_id": volume_id, "tenant": tenant_id}))
             for stmt, params in cases:
                 fast = prepared.prepare(stmt, conn.dialect)
                 assert fast is not None and prepared.prepare(stmt, conn.dialect) is fast
@@ -90,10 +103,10 @@ def test_prepared_reads_give_the_rows_of_sqlalchemy(tmp_path: Path) -> None:
             assert len(got) == 1 and isinstance(got[0].scopes, list) and got[0].revoked_at is None
             assert isinstance(fast.first(dbapi, {"digest": digest}).expires_at, dt.datetime | type(None))
             assert fast.first(dbapi, {"digest": "0" * 64}) is None
-            listed = prepared.prepare(cases[3][0], conn.dialect)
-            assert listed is not None and len(listed.all(dbapi, cases[3][1])) == 2  # the LIMIT bound in it
-            read = prepared.prepare(cases[0][0], conn.dialect)
-            assert read is not None and isinstance(read.first(dbapi, cases[0][1]).created_at, dt.datetime)
+            listed = prepared.prepare(cases[4][0], conn.dialect)
+            assert listed is not None and len(listed.all(dbapi, cases[4][1])) == 2  # the LIMIT bound in it
+            read = prepared.prepare(cases[1][0], conn.dialect)
+            assert read is not None and isinstance(read.first(dbapi, cases[1][1]).created_at, dt.datetime)
     finally:
         engine.dispose()
 
@@ -101,11 +114,13 @@ def test_prepared_reads_give_the_rows_of_sqlalchemy(tmp_path: Path) -> None:
 def test_statements_it_cannot_run_are_left_to_sqlalchemy(tmp_path: Path) -> None:
     from velyrix.controlplane.db import models, prepared
 
-    engine, _ = _database(tmp_path)
+    engine, _ = _database(f"sqlite:///{tmp_path / 'v.db'}")
     try:
         expanding = sa.select(models.Cluster.id).where(models.Cluster.name.in_(sa.bindparam("names", expanding=True)))
         assert prepared.prepare(expanding, engine.dialect) is None
-        pg = sa.dialects.postgresql.dialect()
-        assert prepared.prepare(sa.select(models.Cluster.id), pg) is None
+        from sqlalchemy.dialects.postgresql import psycopg2
+
+        other_driver = psycopg2.dialect()  # not the driver the API reads PostgreSQL through
+        assert prepared.prepare(sa.select(models.Cluster.id), other_driver) is None
     finally:
         engine.dispose()

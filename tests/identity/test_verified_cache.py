@@ -7,6 +7,7 @@ whose triggers are gone gets no cache at all."""
 from __future__ import annotations
 
 import datetime as dt
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -15,7 +16,21 @@ import pytest
 import sqlalchemy as sa
 import sqlalchemy.orm
 
+from tests.controlplane.conftest import assert_each_mutation_audited_once
 from tests.identity.conftest import Served
+
+
+@pytest.fixture(params=["sqlite", pytest.param("postgres", marks=pytest.mark.postgres)])
+def served(request: pytest.FixtureRequest, home: Path, tmp_path: Path) -> Iterator[Served]:
+    """The control plane under uvicorn on its SQLite database in ``home``, or on a new PostgreSQL one."""
+    from velyrix.ops.service import create_app
+
+    url = None
+    if request.param == "postgres":
+        url = request.getfixturevalue("pg_server").create_database(f"vc{tmp_path.name[-12:].replace('-', '')}")
+    with Served(create_app(url)) as s:
+        yield s
+    assert_each_mutation_audited_once(s.recorder)
 
 
 def _tenant_key_and_session(app: Any) -> tuple[str, str, str, str]:
@@ -48,6 +63,8 @@ def test_the_cache_is_used_and_a_revocation_through_the_api_answers_401_next(ser
     key, key_id, cookie, _ = _tenant_key_and_session(served.app)
     _warm(served.url, key, cookie)
     assert served.app.state.principal_cache is not None and served.app.state.principal_cache._rows
+    if served.app.state.inline_pg is not None:  # PostgreSQL: the lookups were awaited on the loop
+        assert served.app.state.inline_pg.counts["inline"] >= 6
     auth = {"Authorization": f"Bearer {key}"}
     assert httpx.delete(f"{served.url}/v1/api-keys/{key_id}", headers=auth).status_code == 200
     refused = httpx.get(f"{served.url}/v1/clusters", headers=auth)
@@ -66,10 +83,16 @@ def test_changes_straight_in_the_database_answer_401_on_the_next_request(served:
         with other.begin() as conn:
             conn.execute(sa.update(User).where(User.id == user_id).values(active=False))
         assert httpx.get(f"{served.url}/ui", cookies={"velyrix_session": cookie}).status_code == 401
+        auth = {"Authorization": f"Bearer {key}"}
+        assert httpx.get(f"{served.url}/v1/volumes", headers=auth).status_code == 200
+        with other.begin() as conn:  # the key's rights narrowed: a role change
+            narrowed = {"role": "viewer", "scopes": ["clusters:read"]}
+            conn.execute(sa.update(models.ApiKey).where(models.ApiKey.id == key_id).values(**narrowed))
+        refused = httpx.get(f"{served.url}/v1/volumes", headers=auth)
+        assert refused.status_code == 403 and refused.json()["code"] == "forbidden"
         now = dt.datetime.now(dt.UTC)
         with other.begin() as conn:
             conn.execute(sa.update(models.ApiKey).where(models.ApiKey.id == key_id).values(revoked_at=now))
-        auth = {"Authorization": f"Bearer {key}"}
         assert httpx.get(f"{served.url}/v1/clusters", headers=auth).status_code == 401
     finally:
         other.dispose()
@@ -115,6 +138,36 @@ def test_a_database_without_the_triggers_gets_no_cache(tmp_path: Path) -> None:
         assert verified.for_engine(engine) is None
     finally:
         engine.dispose()
+
+
+@pytest.mark.postgres
+def test_a_postgresql_database_without_a_trigger_gets_no_cache_and_still_authenticates(
+    pg_server: Any, home: Path
+) -> None:
+    from fastapi.testclient import TestClient
+
+    from velyrix.controlplane.db import engine as engine_mod
+    from velyrix.controlplane.db import migrate
+    from velyrix.controlplane.identity import verified
+    from velyrix.ops.service import create_app
+
+    url = pg_server.create_database("notrigger")
+    migrate.upgrade(url)
+    engine = engine_mod.make_engine(url)
+    try:
+        assert verified.for_engine(engine) is not None
+        with engine.begin() as conn:
+            conn.execute(sa.text("DROP TRIGGER api_keys_credential_generation ON api_keys"))
+        assert verified.for_engine(engine) is None
+    finally:
+        engine.dispose()
+    app = create_app(url)
+    key, _, _, _ = _tenant_key_and_session(app)
+    with TestClient(app) as client:  # the lookups still run on the loop, each one read afresh
+        assert app.state.principal_cache is None and app.state.inline_pg is not None
+        assert client.get("/v1/clusters", headers={"Authorization": f"Bearer {key}"}).status_code == 200
+        assert app.state.inline_pg.counts["inline"] >= 1
+    app.state.engine.dispose()
 
 
 @pytest.fixture(params=["sqlite", pytest.param("postgres", marks=pytest.mark.postgres)])

@@ -63,11 +63,10 @@ def _tenancy(model: type[models.Base], provider: bool) -> list[sa.ColumnElement[
 def _read_statement(model: type[models.Base], provider: bool, json_text: bool = False) -> sa.Select[Any]:
     """``SELECT <columns> WHERE id = :obj_id`` plus the tenancy rule with ``:tenant``; built once per
     table and kind of principal (statement construction costs more than the SQLite query itself).
-    ``json_text``: JSON columns come back as the text stored (not decoded), for answers that send them on."""
+    ``json_text``: JSON columns come back as the text stored (not decoded), for answers that send them on
+    (a cast: PostgreSQL's drivers decode a ``json`` column, its text they hand over as it is)."""
     table = model.__table__
-    columns = [
-        sa.type_coerce(c, sa.Text).label(c.name) if json_text and isinstance(c.type, sa.JSON) else c for c in table.c
-    ]
+    columns = [sa.cast(c, sa.Text).label(c.name) if json_text and isinstance(c.type, sa.JSON) else c for c in table.c]
     return sa.select(*columns).where(table.c.id == sa.bindparam("obj_id"), *_tenancy(model, provider))
 
 
@@ -97,12 +96,15 @@ class Scope:
         engine: sa.Engine | None = None,
         connection: sa.Connection | None = None,
         dbapi: Any = None,
+        dialect: sa.Dialect | None = None,
     ) -> None:
         self._session = session
         self._connection = connection
         self._dbapi = dbapi
-        """The DB-API connection under ``connection`` (SQLite, ``api/inline.py``): ``read`` and ``columns``
-        run their statements on it (``db/prepared.py``)."""
+        """The DB-API connection under ``connection`` (SQLite, ``api/inline.py``), or one of ``dialect``
+        without a SQLAlchemy connection (PostgreSQL, ``api/inline_pg.py``): ``read`` and ``columns`` run
+        their statements on it (``db/prepared.py``)."""
+        self._dialect = dialect if dialect is not None or connection is None else connection.dialect
         self._factory = factory
         self._engine = engine
         self.principal = principal
@@ -166,9 +168,9 @@ class Scope:
 
     def _prepared(self, stmt: sa.Select[Any]) -> prepared.Prepared | None:
         """``stmt`` prepared for this scope's DB-API connection, when it has one and no session is open."""
-        if self._dbapi is None or self._session is not None or self._connection is None:
+        if self._dbapi is None or self._session is not None or self._dialect is None:
             return None
-        return prepared.prepare(stmt, self._connection.dialect)
+        return prepared.prepare(stmt, self._dialect)
 
     def rows(self, stmt: sa.Select[Any]) -> list[sa.Row[Any]]:
         """The rows of a column ``stmt`` (built on ``select``) on the request's connection when no

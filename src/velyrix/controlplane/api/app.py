@@ -22,6 +22,7 @@ from velyrix.controlplane.api import (
     docs_ui,
     edge,
     inline,
+    inline_pg,
     pool,
     problems,
     response_cap,
@@ -115,7 +116,9 @@ def create_app(database_url: str | None = None, *, engine: sa.Engine | None = No
     app.state.schema_head = migrate_mod.head()
     app.state.db_shared = engine.dialect.name == "sqlite"  # one connection per request: see context.require
     app.state.inline_reader = inline.reader_for(engine)  # SQLite: reads on the event loop (api/inline.py)
-    app.state.principal_cache = verified.for_engine(engine) if app.state.inline_reader else None
+    app.state.inline_pg = inline_pg.reader_for(engine)  # PostgreSQL: reads awaited on the loop (api/inline_pg.py)
+    inline_reads = app.state.inline_reader is not None or app.state.inline_pg is not None
+    app.state.principal_cache = verified.for_engine(engine) if inline_reads else None
     configured = settings.load()
     sizes = pooling.config(engine.dialect.name, configured.database)
     app.state.db_gate = pool.Gate(pooling.slots_of(engine, sizes), sizes.wait_s)
@@ -184,12 +187,16 @@ def _audit_checkpoints(app: FastAPI) -> None:
     async def lifespan(_app: Any) -> AsyncIterator[None]:
         publisher.tick()
         publisher.start()
+        if _app.state.inline_pg is not None:
+            await _app.state.inline_pg.start()
         try:
             yield
         finally:
             publisher.stop()
             if _app.state.inline_reader is not None:
                 _app.state.inline_reader.close()
+            if _app.state.inline_pg is not None:
+                await _app.state.inline_pg.close()
 
     app.router.lifespan_context = lifespan
 

@@ -2,7 +2,8 @@
 ``require(scope)``, the dependency every ``/v1`` route declares: it takes a database slot
 (``api/pool.py``: 503 after a bounded wait), authenticates the bearer key, checks the scope and hands the
 route a ``Ctx`` (the tenant-scoped query layer plus audit). No connection is ever waited for on the event
-loop: queries and checkouts run in worker threads."""
+loop: queries and checkouts run in worker threads, but for the short reads of ``api/inline.py`` (SQLite,
+in-process) and ``api/inline_pg.py`` (PostgreSQL, awaited, every wait bounded)."""
 
 from __future__ import annotations
 
@@ -21,7 +22,7 @@ from starlette.concurrency import run_in_threadpool
 
 from velyrix import errors
 from velyrix.controlplane import audit, scoping
-from velyrix.controlplane.api import inline, pool
+from velyrix.controlplane.api import inline, inline_pg, pool
 from velyrix.controlplane.auth import principals
 from velyrix.controlplane.db import models
 from velyrix.controlplane.identity import keyuse, resolve, sessions
@@ -143,17 +144,33 @@ class Ctx:
         return await run_db(self.request, fn, *args)
 
     async def read(self, fn: Callable[[scoping.Scope], T]) -> T:
-        """``fn(scope)``, a read of a few rows: on the event loop for SQLite (``api/inline.py``, no worker
-        thread), else (PostgreSQL, the inline connection in use or busy) ``fn(self.scope)`` in a worker
-        thread. ``fn`` only reads through the scope it is given."""
-        reader: inline.Reader | None = self.request.app.state.inline_reader
-        if reader is not None and not self.scope.session_open:
-            with reader.connection() as conn:
-                if conn is not None:
-                    try:
-                        return fn(scoping.Scope(None, self.principal, connection=conn, dbapi=reader.dbapi))
-                    except inline.Busy:
-                        pass
+        """``fn(scope)``, a read of a few rows: on the event loop (SQLite in-process, ``api/inline.py``;
+        PostgreSQL awaited on psycopg's asynchronous connections, ``api/inline_pg.py``), else (the inline
+        connection in use, busy, broken or slow, a read it does not cover) ``fn(self.scope)`` in a worker
+        thread. ``fn`` only reads through the scope it is given (it may run more than once)."""
+        state = self.request.app.state
+        if not self.scope.session_open:
+            reader: inline.Reader | None = state.inline_reader
+            if reader is not None:
+                with reader.connection() as conn:
+                    if conn is not None:
+                        try:
+                            return fn(scoping.Scope(None, self.principal, connection=conn, dbapi=reader.dbapi))
+                        except inline.Busy:
+                            pass
+            pg: inline_pg.Reader | None = state.inline_pg
+            if pg is not None:
+                principal, dialect = self.principal, pg.dialect
+
+                def on_loop(replay: inline_pg.Replay) -> T:
+                    return fn(
+                        scoping.Scope(None, principal, factory=inline_pg.no_session, dbapi=replay, dialect=dialect)
+                    )
+
+                try:
+                    return await pg.run(on_loop)
+                except inline_pg.Unavailable:
+                    pass
         return await self.run(fn, self.scope)
 
     async def answer_row(
@@ -260,19 +277,43 @@ def _connect_and_authenticate(
         raise
 
 
-async def _authenticate_inline(
-    request: Request, reader: inline.Reader, token: str | None
-) -> principals.Principal | None:
-    """The principal, read on the event loop (``api/inline.py``); a write the lookup calls for (a
-    session's ``last_seen_at``, once a minute, or its end) runs in a worker thread on a pooled
-    connection. ``None`` when the inline connection is in use or busy (then the caller reads in a thread)."""
+def _check_sqlite(request: Request, reader: inline.Reader, token: str | None) -> sessions.Checked | None:
+    """``resolve.check`` on SQLite's inline connection; None when it is in use or busy."""
     with reader.connection() as conn:
         if conn is None:
             return None
         try:
-            checked = resolve.check(conn, token, *_session_of(request), cache=request.app.state.principal_cache)
+            return resolve.check(conn, token, *_session_of(request), cache=request.app.state.principal_cache)
         except inline.Busy:
             return None
+
+
+async def _check_pg(request: Request, reader: inline_pg.Reader, token: str | None) -> sessions.Checked | None:
+    """``resolve.check`` awaited on PostgreSQL's inline connections; None when they cannot serve it now."""
+    session, cache, dialect = _session_of(request), request.app.state.principal_cache, reader.dialect
+
+    def check(replay: inline_pg.Replay) -> sessions.Checked:
+        conn: Any = inline_pg.Statements(replay, dialect)
+        return resolve.check(conn, token, *session, cache=cache)
+
+    try:
+        return await reader.run(check)
+    except inline_pg.Unavailable:
+        return None
+
+
+async def _authenticate_inline(request: Request, token: str | None) -> principals.Principal | None:
+    """The principal, read on the event loop (``api/inline.py``, ``api/inline_pg.py``); a write the
+    lookup calls for (a session's ``last_seen_at``, once a minute, or its end) runs in a worker thread on
+    a pooled connection. ``None`` when the inline connection cannot serve it now (then the caller reads
+    in a thread)."""
+    state = request.app.state
+    if state.inline_reader is not None:
+        checked = _check_sqlite(request, state.inline_reader, token)
+    else:
+        checked = await _check_pg(request, state.inline_pg, token)
+    if checked is None:
+        return None
     if checked.write is not None:
         await _take_slot(request)
 
@@ -287,8 +328,8 @@ async def _authenticate_inline(
 async def _principal(request: Request, token: str | None) -> tuple[sa.Connection | None, principals.Principal]:
     """(the connection kept for the request's reads, or None; the authenticated principal)."""
     state = request.app.state
-    if state.inline_reader is not None:
-        found = await _authenticate_inline(request, state.inline_reader, token)
+    if state.inline_reader is not None or state.inline_pg is not None:
+        found = await _authenticate_inline(request, token)
         if found is not None:
             await _take_slot(request)
             return None, found

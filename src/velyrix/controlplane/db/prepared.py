@@ -1,5 +1,7 @@
 """A SQLAlchemy Core ``SELECT`` compiled once and run on a bare DB-API connection, for the few reads on
-every API request over SQLite (``api/inline.py``).
+every API request: over SQLite (``api/inline.py``), and over PostgreSQL on psycopg's asynchronous
+connections (``api/inline_pg.py``, which runs ``sql`` with ``arguments`` itself and builds the rows with
+``row_of``).
 
 ``Connection.execute`` costs about 60 us per statement here before and after SQLite's own work (the
 compiled-cache lookup, an execution context, a cursor result: bench/bench_identity.py), more than the
@@ -10,8 +12,9 @@ class with attribute access by column name. The statement is then one ``cursor.e
 ``fetchone``/``fetchall`` (SQLite's statement cache reuses the parsed statement).
 
 Only what this covers is prepared (``prepare`` returns None otherwise, and the caller executes through
-SQLAlchemy): a ``SELECT`` on SQLite (``qmark`` parameters) without expanding or post-compile
-parameters."""
+SQLAlchemy): a ``SELECT`` on SQLite (``qmark`` parameters) or on PostgreSQL through psycopg (compiled
+with positional ``%s`` parameters, which psycopg takes; the same type casts and result processors as
+the engine's own dialect), without expanding or post-compile parameters."""
 
 from __future__ import annotations
 
@@ -35,11 +38,14 @@ class Prepared:
         self.row: Any = collections.namedtuple("Row", columns, rename=True)  # type: ignore[misc]
         self.processors: tuple[tuple[int, Callable[[Any], Any]], ...] = ()
 
-    def _args(self, params: Mapping[str, Any]) -> list[Any]:
+    def arguments(self, params: Mapping[str, Any]) -> list[Any]:
+        """The positional arguments of ``sql`` for the named ``params`` (values bound in the statement
+        filled in)."""
         defaults = self.defaults
         return [params[n] if n in params else defaults[n] for n in self.names]
 
-    def _make(self, raw: Sequence[Any]) -> Any:
+    def row_of(self, raw: Sequence[Any]) -> Any:
+        """A row of the statement from a DB-API row (the result processors applied)."""
         if not self.processors:
             return self.row._make(raw)
         values = list(raw)
@@ -50,31 +56,48 @@ class Prepared:
 
     def first(self, dbapi: Any, params: Mapping[str, Any]) -> Any:
         """The first row, or None."""
-        found = dbapi.execute(self.sql, self._args(params)).fetchone()
-        return None if found is None else self._make(found)
+        found = dbapi.execute(self.sql, self.arguments(params)).fetchone()
+        return None if found is None else self.row_of(found)
 
     def all(self, dbapi: Any, params: Mapping[str, Any]) -> list[Any]:
         """Every row."""
-        return [self._make(r) for r in dbapi.execute(self.sql, self._args(params)).fetchall()]
+        return [self.row_of(r) for r in dbapi.execute(self.sql, self.arguments(params)).fetchall()]
 
 
-_PREPARED: dict[int, tuple[sa.Select[Any], Prepared | None]] = {}
+_PREPARED: dict[tuple[int, str], tuple[sa.Select[Any], Prepared | None]] = {}
+_POSITIONAL: dict[type[sa.Dialect], sa.Dialect] = {}
 
 
 def prepare(stmt: sa.Select[Any], dialect: sa.Dialect) -> Prepared | None:
-    """``stmt`` compiled for ``dialect`` (kept per statement object: build statements once, as
-    ``scoping`` does), or None when it is not one ``Prepared`` runs."""
-    found = _PREPARED.get(id(stmt))
+    """``stmt`` compiled for ``dialect`` (kept per statement object and backend: build statements once,
+    as ``scoping`` does), or None when it is not one ``Prepared`` runs."""
+    key = (id(stmt), dialect.name)
+    found = _PREPARED.get(key)
     if found is not None and found[0] is stmt:
         return found[1]
     made = _compile(stmt, dialect)
-    _PREPARED[id(stmt)] = (stmt, made)
+    _PREPARED[key] = (stmt, made)
+    return made
+
+
+def _positional(dialect: sa.Dialect) -> sa.Dialect | None:
+    """The dialect to compile for: SQLite's own (``qmark``); for psycopg, one of its class that writes
+    positional ``%s`` parameters (the engine's writes named ones); None for any other driver."""
+    if dialect.name == "sqlite" and dialect.paramstyle == "qmark":
+        return dialect
+    if dialect.name != "postgresql" or dialect.driver != "psycopg":
+        return None
+    made = _POSITIONAL.get(type(dialect))
+    if made is None:
+        made = _POSITIONAL[type(dialect)] = type(dialect)(paramstyle="format")  # type: ignore[call-arg]
     return made
 
 
 def _compile(stmt: sa.Select[Any], dialect: sa.Dialect) -> Prepared | None:
-    if dialect.name != "sqlite" or dialect.paramstyle != "qmark":
+    found = _positional(dialect)
+    if found is None:
         return None
+    dialect = found
     compiled = stmt.compile(dialect=dialect)
     sql = str(compiled)
     names = compiled.positiontup or []
@@ -86,11 +109,30 @@ def _compile(stmt: sa.Select[Any], dialect: sa.Dialect) -> Prepared | None:
     prepared = Prepared(sql, names, defaults, columns)
     processors = []
     for n, column in enumerate(stmt.selected_columns):
-        process = column.type.dialect_impl(dialect).result_processor(dialect, None)
+        impl = column.type.dialect_impl(dialect)
+        oid = _oid(impl) if dialect.name == "postgresql" else None
+        try:
+            process = impl.result_processor(dialect, oid)
+        except (TypeError, sa.exc.InvalidRequestError):  # a processor that needs the column's type
+            return None
         if process is not None:
             processors.append((n, process))
     prepared.processors = tuple(processors)
     return prepared
+
+
+FLOAT8_OID, NUMERIC_OID = 701, 1700
+"""PostgreSQL's type oids of ``double precision`` and ``numeric`` (``pg_type``)."""
+
+
+def _oid(impl: Any) -> int | None:
+    """The oid a ``Float`` or ``Numeric`` column is created as (psycopg's numeric result processors are
+    chosen by it; ``execute`` reads it from the result), None for other types."""
+    if isinstance(impl, sa.Float):
+        return FLOAT8_OID
+    if isinstance(impl, sa.Numeric):
+        return NUMERIC_OID
+    return None
 
 
 def _bind_processor(bind: Any, dialect: sa.Dialect) -> Processor:

@@ -14,8 +14,9 @@ A cached row only ever serves a clean success: when the checks of authentication
 refuse it or call for a write (expiry, idle timeout, ``last_seen_at`` due), the row is read again and
 the checks run on the fresh row (another replica may have moved ``last_seen_at`` on).
 
-Used where the generation is cheaper to read than the lookup it saves: SQLite, in-process
-(``api/inline.py``). On PostgreSQL both are one round trip, and the API looks keys up directly."""
+Used where the API reads on the event loop: SQLite, in-process (``api/inline.py``), and PostgreSQL,
+awaited (``api/inline_pg.py``: the generation is one prepared statement of one row, cheaper than the
+joined lookup, and a cached row then costs that one round trip)."""
 
 from __future__ import annotations
 
@@ -70,7 +71,9 @@ class Cache:
 
 class Source:
     """``first`` for one authentication: the cached row when there is one (``hit`` is then set), else
-    the row read on the connection (and cached); ``fresh`` always reads."""
+    the row read on the connection (and cached); ``fresh`` always reads. ``source`` and every use of its
+    rows run in one synchronous call (on PostgreSQL, each round of ``api/inline_pg.Reader.run`` runs the
+    whole check again), so no other request's generation comes between them."""
 
     def __init__(self, cache: Cache, conn: sa.Connection) -> None:
         self._cache, self._conn = cache, conn
