@@ -130,7 +130,7 @@ def plan_of(route: Any) -> Plan | None:
 
 class LeanRoute(fastapi_routing.APIRoute):
     """``APIRoute`` with the lean handler where ``plan_of`` understands the route as served, FastAPI's
-    own handler otherwise (``handler_kind`` tells which, for tests)."""
+    own handler otherwise (``takes`` tells which)."""
 
     def get_route_handler(self) -> Handler:
         generic = super().get_route_handler()
@@ -141,13 +141,14 @@ class LeanRoute(fastapi_routing.APIRoute):
         plan = plan_of(route)
         if plan is None:
             return generic
-        handler = lean_handler(plan, route, generic)
-        LEAN_HANDLERS[id(handler)] = route.path_format
-        return handler
+        route.lean_plan = plan  # which routes, as served, take the lean handler (``takes``)
+        return lean_handler(plan, route, generic)
 
 
-LEAN_HANDLERS: dict[int, str] = {}
-"""``id`` of every lean handler built -> its route's full path (for tests: which routes take it)."""
+def takes(route: Any) -> bool:
+    """Whether ``route`` (an ``APIRoute`` or FastAPI's effective context of an included one, as
+    ``route_index.effective_routes`` lists them) answers through a lean handler."""
+    return getattr(route, "lean_plan", None) is not None
 
 
 def lean_handler(plan: Plan, route: Any, generic: Handler) -> Handler:

@@ -91,7 +91,7 @@ class GuardedRouter(_Included):  # type: ignore[misc]
         if cached is None or cached[0] is not candidates:
             pairs = [(_candidate_start(c), c) for c in candidates]
             cached = self.__dict__["_velyrix_by_candidate"] = (candidates, pairs)
-        return cached[1]  # type: ignore[no-any-return]
+        return cached[1]
 
     def matches(self, scope: Any) -> tuple[Match, Any]:
         version = self._version()
