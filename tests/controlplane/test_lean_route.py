@@ -331,6 +331,26 @@ def test_dependency_overrides_are_honoured_by_a_lean_route() -> None:
         assert client.get("/shapes/plain/x").text == "x:nobody:/shapes/plain/x"
 
 
+def test_a_request_recorded_by_fastapis_telemetry_goes_through_fastapis_handler(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    from opentelemetry import trace
+
+    class Provider(trace.TracerProvider):  # a provider FastAPI traces with (its no-op one turns tracing off)
+        def get_tracer(self, *args: Any, **kwargs: Any) -> trace.Tracer:
+            return trace.NoOpTracer()
+
+    router = APIRouter(route_class=lean_route.LeanRoute)
+    _shapes(router)
+    app = FastAPI(telemetry={"tracer_provider": Provider()})
+    app.include_router(router, prefix="/shapes")
+    counted = Counted(fastapi_routing.solve_dependencies)
+    monkeypatch.setattr(fastapi_routing, "solve_dependencies", counted)
+    with TestClient(app) as client:
+        assert client.get("/shapes/plain/x", headers={"x-who": "w"}).text == "x:w:/shapes/plain/x"
+    assert counted.calls == 1
+
+
 _DOCUMENT = """
 import json, sys
 from fastapi import routing
