@@ -19,6 +19,7 @@ from typing import Any
 import pytest
 from fastapi import APIRouter, BackgroundTasks, Depends, FastAPI, Query, Request, Response
 from fastapi import routing as fastapi_routing
+from fastapi.security import HTTPAuthorizationCredentials, HTTPBearer
 from fastapi.testclient import TestClient
 from pydantic import BaseModel
 
@@ -263,6 +264,10 @@ def _shapes(router: APIRouter) -> None:
     async def background(tasks: BackgroundTasks) -> dict[str, str]:
         return {}
 
+    @router.get("/bearer")
+    async def bearer(credentials: HTTPAuthorizationCredentials | None = Depends(HTTPBearer(auto_error=False))) -> Any:
+        return {"scheme": credentials.scheme if credentials else ""}
+
     @router.get("/response")
     async def response(response: Response) -> dict[str, str]:
         response.headers["x-set"] = "1"
@@ -287,7 +292,7 @@ def test_routes_of_other_shapes_fall_back_and_understood_ones_answer_the_same() 
     lean_app, plain_app = _shape_app(lean_route.LeanRoute), _shape_app(fastapi_routing.APIRoute)
     routes = route_index.effective_routes(lean_app)
     assert {r.path_format for r in routes if lean_route.takes(r)} == UNDERSTOOD
-    assert len(routes) == 10
+    assert len(routes) == 11
     urls = [
         "/shapes/plain/a%20b",
         "/shapes/model/m",
@@ -300,13 +305,14 @@ def test_routes_of_other_shapes_fall_back_and_understood_ones_answer_the_same() 
         "/shapes/yield",
         "/shapes/background",
         "/shapes/response",
+        "/shapes/bearer",
     ]
     with (
         TestClient(lean_app, raise_server_exceptions=False) as lean,
         TestClient(plain_app, raise_server_exceptions=False) as plain,
     ):
         for url in urls:
-            for headers in ({}, {"x-who": "w"}, {"x-refuse": "1"}):
+            for headers in ({}, {"x-who": "w"}, {"x-refuse": "1"}, {"Authorization": "Bearer b"}):
                 a, b = lean.get(url, headers=headers), plain.get(url, headers=headers)
                 assert (a.status_code, a.headers.items(), a.content) == (b.status_code, b.headers.items(), b.content), (
                     url

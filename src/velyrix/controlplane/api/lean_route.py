@@ -37,7 +37,12 @@ from typing import Any, TypeVar
 from fastapi import APIRouter, params
 from fastapi import routing as fastapi_routing
 from fastapi.datastructures import DefaultPlaceholder
-from fastapi.dependencies.models import Dependant, _is_async_gen_callable, _is_coroutine_callable
+from fastapi.dependencies.models import (
+    Dependant,
+    _is_async_gen_callable,
+    _is_coroutine_callable,
+    _is_security_scheme,
+)
 from fastapi.utils import is_body_allowed_for_status_code
 from starlette.requests import Request
 from starlette.responses import Response
@@ -83,13 +88,16 @@ def _async_plain(call: Any) -> bool:
 
 
 def _bare(dependant: Dependant) -> bool:
-    """No parameters but perhaps the ``Request``, no special ones, no dependencies, no security."""
+    """No parameters but perhaps the ``Request``, no special ones, no dependencies, no security scheme
+    or scopes."""
     return (
         _async_plain(dependant.call)
         and not dependant.dependencies
         and not any(getattr(dependant, kind) for kind in _PARAM_KINDS)
         and not any(getattr(dependant, name) for name in _SPECIAL_PARAMS)
         and not dependant.own_oauth_scopes
+        and not dependant.parent_oauth_scopes
+        and not _is_security_scheme(dependant=dependant)  # FastAPI caches those per set of scopes
         and dependant.concurrency is None
     )
 
