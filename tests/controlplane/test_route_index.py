@@ -116,3 +116,48 @@ def test_the_openapi_document_states_the_bearer_scheme_on_exactly_the_routes_tha
     }
     assert ("/v1/clusters/{cluster_id}", "get") in stated and ("/healthz", "get") not in stated
     assert stated == {k for k in keyed if k[0] in schema["paths"]}
+
+
+def _selected(router: Any, scope: dict[str, Any]) -> tuple[Any, ...]:
+    """What an included router hands the request to: the kind of match, the path parameters, the route
+    and FastAPI's effective context of it (by identity)."""
+    match, child, route, context = router._match(scope)
+    return match, child.get("path_params"), child.get("route"), id(route), id(context)
+
+
+def test_every_path_is_handed_to_the_same_route_as_without_the_guards(guarded_app: Any) -> None:
+    """The guards' own matching (only the routes whose path can begin the request's, matched once per
+    request) selects the same route, context and path parameters as FastAPI's, for every sample path."""
+    from velyrix.controlplane.api import route_index
+
+    guarded = [r for r in guarded_app.router.routes if isinstance(r, route_index.GuardedRouter)]
+    samples = _sample_paths(guarded_app)
+    with_guards = []
+    for method, path in samples:
+        for router in guarded:
+            scope = _scope(method, path)
+            router.matches(scope)  # the first match, remembered in the scope
+            with_guards.append((_selected(router, scope), _selected(router, _scope(method, path))))
+    for route in guarded:
+        route.__class__ = fastapi_routing._IncludedRouter
+    try:
+        without = [_selected(router, _scope(m, p)) for m, p in samples for router in guarded]
+    finally:
+        route_index.install(guarded_app)
+    assert [again for again, _ in with_guards] == without
+    assert [fresh for _, fresh in with_guards] == without
+    assert sum(found[0] == Match.FULL for found in without) > 100
+
+
+def test_a_remembered_match_is_not_reused_for_another_path(guarded_app: Any) -> None:
+    clusters = next(
+        r
+        for r in guarded_app.router.routes
+        if getattr(getattr(r, "original_router", None), "prefix", "") == "/v1/clusters"
+    )
+    scope = _scope("GET", "/v1/clusters/x1")
+    assert clusters._match(scope)[1]["path_params"] == {"cluster_id": "x1"}
+    scope["path"] = "/v1/clusters/x2"
+    assert clusters._match(scope)[1]["path_params"] == {"cluster_id": "x2"}
+    scope["method"] = "PATCH"
+    assert clusters._match(scope)[0] == Match.PARTIAL

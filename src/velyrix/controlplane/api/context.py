@@ -196,8 +196,9 @@ _QUERY_NAMES: dict[int, frozenset[str]] = {}
 
 def _refuse_unknown_query_parameters(request: Request) -> None:
     """422 with the closest valid name for a query parameter the route does not declare (a typo in a
-    filter would otherwise silently list everything)."""
-    if not request.query_params:
+    filter would otherwise silently list everything). An empty query string is not parsed: the parse
+    costs microseconds on every authenticated request (bench/bench_identity.py)."""
+    if not request.scope.get("query_string") or not request.query_params:
         return
     route = request.scope.get("route")
     if route is None or not hasattr(route, "dependant"):

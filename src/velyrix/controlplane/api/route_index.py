@@ -15,6 +15,7 @@ of route) keeps FastAPI's own matching."""
 
 from __future__ import annotations
 
+import contextvars
 from typing import Any
 
 from fastapi import FastAPI
@@ -54,10 +55,46 @@ def starts_of(included: Any) -> tuple[str, ...] | None:
 
 
 class GuardedRouter(_Included):  # type: ignore[misc]
-    """An included router that answers ``Match.NONE`` at once to a path it cannot match."""
+    """An included router that answers ``Match.NONE`` at once to a path it cannot match, and matches a
+    request once: FastAPI's router matches an included router's routes when it picks the router
+    (``matches``) and again when it hands it the request (``_handle_selected``); the second time gets the
+    first one's answer (the same scope: type, method, path, root path and path parameters)."""
+
+    def _version(self) -> int:
+        """``original_router._get_routes_version()`` (which walks the router's routes), read as the
+        router's own counter while it includes no other router: including one moves that counter."""
+        router = self.original_router
+        flat = self.__dict__.get("_velyrix_flat")
+        if flat is not None and flat == router._routes_version:
+            return flat  # type: ignore[no-any-return]
+        version: int = router._get_routes_version()
+        nested = any(isinstance(r, _Included) for r in router.routes)
+        self.__dict__["_velyrix_flat"] = None if nested else router._routes_version
+        return version
+
+    def effective_candidates(self) -> Any:
+        if self._effective_candidates_version is not None and self._effective_candidates_version == self._version():
+            candidates = self._effective_candidates
+        else:
+            candidates = super().effective_candidates()
+        matching = _MATCHING.get()
+        if matching is None or matching[0] is not self:
+            return candidates
+        return [
+            c for start, c in self._starts_by_candidate(candidates) if start is None or matching[1].startswith(start)
+        ]
+
+    def _starts_by_candidate(self, candidates: list[Any]) -> list[tuple[str | None, Any]]:
+        """Each of ``candidates`` with the literal start of its path (None: a nested router or another
+        kind of route, always tried), kept while the candidate list is the same object."""
+        cached = self.__dict__.get("_velyrix_by_candidate")
+        if cached is None or cached[0] is not candidates:
+            pairs = [(_candidate_start(c), c) for c in candidates]
+            cached = self.__dict__["_velyrix_by_candidate"] = (candidates, pairs)
+        return cached[1]
 
     def matches(self, scope: Any) -> tuple[Match, Any]:
-        version = self.original_router._get_routes_version()
+        version = self._version()
         cached = self.__dict__.get("_velyrix_starts")
         if cached is None or cached[0] != version:
             cached = self.__dict__["_velyrix_starts"] = (version, starts_of(self))
@@ -65,6 +102,34 @@ class GuardedRouter(_Included):  # type: ignore[misc]
         if starts is not None and not get_route_path(scope).startswith(starts):
             return Match.NONE, {}
         return super().matches(scope)  # type: ignore[no-any-return]
+
+    def _match(self, scope: Any) -> Any:
+        key = (scope["type"], scope.get("method"), scope["path"], scope.get("root_path", ""), scope.get("path_params"))
+        memo = scope.get(_MATCHED)
+        if memo is not None and memo[0] is self and memo[1] == key:
+            return memo[2]
+        token = _MATCHING.set((self, get_route_path(scope)))
+        try:
+            found = super()._match(scope)
+        finally:
+            _MATCHING.reset(token)
+        scope[_MATCHED] = (self, (*key[:4], dict(key[4]) if key[4] is not None else None), found)
+        return found
+
+
+def _candidate_start(candidate: Any) -> str | None:
+    """The literal start of an API route's full path (its regular expression begins with it), or None."""
+    if isinstance(candidate, _Included) or not isinstance(candidate.original_route, fastapi_routing.APIRoute):
+        return None
+    path_format = candidate.path_format
+    return literal_start(path_format) if isinstance(path_format, str) and path_format.startswith("/") else None
+
+
+_MATCHING: contextvars.ContextVar[tuple[Any, str] | None] = contextvars.ContextVar("velyrix_matching", default=None)
+"""While ``GuardedRouter._match`` runs: (that router, the request's route path); its
+``effective_candidates`` then lists only the routes whose path can begin the request's."""
+_MATCHED = "velyrix.matched"
+"""Scope key of ``GuardedRouter._match``'s last answer: (router, what it matched on, the answer)."""
 
 
 def install(app: FastAPI) -> int:

@@ -16,7 +16,7 @@ from fastapi.responses import HTMLResponse, RedirectResponse, Response
 from pydantic import BaseModel, ConfigDict, Field
 
 from velyrix import errors
-from velyrix.controlplane.api import context
+from velyrix.controlplane.api import context, lean_route
 from velyrix.controlplane.api.context import Ctx, require
 from velyrix.controlplane.auth import principals
 from velyrix.controlplane.db import models
@@ -234,7 +234,7 @@ def _page(title: str, body: str) -> str:
     )
 
 
-@router.get("/ui", name="ui.home", include_in_schema=False)
+@lean_route.get(router, "/ui", name="ui.home", include_in_schema=False)
 async def home(request: Request, ctx: Ctx = Depends(require("clusters:read"))) -> HTMLResponse:
     """The signed-in page: who, which tenant, its clusters; logout and owner-key forms (CSRF-protected).
 

@@ -11,7 +11,7 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from velyrix import errors
 from velyrix.controlplane import specs, status
-from velyrix.controlplane.api import idempotency, schemas, stored_json
+from velyrix.controlplane.api import idempotency, lean_route, schemas, stored_json
 from velyrix.controlplane.api.context import Ctx, check_if_match, etag, require, respond, with_etag
 from velyrix.controlplane.commands import Commands
 from velyrix.controlplane.db import models
@@ -130,7 +130,7 @@ def _answer(scope: Any, cluster_id: str) -> Response:
     return Response(body, media_type="application/json", headers={"ETag": etag(row)})
 
 
-@router.get("/{cluster_id}", name="clusters.get", response_model=schemas.ClusterOut)
+@lean_route.get(router, "/{cluster_id}", name="clusters.get", response_model=schemas.ClusterOut)
 async def get_cluster(cluster_id: str, ctx: Ctx = Depends(require("clusters:read"))) -> Response:
     """The cluster, read on the event loop for SQLite (``Ctx.read``), its JSON columns sent as stored."""
     return await ctx.read(lambda scope: _answer(scope, cluster_id))
