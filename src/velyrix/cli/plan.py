@@ -54,6 +54,12 @@ def plan(
         False, "-refresh-only", "--refresh-only", help="Only read the live clusters and report drift."
     ),
     offline: bool = typer.Option(False, "--offline", help="Do not compare with the control plane even when logged in."),
+    simulate: bool = typer.Option(
+        False,
+        "--simulate",
+        help="Also run the seeded Monte Carlo of goodput (2,000 runs of 30 days): its 95% CI and where one run "
+        "lands. Without it the plan gives the expected ETTR in closed form.",
+    ),
 ) -> None:
     import dataclasses
 
@@ -65,7 +71,7 @@ def plan(
     shown = dataclasses.replace(
         spec_file, clusters=tuple(c for c in spec_file.clusters if state.matches(c.address, target or []))
     )
-    result = planner.plan_file(shown)
+    result = planner.plan_file(shown, simulate=simulate)
     _add_connectivity(result, file, var, var_file)
     common.require_finite(result, "the plan")
     against_state = bool(out or refresh_only or (not offline and state.has_endpoint()))
