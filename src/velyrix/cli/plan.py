@@ -86,6 +86,8 @@ def plan(
 
 def _add_connectivity(result: dict[str, Any], file: Path, var: list[str] | None, var_file: list[Path] | None) -> None:
     """The configuration's private links, BGP sessions and VPNs, priced, in ``result["connectivity"]``."""
+    if not _may_declare_connectivity(file):
+        return  # only clusters: the connectivity loader (and its imports) would find nothing
     from velyrix.declarations import connectivity
     from velyrix.planners import connectivity as conn_planner
 
@@ -93,6 +95,16 @@ def _add_connectivity(result: dict[str, Any], file: Path, var: list[str] | None,
     if not conn.empty():
         result["connectivity"] = conn_planner.plan(conn)
         result["total_monthly_usd"] = round(result["total_monthly_usd"] + result["connectivity"]["monthly_usd"], 2)
+
+
+def _may_declare_connectivity(file: Path) -> bool:
+    """Whether the configuration at ``file`` (parsed once per process: declarations/files.py) has a resource other
+    than a ``velyrix_cluster``, or a module that could hold one."""
+    from velyrix.declarations import files
+
+    roots, _ = files.read_configuration(Path(file))
+    blocks = [b for root in roots for b in root.blocks]
+    return any(b.type == "module" or (b.type == "resource" and b.labels[:1] != ["velyrix_cluster"]) for b in blocks)
 
 
 def _plan_against_state(
