@@ -54,6 +54,12 @@ def plan(
         False, "-refresh-only", "--refresh-only", help="Only read the live clusters and report drift."
     ),
     offline: bool = typer.Option(False, "--offline", help="Do not compare with the control plane even when logged in."),
+    simulate: bool = typer.Option(
+        False,
+        "--simulate",
+        help="Also run the seeded Monte Carlo of goodput (2,000 runs of 30 days): its 95% CI and where one run "
+        "lands. Without it the plan gives the expected ETTR in closed form.",
+    ),
 ) -> None:
     import dataclasses
 
@@ -65,7 +71,7 @@ def plan(
     shown = dataclasses.replace(
         spec_file, clusters=tuple(c for c in spec_file.clusters if state.matches(c.address, target or []))
     )
-    result = planner.plan_file(shown)
+    result = planner.plan_file(shown, simulate=simulate)
     _add_connectivity(result, file, var, var_file)
     common.require_finite(result, "the plan")
     against_state = bool(out or refresh_only or (not offline and state.has_endpoint()))
@@ -80,6 +86,8 @@ def plan(
 
 def _add_connectivity(result: dict[str, Any], file: Path, var: list[str] | None, var_file: list[Path] | None) -> None:
     """The configuration's private links, BGP sessions and VPNs, priced, in ``result["connectivity"]``."""
+    if not _may_declare_connectivity(file):
+        return  # only clusters: the connectivity loader (and its imports) would find nothing
     from velyrix.declarations import connectivity
     from velyrix.planners import connectivity as conn_planner
 
@@ -87,6 +95,16 @@ def _add_connectivity(result: dict[str, Any], file: Path, var: list[str] | None,
     if not conn.empty():
         result["connectivity"] = conn_planner.plan(conn)
         result["total_monthly_usd"] = round(result["total_monthly_usd"] + result["connectivity"]["monthly_usd"], 2)
+
+
+def _may_declare_connectivity(file: Path) -> bool:
+    """Whether the configuration at ``file`` (parsed once per process: declarations/files.py) has a resource other
+    than a ``velyrix_cluster``, or a module that could hold one."""
+    from velyrix.declarations import files
+
+    roots, _ = files.read_configuration(Path(file))
+    blocks = [b for root in roots for b in root.blocks]
+    return any(b.type == "module" or (b.type == "resource" and b.labels[:1] != ["velyrix_cluster"]) for b in blocks)
 
 
 def _plan_against_state(

@@ -187,6 +187,37 @@ def render_goodput(con: Any, gp: dict[str, Any]) -> None:
         f"{_s(gp['interval_s'])}{' (auto)' if gp['interval_is_auto'] else ''}; "
         f"Young {_s(gp['interval_young_s'])}, Daly {_s(gp['interval_daly_s'])}",
     )
+    if gp.get("simulation"):
+        _simulated_rows(t, gp)
+    else:  # ettr_method "closed form": ``velyrix plan`` without --simulate
+        t.add_row(
+            "ETTR",
+            f"{gp['ettr']:.2%} first order; expected {gp['ettr_expected']:.2%} (closed form of the simulated run; "
+            "--simulate for the Monte Carlo and where one run lands)",
+        )
+        pro = gp.get("proactive") or {}
+        if pro:
+            t.add_row(
+                "Proactive health",
+                f"{pro['ettr']:.2%} first order, expected {pro['ettr_expected']:.2%} (closed form): "
+                f"{pro['caught_share']:.0%} of interruptions caught on precursors and drained at a checkpoint",
+            )
+    t.add_row(
+        "Lost",
+        f"{gp['lost_gpu_hours_per_week']:,.0f} GPU-hours/week = {_usd(gp['lost_usd_per_week'])}/week "
+        f"({_usd(gp['lost_usd_per_month'])}/month at ${gp['gpu_hour_usd']:.2f}/GPU-h)",
+    )
+    con.print(t)
+    s = sensitivity_table(gp["sensitivity"], with_daly=True)
+    con.print(s)
+    causes = _table("Interruptions by cause (Llama 3 mix)", ("Cause", "left"), ("Share", "right"), ("MTTI", "right"))
+    for c in gp["causes"]:
+        causes.add_row(c["cause"], f"{c['share']:.1%}", f"{c['mtti_h']:,.0f} h")
+    con.print(causes)
+
+
+def _simulated_rows(t: Any, gp: dict[str, Any]) -> None:
+    """The ETTR rows of a goodput section with its seeded Monte Carlo (``ettr_method`` "monte carlo")."""
     lo, hi = gp["ettr_simulated_ci"]
     t.add_row(
         "ETTR",
@@ -207,18 +238,6 @@ def render_goodput(con: Any, gp: dict[str, Any]) -> None:
             f"{pro['ettr']:.2%} first order, simulated {pro['ettr_simulated']:.2%} (one run {plo:.2%}-{phi:.2%}): "
             f"{pro['caught_share']:.0%} of interruptions caught on precursors and drained at a checkpoint",
         )
-    t.add_row(
-        "Lost",
-        f"{gp['lost_gpu_hours_per_week']:,.0f} GPU-hours/week = {_usd(gp['lost_usd_per_week'])}/week "
-        f"({_usd(gp['lost_usd_per_month'])}/month at ${gp['gpu_hour_usd']:.2f}/GPU-h)",
-    )
-    con.print(t)
-    s = sensitivity_table(gp["sensitivity"], with_daly=True)
-    con.print(s)
-    causes = _table("Interruptions by cause (Llama 3 mix)", ("Cause", "left"), ("Share", "right"), ("MTTI", "right"))
-    for c in gp["causes"]:
-        causes.add_row(c["cause"], f"{c['share']:.1%}", f"{c['mtti_h']:,.0f} h")
-    con.print(causes)
 
 
 def sensitivity_table(rows: list[dict[str, Any]], with_daly: bool) -> Any:

@@ -4,7 +4,9 @@ Job mean time to interrupt from a node failure rate (Kokolis et al. 2024: ``M = 
 restart cost R (detect + reschedule + reload), Young's and Daly's (higher-order) optimal checkpoint
 intervals, the first-order effective training time ratio
 ``ETTR ~= 1 - delta/(T + delta) - (R + T/2)/M`` (REFERENCE §2), and a vectorized, seeded Monte Carlo
-simulation of the run that checks the formula with a confidence interval. Pure: numpy only, no clock.
+simulation of the run that checks the formula with a confidence interval, and that run's expected ETTR in closed
+form (``goodput_expected``: what the simulation's mean converges to, without numpy). Pure: numpy only for the
+simulation, no clock.
 """
 
 from __future__ import annotations
@@ -14,21 +16,16 @@ from dataclasses import asdict, dataclass, field
 from typing import Any
 
 from velyrix import catalog, errors, units
+from velyrix.planners import goodput_expected
+from velyrix.planners.goodput_sim import RUN_INTERVAL_PCT as RUN_INTERVAL_PCT  # re-exported: goodput.X as before
+from velyrix.planners.goodput_sim import Z_95 as Z_95
+from velyrix.planners.goodput_sim import Simulation as Simulation
+from velyrix.planners.goodput_sim import percentile_linear as percentile_linear
+from velyrix.planners.goodput_sim import positive as _positive
+from velyrix.planners.goodput_sim import simulate_ettr as simulate_ettr
 
-Z_95 = 1.959963984540054
-"""Two-sided 95% normal quantile for the simulated confidence interval."""
-
-RUN_INTERVAL_PCT = (0.5, 99.5)
-"""Percentiles of single simulated runs that bound the per-run interval: 99% of runs of the horizon land
-inside it (the confidence interval above is that of the mean over all replicas, far narrower)."""
-
-
-def _positive(name: str, value: float, *, allow_zero: bool = False, hint: str | None = None) -> float:
-    ok = value is not None and math.isfinite(value) and (value >= 0 if allow_zero else value > 0)
-    if not ok:
-        expected = ">= 0" if allow_zero else "> 0"
-        raise errors.InvalidInputError(f"{name} must be a finite number {expected}, got {value!r}", hint=hint)
-    return float(value)
+METHODS = ("closed form", "monte carlo")
+"""``GoodputPlan.ettr_method``: the expected ETTR alone, or with the seeded simulation (its CI and spread)."""
 
 
 def default_failure_rate() -> float:
@@ -104,124 +101,6 @@ def ettr_first_order_proactive(
     return min(1.0, max(0.0, value))
 
 
-def percentile_linear(ranked: list[float], pct: float) -> float:
-    """The ``pct`` percentile (0-100) of the ascending ``ranked`` values, by linear interpolation between
-    the closest ranks: the same float operations as ``numpy.percentile``'s default method, so the same
-    result to the bit (tests/planners/test_goodput.py), without importing ``numpy.ma`` as it does."""
-    n = len(ranked)
-    virtual = (n - 1) * (pct / 100.0)
-    if virtual >= n - 1:
-        return ranked[-1]
-    below = max(0, math.floor(virtual))
-    gamma = virtual - below
-    a, b = ranked[below], ranked[below + 1]
-    diff = b - a
-    return b - diff * (1.0 - gamma) if gamma >= 0.5 else a + diff * gamma
-
-
-@dataclass(frozen=True)
-class Simulation:
-    """Result of the Monte Carlo run: mean ETTR, its 95% interval, failures per replica."""
-
-    replicas: int
-    horizon_s: float
-    seed: int
-    ettr_mean: float
-    ettr_ci: tuple[float, float]
-    ettr_std: float
-    failures_mean: float
-    ettr_run_interval: tuple[float, float] = (0.0, 1.0)
-    """Where a single run of ``horizon_s`` lands: the ``RUN_INTERVAL_PCT`` percentiles of the replicas."""
-
-
-def simulate_ettr(
-    interval_s: float,
-    save_s: float,
-    restart_s: float,
-    mtti_s: float,
-    *,
-    horizon_s: float,
-    replicas: int = 2000,
-    seed: int = 0,
-    planned_share: float = 0.0,
-    planned_restart_s: float | None = None,
-) -> Simulation:
-    """Simulate ``replicas`` runs of ``horizon_s`` wall seconds with Poisson interruptions (mean gap
-    ``mtti_s``); each run cycles T compute + delta save, and after each interruption pays R and
-    resumes from the last completed save. A failure during a restart starts the restart again.
-    With ``planned_share`` > 0 that share of the interruptions is caught beforehand (proactive health): the
-    job stops at a checkpoint (its work is kept) and pays ``planned_restart_s`` instead of R.
-
-    Vectorized over replicas and interruptions (numpy, seeded). Returns the mean ETTR (useful compute
-    / wall time) with a normal 95% confidence interval.
-    """
-    import numpy as np
-
-    _positive("checkpoint interval", interval_s)
-    _positive("save seconds", save_s, allow_zero=True)
-    _positive("restart seconds", restart_s, allow_zero=True)
-    _positive("MTTI", mtti_s)
-    _positive("horizon", horizon_s)
-    if not isinstance(replicas, int) or replicas < 2:
-        raise errors.InvalidInputError(f"replicas must be a whole number >= 2, got {replicas!r}")
-    if not 0.0 <= planned_share <= 1.0:
-        raise errors.InvalidInputError(f"planned share must be within [0, 1], got {planned_share!r}")
-    rng = np.random.default_rng(seed)
-    cycle = interval_s + save_s
-    expected = horizon_s / mtti_s
-    k = int(expected + 6.0 * math.sqrt(expected) + 16)
-    ettr = np.empty(replicas)
-    failures = np.empty(replicas)
-    chunk = max(1, min(replicas, 1_000_000 // k))  # bound memory: ~8 MB per array
-    for lo in range(0, replicas, chunk):
-        n = min(chunk, replicas - lo)
-        gaps = rng.exponential(mtti_s, size=(n, k))
-        ends = np.cumsum(gaps, axis=1)
-        while ends[:, -1].min() < horizon_s:  # rare: some replica needs more interruptions
-            more = rng.exponential(mtti_s, size=(n, k))
-            gaps = np.concatenate([gaps, more], axis=1)
-            ends = np.cumsum(gaps, axis=1)
-        width = gaps.shape[1]
-        planned = rng.random(size=gaps.shape) < planned_share if planned_share > 0 else np.zeros(gaps.shape, bool)
-        starts = ends - gaps
-        # Only the first ``cols`` segments start inside the horizon for some replica (a prefix: starts grow
-        # along a row); the later ones add exactly 0.0, so they are left at 0.0 and not computed.
-        cols = int(np.count_nonzero((starts < horizon_s).any(axis=0)))
-        gaps, ends, starts, planned = gaps[:, :cols], ends[:, :cols], starts[:, :cols], planned[:, :cols]
-        # Length of each segment inside the horizon (0 for segments that start after it).
-        length = np.clip(np.minimum(gaps, horizon_s - starts), 0.0, None)
-        ended_by_failure = ends <= horizon_s
-        # Every segment but the first starts with a restart after an interruption.
-        run = length
-        restarts = np.where(planned[:, :-1], restart_s if planned_restart_s is None else planned_restart_s, restart_s)
-        run[:, 1:] = np.clip(length[:, 1:] - restarts, 0.0, None)
-        cycles = np.floor(run / cycle)
-        # The segment cut by the horizon keeps its in-progress compute (the job ends there, it does
-        # not crash), and so does one stopped at a checkpoint by a planned drain; segments ended by a
-        # failure keep only completed saves.
-        keeps = ~ended_by_failure | planned
-        partial = np.where(keeps, np.minimum(run - cycles * cycle, interval_s), 0.0)
-        useful = np.zeros((n, width))  # summed over every segment, as drawn: the same float sums to the bit
-        useful[:, :cols] = cycles * interval_s + partial
-        ettr[lo : lo + n] = useful.sum(axis=1) / horizon_s
-        failures[lo : lo + n] = ended_by_failure.sum(axis=1)
-    mean = float(ettr.mean())
-    std = float(ettr.std(ddof=1))
-    half = Z_95 * std / math.sqrt(replicas)
-    ranked = np.sort(ettr).tolist()
-    lo_run, hi_run = (percentile_linear(ranked, pct) for pct in RUN_INTERVAL_PCT)
-    return Simulation(
-        replicas=replicas,
-        horizon_s=horizon_s,
-        seed=seed,
-        ettr_mean=mean,
-        ettr_ci=(mean - half, mean + half),
-        ettr_std=std,
-        failures_mean=float(failures.mean()),
-        ettr_run_interval=(lo_run, hi_run),
-    )
-
-
 @dataclass(frozen=True)
 class Sensitivity:
     """One row of the sensitivity table: a changed assumption and what it does to the interval and ETTR."""
@@ -252,10 +131,11 @@ class GoodputPlan:
     interval_daly_s: float
     interval_is_auto: bool
     ettr: float
-    ettr_simulated: float
-    ettr_simulated_ci: tuple[float, float]
+    ettr_simulated: float | None
+    """``None`` unless simulated (``ettr_method`` "monte carlo")."""
+    ettr_simulated_ci: tuple[float, float] | None
     ettr_at_daly: float
-    simulation: Simulation
+    simulation: Simulation | None
     lost_gpu_hours_per_week: float
     lost_usd_per_week: float
     lost_usd_per_month: float
@@ -264,15 +144,21 @@ class GoodputPlan:
     sensitivity: list[Sensitivity] = field(default_factory=list)
     proactive: dict[str, Any] = field(default_factory=dict)
     """ETTR with proactive health (``proactive_share`` of the interruptions caught and drained at a
-    checkpoint): first order, simulated, and where a single run lands. The figures above assume every
+    checkpoint): first order, expected, simulated, and where a single run lands. The figures above assume every
     failure interrupts the job (reactive), and sizing uses them."""
+    ettr_expected: float = 0.0
+    """Expected ETTR of the simulated run model in closed form (``goodput_expected``)."""
+    ettr_method: str = "monte carlo"
+    """One of ``METHODS``: "closed form" (no simulation: its fields are ``None``) or "monte carlo"."""
 
     def to_dict(self) -> dict[str, Any]:
         out = asdict(self)
-        out["ettr_simulated_ci"] = list(self.ettr_simulated_ci)
-        out["simulation"]["ettr_ci"] = list(self.simulation.ettr_ci)
-        out["simulation"]["ettr_run_interval"] = list(self.simulation.ettr_run_interval)
-        out["ettr_run_interval"] = list(self.simulation.ettr_run_interval)
+        sim = self.simulation
+        out["ettr_simulated_ci"] = list(self.ettr_simulated_ci) if self.ettr_simulated_ci else None
+        if sim is not None:
+            out["simulation"]["ettr_ci"] = list(sim.ettr_ci)
+            out["simulation"]["ettr_run_interval"] = list(sim.ettr_run_interval)
+        out["ettr_run_interval"] = list(sim.ettr_run_interval) if sim else None
         out["mtti_s"] = self.mttf_h * units.SECONDS_PER_HOUR
         return out
 
@@ -305,6 +191,7 @@ def plan_goodput(
     horizon_days: float = 30.0,
     replicas: int = 2000,
     seed: int = 0,
+    simulate: bool = True,
 ) -> GoodputPlan:
     """Goodput of a ``gpus``-GPU job on ``node_type`` nodes.
 
@@ -312,7 +199,8 @@ def plan_goodput(
     save, restart seconds (detect + reschedule + reload), interval in seconds between saves (``None``
     = Daly's optimum). ``low_percentile_derate`` scales bandwidth for the sensitivity row (save and
     reload take 1/derate as long). Returns a ``GoodputPlan`` with the formula ETTR, a simulated ETTR
-    with its 95% interval over ``replicas`` runs of ``horizon_days``, and lost GPU-hours and USD.
+    with its 95% interval over ``replicas`` runs of ``horizon_days`` (``simulate=False``: none, only the
+    closed-form expected ETTR, which needs no numpy), and lost GPU-hours and USD.
     """
     if not isinstance(gpus, int) or isinstance(gpus, bool) or gpus < 1:
         raise errors.InvalidInputError(f"GPU count must be a whole number >= 1, got {gpus!r}", hint="e.g. 512")
@@ -329,12 +217,15 @@ def plan_goodput(
     auto = interval_s is None
     interval = daly if interval_s is None else _positive("checkpoint interval", interval_s, hint="seconds, or auto")
     ettr = ettr_first_order(interval, save_s, restart_s, mtti)
-    sim = simulate_ettr(
-        interval, save_s, restart_s, mtti, horizon_s=horizon_days * units.SECONDS_PER_DAY, replicas=replicas, seed=seed
+    horizon_s = horizon_days * units.SECONDS_PER_DAY
+    sim = (
+        simulate_ettr(interval, save_s, restart_s, mtti, horizon_s=horizon_s, replicas=replicas, seed=seed)
+        if simulate
+        else None
     )
     price = catalog.gpu_hour_price_usd(node_type)
     lost_h = gpus * 168.0 * (1.0 - ettr)
-    proactive = _proactive(interval, save_s, restart_s, mtti, horizon_days, replicas, seed)
+    proactive = _proactive(interval, save_s, restart_s, mtti, horizon_days, replicas, seed, simulate)
 
     rows = sensitivity(interval, save_s, restart_s, mtti, low_percentile_derate)
     return GoodputPlan(
@@ -350,8 +241,8 @@ def plan_goodput(
         interval_daly_s=daly,
         interval_is_auto=auto,
         ettr=ettr,
-        ettr_simulated=sim.ettr_mean,
-        ettr_simulated_ci=sim.ettr_ci,
+        ettr_simulated=sim.ettr_mean if sim else None,
+        ettr_simulated_ci=sim.ettr_ci if sim else None,
         ettr_at_daly=ettr_first_order(daly, save_s, restart_s, mtti),
         simulation=sim,
         lost_gpu_hours_per_week=lost_h,
@@ -361,31 +252,53 @@ def plan_goodput(
         causes=cause_breakdown(mtti),
         sensitivity=rows,
         proactive=proactive,
+        ettr_expected=goodput_expected.expected_ettr(interval, save_s, restart_s, mtti, horizon_s=horizon_s),
+        ettr_method=METHODS[1] if simulate else METHODS[0],
     )
 
 
 def _proactive(
-    interval: float, save_s: float, restart_s: float, mtti: float, horizon_days: float, replicas: int, seed: int
+    interval: float,
+    save_s: float,
+    restart_s: float,
+    mtti: float,
+    horizon_days: float,
+    replicas: int,
+    seed: int,
+    simulate: bool,
 ) -> dict[str, Any]:
     caught = proactive_share()
     detect = min(restart_s, float(catalog.load_toml("checkpointing.toml")["restart"]["detect_s"]))
-    sim = simulate_ettr(
+    horizon_s, planned_restart_s = horizon_days * units.SECONDS_PER_DAY, restart_s - detect
+    sim = None
+    if simulate:
+        sim = simulate_ettr(
+            interval,
+            save_s,
+            restart_s,
+            mtti,
+            horizon_s=horizon_s,
+            replicas=replicas,
+            seed=seed,
+            planned_share=caught,
+            planned_restart_s=planned_restart_s,
+        )
+    expected = goodput_expected.expected_ettr(
         interval,
         save_s,
         restart_s,
         mtti,
-        horizon_s=horizon_days * units.SECONDS_PER_DAY,
-        replicas=replicas,
-        seed=seed,
+        horizon_s=horizon_s,
         planned_share=caught,
-        planned_restart_s=restart_s - detect,
+        planned_restart_s=planned_restart_s,
     )
     return {
         "caught_share": caught,
         "ettr": ettr_first_order_proactive(interval, save_s, restart_s, mtti, caught, detect),
-        "ettr_simulated": sim.ettr_mean,
-        "ettr_simulated_ci": list(sim.ettr_ci),
-        "ettr_run_interval": list(sim.ettr_run_interval),
+        "ettr_simulated": sim.ettr_mean if sim else None,
+        "ettr_simulated_ci": list(sim.ettr_ci) if sim else None,
+        "ettr_run_interval": list(sim.ettr_run_interval) if sim else None,
+        "ettr_expected": expected,
     }
 
 

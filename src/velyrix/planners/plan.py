@@ -12,8 +12,9 @@ from velyrix.planners import cost, fabric_section
 SCHEMA_VERSION = 1
 
 
-def plan_cluster(spec: models.ClusterSpec) -> dict[str, Any]:
-    """The plan of one ``velyrix_cluster`` resource as JSON-able data."""
+def plan_cluster(spec: models.ClusterSpec, *, simulate: bool = True) -> dict[str, Any]:
+    """The plan of one ``velyrix_cluster`` resource as JSON-able data; ``simulate=False`` gives the goodput
+    section its closed-form expected ETTR without the seeded Monte Carlo (no numpy; ``goodput.ettr_method``)."""
     nt = catalog.node_type(spec.node_type)
     lines = cost.cluster_lines(spec)
     out: dict[str, Any] = {
@@ -35,7 +36,7 @@ def plan_cluster(spec: models.ClusterSpec) -> dict[str, Any]:
 
         storage_plan = storage.plan_storage(spec)
         out["storage_plan"] = storage_plan.to_dict()
-        gp = storage.plan_goodput_for(spec, storage_plan)
+        gp = storage.plan_goodput_for(spec, storage_plan, simulate=simulate)
         out["goodput"] = gp.to_dict() if gp else None
     # No performance tier declared (0 GB/s): let the fabric planner use its default storage guidance.
     read_target = (out["storage_plan"]["expected_read_gb_s"] or None) if "storage_plan" in out else None
@@ -45,9 +46,9 @@ def plan_cluster(spec: models.ClusterSpec) -> dict[str, Any]:
     return out
 
 
-def plan_file(spec_file: models.SpecFile) -> dict[str, Any]:
-    """The plan of every resource of a file, with the total monthly price."""
-    resources = [plan_cluster(c) for c in spec_file.clusters]
+def plan_file(spec_file: models.SpecFile, *, simulate: bool = True) -> dict[str, Any]:
+    """The plan of every resource of a file, with the total monthly price (``simulate``: as ``plan_cluster``)."""
+    resources = [plan_cluster(c, simulate=simulate) for c in spec_file.clusters]
     return {
         "schema_version": SCHEMA_VERSION,
         "file": spec_file.path,

@@ -155,8 +155,7 @@ class Option:
         return out
 
 
-@dataclass(frozen=True)
-class _Fixed:
+class _Fixed(NamedTuple):
     """What one (job, tier) pair fixes for every configuration: read once per ``search``/``evaluate``."""
 
     size_gb: float
@@ -172,8 +171,7 @@ class _Fixed:
     gpu_hour_usd: float
 
 
-@dataclass(frozen=True)
-class _AtCapacity:
+class _AtCapacity(NamedTuple):
     """What one capacity of the tier fixes for every mode and interval."""
 
     perf: tiers.TierPerformance

@@ -265,11 +265,18 @@ def _plan_storage(spec: models.ClusterSpec) -> StoragePlan:
 
 
 def plan_goodput_for(
-    spec: models.ClusterSpec, plan: StoragePlan, *, replicas: int = 2000, horizon_days: float = 30.0, seed: int = 0
+    spec: models.ClusterSpec,
+    plan: StoragePlan,
+    *,
+    replicas: int = 2000,
+    horizon_days: float = 30.0,
+    seed: int = 0,
+    simulate: bool = True,
 ) -> goodput.GoodputPlan | None:
     """Goodput of the declared configuration of ``plan``: its blocking seconds per save, its restart
-    cost (detect + reschedule + reload at the tier's low-percentile read) and its interval. ``None``
-    when no performance tier is declared (nothing to save to)."""
+    cost (detect + reschedule + reload at the tier's low-percentile read) and its interval (``simulate``: with
+    the Monte Carlo, else the closed-form expected ETTR only). ``None`` when no performance tier is declared
+    (nothing to save to)."""
     d = plan.declared
     if not (d.blocking_s < float("inf") and d.interval_s < float("inf") and d.restart_s < float("inf")):
         return None
@@ -284,4 +291,5 @@ def plan_goodput_for(
         horizon_days=horizon_days,
         replicas=replicas,
         seed=seed,
+        simulate=simulate,
     )
