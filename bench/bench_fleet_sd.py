@@ -9,7 +9,8 @@ kept-alive loopback connection; the time until Prometheus has seen every target 
 over ``ROUNDS`` scrape intervals after that, every scrape's ``scrape_duration_seconds`` (quantiles over
 targets of each target's slowest scrape in the window; target: every one under 100 ms), targets ever down
 (``min_over_time(up)``; target: none), series per scrape, exporter RSS (target: under 1 GB), and CPU per
-thread from /proc: serving (CPU-seconds per scrape), rendering (per node rendering), Prometheus (cores).
+thread from /proc: serving (CPU-seconds per scrape), rendering (per node rendering), Prometheus (cores); and
+the exporter's garbage collections over the window (``gc.callbacks``: count and longest pause per generation).
 
 Nodes join the fleet ``VELYRIX_BENCH_FLEET_RAMP`` at a time (default 1,000, some 30 SUs), one step per SD
 refresh (30 s), as racks are brought into service; ``0`` lists all of them at once, a cold start of a
@@ -25,6 +26,7 @@ the 24 GB machine, so that the bench does not take the machine down: 10,000 targ
 
 from __future__ import annotations
 
+import gc
 import os
 import threading
 import time
@@ -76,6 +78,32 @@ def _one(prom: PrometheusServer, expr: str) -> float:
             time.sleep(5)
     result = resp.json()["data"]["result"]
     return float(result[0]["value"][1]) if result else 0.0
+
+
+class _GcPauses:
+    """A ``gc.callbacks`` entry: per generation, how many collections and how long each held the interpreter
+    lock (wall ms: every thread, serving included, waits for it) and its CPU (the collecting thread's)."""
+
+    def __init__(self) -> None:
+        self.wall_s: dict[int, list[float]] = {0: [], 1: [], 2: []}
+        self.cpu_s: dict[int, list[float]] = {0: [], 1: [], 2: []}
+        self._started = (0.0, 0.0)
+
+    def __call__(self, phase: str, info: dict[str, int]) -> None:
+        if phase == "start":
+            self._started = (time.perf_counter(), time.thread_time())
+        else:
+            self.wall_s[info["generation"]].append(time.perf_counter() - self._started[0])
+            self.cpu_s[info["generation"]].append(time.thread_time() - self._started[1])
+
+    def line(self) -> str:
+        parts = []
+        for gen in (0, 1, 2):
+            wall, cpu = self.wall_s[gen], self.cpu_s[gen]
+            if wall:
+                parts.append(f"gen {gen}: {len(wall)}, longest {max(wall) * 1000:.1f} ms wall "
+                             f"({max(cpu) * 1000:.1f} ms CPU), {sum(wall) * 1000:.0f} ms in all")  # fmt: skip
+        return "; ".join(parts) or "none"
 
 
 def _request_path(targets: FleetTargets, server: FleetServer, count: int = 200) -> None:
@@ -141,7 +169,12 @@ def _measure(prom: PrometheusServer, server: FleetServer, prom_stat: str) -> Non
     render0, renders0, advance0 = targets.render_cpu_s, targets.renderings, targets.advance_cpu_s
     requests0, accepted0 = server.http.requests, server.http.accepted
     server.http.lags_s.clear()
-    time.sleep(INTERVAL_S * ROUNDS)
+    pauses = _GcPauses()
+    gc.callbacks.append(pauses)
+    try:
+        time.sleep(INTERVAL_S * ROUNDS)
+    finally:
+        gc.callbacks.remove(pauses)
     wall_s = time.perf_counter() - wall0
     window = f"{int(wall_s)}s"
     sel = f'{{job="{JOB}"}}'
@@ -178,6 +211,7 @@ def _measure(prom: PrometheusServer, server: FleetServer, prom_stat: str) -> Non
             f"  exporter event-loop lag (0.1-s timer, {len(lags):,} ticks): p99 {p99:.1f} ms, max {worst:.1f} ms, "
             f"{late} over 100 ms"
         )
+    print(f"  exporter garbage collections: {pauses.line()}")
     print(f"  Prometheus: {(cpu_s(prom_stat) - prom0) / wall_s:.3f} cores")
     pid = prom_stat.split("/")[2]
     print(f"  Prometheus resident: {rss_mib(pid) / 1024:.1f} GiB now, {rss_mib(pid, 'VmHWM') / 1024:.1f} GiB at most")

@@ -149,6 +149,11 @@ class IdentitySettings:
 class ApiSettings:
     access_log: bool = field(default_factory=lambda: _env("VELYRIX_ACCESS_LOG", "1") != "0")
     """One log line per API request (logger ``velyrix.access``, written off the event loop); 0: none."""
+    max_in_flight: int = field(default_factory=lambda: int(_env("VELYRIX_API_MAX_IN_FLIGHT", "32")))
+    """Requests one server process serves at once (``cli/serving.py``); more wait, ``/healthz`` and ``/readyz``
+    never; 0: no limit."""
+    queue_wait_s: float = field(default_factory=lambda: float(_env("VELYRIX_API_QUEUE_WAIT_S", "1")))
+    """Seconds a request waits for one of those at most, then is answered 503 ``server_busy`` with ``Retry-After``."""
 
 
 @dataclass(frozen=True)

@@ -120,8 +120,7 @@ def up(
     per twin node that reports to the API, and the NOC's escalation sweeps on the twin's clock; long-running)."""
     import logging
 
-    import uvicorn
-
+    from velyrix.cli import serving
     from velyrix.controlplane.identity import tls
 
     tls_options = tls.uvicorn_options(tls_cert, tls_key, tls_min_version)
@@ -189,7 +188,7 @@ def up(
         + (f", jump host on 127.0.0.1:{jump.port} (host keys: {jump.known_hosts})" if jump else "")
     )
     try:
-        uvicorn.run(app, host=host, port=port, log_level="warning", loop="uvloop", http="httptools", **tls_options)
+        serving.serve(app, host, port, **tls_options)  # as velyrix server (cli/serving.py)
     finally:
         if agents is not None:
             agents.stop()

@@ -52,7 +52,7 @@ def server(
 
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s %(message)s")
     logging.getLogger("alembic").setLevel(logging.WARNING)
-    from velyrix.cli import common
+    from velyrix.cli import common, serving
     from velyrix.controlplane import status
 
     if fleet_driver:
@@ -72,23 +72,13 @@ def server(
             host=host,
             port=port,
             workers=workers,
-            log_level="warning",
-            loop="uvloop",  # uvloop and httptools: pinned in pyproject.toml
-            http="httptools",
+            **serving.uvicorn_options(),  # uvloop accepting in batches, httptools, requests bounded: cli/serving.py
             **tls_options,
         )
     else:
         from velyrix import settings
 
-        uvicorn.run(
-            create_app(noc_sweep_s=settings.load().noc.sweep_s),
-            host=host,
-            port=port,
-            log_level="warning",
-            loop="uvloop",  # uvloop and httptools: pinned in pyproject.toml
-            http="httptools",
-            **tls_options,
-        )
+        serving.serve(create_app(noc_sweep_s=settings.load().noc.sweep_s), host, port, **tls_options)
 
 
 def _replica(
@@ -102,10 +92,8 @@ def _replica(
     shards: int,
 ) -> None:
     """The API and a reconciler on the twin at ``url`` (``velyrix.cli.fleet_replica``), one process."""
-    import uvicorn
-
     from velyrix import errors, settings
-    from velyrix.cli import common, fleet_replica
+    from velyrix.cli import common, fleet_replica, serving
     from velyrix.ops.service import create_app
 
     if token_file is None:
@@ -118,7 +106,7 @@ def _replica(
         highlight=False,
     )
     try:
-        uvicorn.run(app, host=host, port=port, log_level="warning", loop="uvloop", http="httptools", **tls_options)
+        serving.serve(app, host, port, **tls_options)
     finally:
         fleet_replica.stop(runtime, held)
 
