@@ -4,6 +4,7 @@ model's is checked end to end by tests/controlplane/test_resources.py (``got.jso
 
 from __future__ import annotations
 
+import collections
 import datetime as dt
 import json
 
@@ -38,3 +39,18 @@ def test_spliced_body_is_the_models_json() -> None:
     assert list(json.loads(body)) == list(schemas.ClusterOut.model_fields)
     row.plan = '{"gpus": NaN}'
     assert clusters._spliced(row) is None
+
+
+def test_a_kept_body_serves_only_a_row_equal_in_every_column() -> None:
+    row = collections.namedtuple("row", "id version events")
+    bodies = stored_json.Bodies(max_entries=2, max_bytes=10)
+    bodies.put(row("clu_1", 1, "[]"), b"one")
+    assert bodies.get(row("clu_1", 1, "[]")) == b"one"
+    assert bodies.get(row("clu_1", 1, '[{"e": 1}]')) is None  # a column moved on, the version did not
+    assert bodies.get(row("clu_1", 2, "[]")) is None
+    assert bodies.get(row("clu_2", 1, "[]")) is None
+    bodies.put(row("clu_2", 1, "[]"), b"x" * 11)  # over max_bytes: built again each time
+    assert bodies.get(row("clu_2", 1, "[]")) is None
+    bodies.put(row("clu_2", 1, "[]"), b"two")
+    bodies.put(row("clu_3", 1, "[]"), b"three")  # full: dropped whole, then kept
+    assert bodies.get(row("clu_1", 1, "[]")) is None and bodies.get(row("clu_3", 1, "[]")) == b"three"

@@ -318,3 +318,36 @@ def test_a_touch_through_the_api_keeps_the_cache_and_a_logout_still_answers_401_
     )
     assert logout.status_code == 200
     assert httpx.get(f"{served.url}/ui", cookies={"velyrix_session": cookie}).status_code == 401
+
+
+def test_a_kept_principal_serves_the_key_until_it_expires_by_the_clock(
+    home: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A warm cache keeps the key's principal with its row; expiry is still checked against now on each
+    request, with no change in the database to move the generation on."""
+    from velyrix import errors
+    from velyrix.controlplane.auth import principals
+    from velyrix.controlplane.db import models
+    from velyrix.controlplane.identity import resolve
+    from velyrix.ops.service import create_app
+
+    app = create_app()
+    cache = app.state.principal_cache
+    expires = dt.datetime.now(dt.UTC) + dt.timedelta(hours=1)
+    with app.state.sessionmaker() as s:
+        tenant = models.Tenant(name="acme", display_name="acme")
+        s.add(tenant)
+        s.flush()
+        key, secret = principals.issue_key(s, tenant_id=tenant.id, name="ci", role="viewer", expires_at=expires)
+        s.commit()
+        key_id = key.id
+    with app.state.engine.connect() as conn:
+        first = resolve.check(conn, secret, cache=cache).principal
+        assert first is not None and first.key_id == key_id
+        assert resolve.check(conn, secret, cache=cache).principal is first  # kept with the cached row
+        with pytest.raises(errors.AuthenticationError):  # a wrong secret of the right shape
+            resolve.check(conn, secret[:-8] + ("A" if secret[-8] != "A" else "B") + secret[-7:], cache=cache)
+        monkeypatch.setattr(models, "utcnow", lambda: expires + dt.timedelta(seconds=1))
+        with pytest.raises(errors.AuthenticationError):
+            resolve.check(conn, secret, cache=cache)
+    app.state.engine.dispose()

@@ -232,8 +232,11 @@ def _authenticate(
         return resolve.authenticate(conn, token, cookie, method, csrf)
 
 
-def _session_of(request: Request) -> tuple[str | None, str, str | None]:
-    """(session cookie, method, CSRF header) for ``identity.resolve``."""
+def _session_of(request: Request, token: str | None = None) -> tuple[str | None, str, str | None]:
+    """(session cookie, method, CSRF header) for ``identity.resolve``; with a bearer ``token`` (which
+    wins over any cookie there) the cookies are not parsed."""
+    if token is not None:
+        return None, request.method, None
     return request.cookies.get(sessions.COOKIE), request.method, request.headers.get(sessions.CSRF_HEADER)
 
 
@@ -284,14 +287,14 @@ def _check_sqlite(request: Request, reader: inline.Reader, token: str | None) ->
         if conn is None:
             return None
         try:
-            return resolve.check(conn, token, *_session_of(request), cache=request.app.state.principal_cache)
+            return resolve.check(conn, token, *_session_of(request, token), cache=request.app.state.principal_cache)
         except inline.Busy:
             return None
 
 
 async def _check_pg(request: Request, reader: inline_pg.Reader, token: str | None) -> sessions.Checked | None:
     """``resolve.check`` awaited on PostgreSQL's inline connections; None when they cannot serve it now."""
-    session, cache, dialect = _session_of(request), request.app.state.principal_cache, reader.dialect
+    session, cache, dialect = _session_of(request, token), request.app.state.principal_cache, reader.dialect
 
     def check(replay: inline_pg.Replay) -> sessions.Checked:
         conn: Any = inline_pg.Statements(replay, dialect)

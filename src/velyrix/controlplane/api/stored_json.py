@@ -41,3 +41,29 @@ def members(values: dict[str, Any]) -> str:
 def decoded(value: Any) -> Any:
     """A JSON column's value decoded when it came as text (the fallback path)."""
     return json.loads(value) if isinstance(value, str) else value
+
+
+class Bodies:
+    """Answers built from rows, kept by row id with the row they were built from: a later read of the
+    same row with every column equal gets the same bytes back without building them again (a changed
+    column, a version moved on, builds anew). Bounded: at most ``max_entries`` rows, none over
+    ``max_bytes`` bytes; dropped whole when full."""
+
+    def __init__(self, max_entries: int = 256, max_bytes: int = 64 * 1024) -> None:
+        self.max_entries, self.max_bytes = max_entries, max_bytes
+        self._kept: dict[Any, tuple[Any, bytes]] = {}
+
+    def get(self, row: Any) -> bytes | None:
+        """The bytes built from a row equal to ``row`` (its ``id`` and every column), or None."""
+        kept = self._kept.get(row.id)
+        if kept is None or kept[0] != row:
+            return None
+        return kept[1]
+
+    def put(self, row: Any, body: bytes) -> None:
+        """Keep ``body``, built from ``row`` (a tuple of its columns, ``id`` among them)."""
+        if len(body) > self.max_bytes:
+            return
+        if len(self._kept) >= self.max_entries:
+            self._kept = {}
+        self._kept[row.id] = (tuple(row), body)

@@ -66,9 +66,18 @@ def authenticate(
     # A column select, not an ORM entity: this runs on every request (see bench/bench_api.py).
     params = {"digest": keys.digest(token)}
     row = first(_BY_DIGEST, params) if first is not None else session.execute(_BY_DIGEST, params).first()
-    now = now or models.utcnow()
-    if row is None or row.revoked_at is not None or (row.expires_at is not None and row.expires_at <= now):
+    if not usable(row, now or models.utcnow()):
         raise errors.AuthenticationError()
+    return principal_of(row)
+
+
+def usable(row: Any, now: dt.datetime) -> bool:
+    """True when a key's row (``BY_DIGEST``) exists and is neither revoked nor expired at ``now``."""
+    return row is not None and row.revoked_at is None and (row.expires_at is None or row.expires_at > now)
+
+
+def principal_of(row: Any) -> Principal:
+    """The principal of a key's row (``BY_DIGEST``), once ``usable``."""
     return Principal(
         key_id=row.id,
         name=row.name,
@@ -103,6 +112,8 @@ _K = models.ApiKey
 _BY_DIGEST = sa.select(_K.id, _K.name, _K.tenant_id, _K.role, _K.scopes, _K.expires_at, _K.revoked_at).where(
     _K.secret_sha256 == sa.bindparam("digest")
 )
+BY_DIGEST = _BY_DIGEST
+"""A key's row by the SHA-256 of its secret (``:digest``)."""
 
 
 def _within_role(creator: Principal, role: str, valid_roles: dict[str, frozenset[str]]) -> None:

@@ -7,7 +7,8 @@ import sqlalchemy as sa
 from sqlalchemy import orm
 
 from velyrix import errors
-from velyrix.controlplane.auth import principals
+from velyrix.controlplane.auth import keys, principals
+from velyrix.controlplane.db import models
 from velyrix.controlplane.identity import sessions, verified
 
 MUTATING = frozenset({"POST", "PUT", "PATCH", "DELETE"})
@@ -41,6 +42,11 @@ def check(
     if cache is None:
         return _check(conn, token, cookie, method, csrf, None)
     source = cache.source(conn)
+    digest = _key_digest(token)
+    if digest is not None:
+        known = source.known(principals.BY_DIGEST, digest)
+        if known is not None and principals.usable(known[0], models.utcnow()):
+            return sessions.Checked(known[1])
     try:
         checked = _check(conn, token, cookie, method, csrf, source.first)
     except errors.VelyrixError:
@@ -51,7 +57,17 @@ def check(
         cache.drop(source.hit)
         return _check(conn, token, cookie, method, csrf, source.fresh)
     assert checked is not None  # a refusal without a cached row was raised above
+    if digest is not None and checked.principal is not None and checked.write is None:
+        source.keep(principals.BY_DIGEST, digest, checked.principal)
     return checked
+
+
+def _key_digest(token: str | None) -> str | None:
+    """The SHA-256 of ``token`` when it has an API key's prefix and length, else None. A cached row found
+    by it is that key's own (the digest of its secret), so its format was checked when it was issued."""
+    if token is None or len(token) != keys.TOKEN_LEN or not token.startswith(keys.PREFIX):
+        return None
+    return keys.digest(token)
 
 
 def _check(

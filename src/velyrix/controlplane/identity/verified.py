@@ -44,6 +44,9 @@ class Cache:
         self.max_entries = max_entries
         self._generation: int | None = None
         self._rows: dict[tuple[int, str], Any] = {}
+        self._derived: dict[tuple[int, str], Any] = {}
+        """What a caller built from a cached row (an API key's ``Principal``: ``identity/resolve.py``),
+        immutable, kept and dropped with the row."""
 
     def source(self, conn: sa.Connection) -> Source:
         """A row source for one authentication on ``conn``: reads the generation now (before any lookup,
@@ -52,7 +55,7 @@ class Cache:
         assert raw is not None
         generation = int(raw.execute(_GENERATION).fetchone()[0])
         if generation != self._generation:
-            self._rows = {}
+            self._rows, self._derived = {}, {}
             self._generation = generation
         return Source(self, conn)
 
@@ -63,10 +66,13 @@ class Cache:
         rows = self._rows
         if len(rows) >= self.max_entries:
             rows = self._rows = {}
+            self._derived = {}
         rows[key] = row
+        self._derived.pop(key, None)
 
     def drop(self, key: tuple[int, str]) -> None:
         self._rows.pop(key, None)
+        self._derived.pop(key, None)
 
 
 class Source:
@@ -86,6 +92,22 @@ class Source:
             self.hit = key
             return row
         return self.fresh(statement, params)
+
+    def known(self, statement: Any, digest: str) -> tuple[Any, Any] | None:
+        """(the cached row of ``digest``, what ``keep`` stored with it), when both are there; reads nothing."""
+        key = (id(statement), digest)
+        derived = self._cache._derived.get(key)
+        row = self._cache._rows.get(key)
+        if derived is None or row is None:
+            return None
+        return row, derived
+
+    def keep(self, statement: Any, digest: str, derived: Any) -> None:
+        """Store ``derived`` (immutable, built from the cached row of ``digest`` by a clean success) with
+        that row, for as long as the row stays cached; nothing when the row is not cached."""
+        key = (id(statement), digest)
+        if key in self._cache._rows:
+            self._cache._derived[key] = derived
 
     def fresh(self, statement: Any, params: dict[str, Any]) -> Any:
         row = self._conn.execute(statement, params).first()
