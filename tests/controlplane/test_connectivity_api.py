@@ -85,7 +85,7 @@ def test_a_prefix_another_cluster_announces_is_refused_without_naming_it(client:
     mine = world.cluster(world.a)
     resp = client.put(
         f"/v1/clusters/{mine}/connectivity",
-        json={"hcl": connectivity_hcl(name_of(world, mine))},
+        json={"hcl": hcl(mine)},
         headers=auth(world.a.keys["owner"]),
     )
     assert resp.status_code == 422 and resp.json()["code"] == "spec_invalid", resp.text
