@@ -14,6 +14,7 @@ from typing import Any
 
 import pytest
 
+from tests.controlplane import cluster_rows
 from velyrix.testing import postgres
 
 _counter = itertools.count()
@@ -178,26 +179,12 @@ class World:
 
     def cluster(self, tenant: TenantWorld, node_count: int = 1, region: str = "us-east-1") -> str:
         """A new cluster of ``tenant`` straight in the database; returns its id."""
-        from velyrix.controlplane import specs, status
-        from velyrix.controlplane.db import models
-        from velyrix.planners import plan
+        from velyrix.controlplane import specs
 
         body = specs.ClusterSpecBody(**cluster_body(unique("c"), node_count=node_count, region=region))
         spec = specs.validate(body)
         with self.session() as s:
-            c = models.Cluster(
-                tenant_id=tenant.tenant_id,
-                name=spec.name,
-                region=spec.region,
-                node_type=spec.node_type,
-                node_count=spec.node_count,
-                spec=specs.to_body(spec),
-                plan=plan.plan_cluster(spec),
-                conditions=[],
-                phase_history=[],
-                events=[],
-            )
-            status.set_phase(c, "Pending", actor="test", reason="fixture")
+            c = cluster_rows.pending_cluster(tenant.tenant_id, spec)
             s.add(c)
             s.commit()
             return c.id

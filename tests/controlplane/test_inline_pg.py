@@ -14,6 +14,8 @@ from typing import Any
 import pytest
 import sqlalchemy as sa
 
+from tests.controlplane import cluster_rows
+
 pytestmark = pytest.mark.postgres
 
 
@@ -34,10 +36,9 @@ def _seed(url: str) -> tuple[str, str]:
     """A tenant with an owner key and one cluster: (key, cluster id)."""
     from sqlalchemy import orm
 
-    from velyrix.controlplane import specs, status
+    from velyrix.controlplane import specs
     from velyrix.controlplane.auth import principals
     from velyrix.controlplane.db import engine, models
-    from velyrix.planners import plan
 
     eng = engine.make_engine(url)
     try:
@@ -57,19 +58,7 @@ def _seed(url: str) -> tuple[str, str]:
                     storage={"parallel_fs_tb": 80},
                 )
             )
-            cluster = models.Cluster(
-                tenant_id=tenant.id,
-                name=spec.name,
-                region=spec.region,
-                node_type=spec.node_type,
-                node_count=spec.node_count,
-                spec=specs.to_body(spec),
-                plan=plan.plan_cluster(spec),
-                conditions=[],
-                phase_history=[],
-                events=[],
-            )
-            status.set_phase(cluster, "Pending", actor="test", reason="test")
+            cluster = cluster_rows.pending_cluster(tenant.id, spec)
             s.add(cluster)
             s.commit()
             return secret, cluster.id

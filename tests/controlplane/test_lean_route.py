@@ -23,6 +23,7 @@ from fastapi.security import HTTPAuthorizationCredentials, HTTPBearer
 from fastapi.testclient import TestClient
 from pydantic import BaseModel
 
+from tests.controlplane import cluster_rows
 from velyrix.controlplane.api import lean_route, route_index
 
 LEAN_PATHS = {"/v1/clusters/{cluster_id}", "/ui"}
@@ -41,12 +42,11 @@ class Counted:
 
 @pytest.fixture(scope="module")
 def world(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str, Any]]:
-    from velyrix.controlplane import db, specs, status
+    from velyrix.controlplane import db, specs
     from velyrix.controlplane.auth import principals
     from velyrix.controlplane.db.models.identity import User
     from velyrix.controlplane.identity import sessions
     from velyrix.ops.service import create_app
-    from velyrix.planners import plan
 
     tmp: Path = tmp_path_factory.mktemp("lean-route")
     with pytest.MonkeyPatch.context() as mp:
@@ -80,19 +80,7 @@ def world(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str, Any]]:
                         storage={"parallel_fs_tb": 100},
                     )
                 )
-                c = db.models.Cluster(
-                    tenant_id=t.id,
-                    name=spec.name,
-                    region=spec.region,
-                    node_type=spec.node_type,
-                    node_count=spec.node_count,
-                    spec=specs.to_body(spec),
-                    plan=plan.plan_cluster(spec),
-                    conditions=[],
-                    phase_history=[],
-                    events=[],
-                )
-                status.set_phase(c, "Pending", actor="test", reason="test")
+                c = cluster_rows.pending_cluster(t.id, spec)
                 s.add(c)
                 s.flush()
                 made[f"{name}_cluster"] = c.id

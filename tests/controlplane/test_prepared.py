@@ -12,6 +12,8 @@ from typing import Any
 import pytest
 import sqlalchemy as sa
 
+from tests.controlplane import cluster_rows
+
 
 @pytest.fixture(params=["sqlite", pytest.param("postgres", marks=pytest.mark.postgres)])
 def url(request: pytest.FixtureRequest, tmp_path: Path) -> str:
@@ -21,11 +23,10 @@ def url(request: pytest.FixtureRequest, tmp_path: Path) -> str:
 
 
 def _database(url: str) -> tuple[sa.Engine, str]:
-    from velyrix.controlplane import specs, status
+    from velyrix.controlplane import specs
     from velyrix.controlplane.auth import principals
     from velyrix.controlplane.db import engine as engine_mod
     from velyrix.controlplane.db import migrate, models
-    from velyrix.planners import plan
 
     migrate.upgrade(url)
     engine = engine_mod.make_engine(url)
@@ -46,19 +47,7 @@ def _database(url: str) -> tuple[sa.Engine, str]:
             )
         )
         for name in ("c1", "c2", "c3"):
-            cluster = models.Cluster(
-                tenant_id=tenant.id,
-                name=name,
-                region=spec.region,
-                node_type=spec.node_type,
-                node_count=spec.node_count,
-                spec=specs.to_body(spec),
-                plan=plan.plan_cluster(spec),
-                conditions=[],
-                phase_history=[],
-                events=[],
-            )
-            status.set_phase(cluster, "Pending", actor="test", reason="test")
+            cluster = cluster_rows.pending_cluster(tenant.id, spec, name)
             s.add(cluster)
         s.add(models.Volume(tenant_id=tenant.id, name="v1", region="us-east-1", tier="block", size_tb=1.5))
         s.commit()
