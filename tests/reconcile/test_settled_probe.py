@@ -1,8 +1,12 @@
-"""A settled cluster costs the reconcile loop one statement (``cluster.settled``), and that shortcut never
-hides work: a changed spec, a node taken out of service or a deletion is acted on by the loop's own path
-(``Reconciler.reconcile_one``), not only by ``settle``."""
+"""A settled cluster costs the reconcile loop one statement (``cluster.settled``), a settled region one
+statement a pass (``cluster.settled_in``), and that shortcut never hides work: a changed spec, a node taken out
+of service or a deletion is acted on by the loop's own paths (``Reconciler.reconcile_one`` and
+``Reconciler.run_once``), not only by ``settle``."""
 
 from __future__ import annotations
+
+import contextlib
+from collections.abc import Iterator
 
 import sqlalchemy as sa
 
@@ -64,3 +68,58 @@ def test_a_deletion_ends_the_shortcut(world: World) -> None:
     assert not _settled(world, cid)
     _loop(world, cid)
     assert world.cluster(cid).phase == phases.DELETED and not world.nodes(cluster_id=cid)
+
+
+@contextlib.contextmanager
+def _statements(world: World) -> Iterator[list[str]]:
+    seen: list[str] = []
+
+    def count(conn: object, cursor: object, statement: str, *args: object) -> None:
+        seen.append(statement)
+
+    sa.event.listen(world.engine, "before_cursor_execute", count)
+    try:
+        yield seen
+    finally:
+        sa.event.remove(world.engine, "before_cursor_execute", count)
+
+
+def _pass(world: World) -> None:
+    """One pass of the runtime's loop with every cluster due."""
+    rec = world.runtime.reconciler
+    rec._not_before.clear()
+    rec.run_once()
+
+
+def test_a_pass_over_a_settled_region_is_one_statement_whatever_its_clusters(world: World) -> None:
+    ids = [world.declare(f"train-{i}", 4) for i in range(4)]
+    for cid in ids:
+        _loop(world, cid)
+        _loop(world, cid)
+    with _statements(world) as seen:
+        _pass(world)
+    assert len(seen) == 1, seen
+
+
+def test_a_pass_acts_on_the_one_cluster_that_changed_and_no_other(world: World) -> None:
+    quiet, busy, gone = (world.declare(name, 4) for name in ("quiet", "busy", "gone"))
+    for cid in (quiet, busy, gone):
+        _loop(world, cid)
+        _loop(world, cid)
+    victim = world.nodes(cluster_id=busy)[1].name
+    with world.sessionmaker() as s:
+        node = s.scalar(sa.select(models.Node).where(models.Node.name == victim))
+        assert node is not None
+        move(s, node, states.QUARANTINED, actor="test", reason="health")
+        s.commit()
+    world.update(quiet, node_count=6)
+    world.destroy(gone)
+    for _ in range(200):
+        _pass(world)
+        if all(_settled(world, cid) for cid in (quiet, busy)) and world.cluster(gone).phase == phases.DELETED:
+            break
+    assert world.cluster(quiet).phase == phases.READY and len(world.nodes(cluster_id=quiet)) == 6
+    members = {n.name for n in world.nodes(cluster_id=busy)}
+    assert victim not in members and len(members) == 4 and world.cluster(busy).phase == phases.READY
+    assert world.cluster(gone).phase == phases.DELETED and not world.nodes(cluster_id=gone)
+    world.check_invariants()
