@@ -108,7 +108,7 @@ def test_a_second_publisher_answers_the_checkpoint_the_first_one_stored(replicas
         mine = {"id": row.id, "document": row.document}
     worker.join(WAIT_S)
     assert got == [mine]
-    assert signing.verify(mine["document"], checkpoints.public_key())
+    assert signing.verify(mine["document"], checkpoints.public_key()).valid
     assert list(_checkpoints_by_size(first).values()) == [1]
 
 
@@ -130,7 +130,7 @@ def test_force_signs_a_size_again_and_the_database_refuses_a_second_sole_checkpo
             forced = checkpoints.publish(s, force=True)
             s.commit()
             assert forced.id != first.id and forced.tree_size == first.tree_size
-            assert signing.verify(forced.document, checkpoints.public_key())
+            assert signing.verify(forced.document, checkpoints.public_key()).valid
             assert checkpoints.latest(s).id == forced.id
             assert (first.sole, forced.sole) == (True, None)
             size = first.tree_size
