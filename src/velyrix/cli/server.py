@@ -67,7 +67,7 @@ def server(
     if workers > 1:
         create_app()  # migrate once, before the workers start
         uvicorn.run(
-            "velyrix.ops.service:create_app",
+            serving.WORKER_APP,  # each worker: the app as below, its start-up objects frozen (gc.freeze)
             factory=True,
             host=host,
             port=port,

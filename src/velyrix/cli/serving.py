@@ -18,10 +18,11 @@ Why (bench/bench_api_load.py; docs/benchmarks.md, "API under load: /healthz with
 - A full (generation 2) collection of Python's cyclic garbage collector walks every object of the process,
   ~270,000 once the app is loaded, holding the loop for it (780 ms at load average 12 on the 2-core VM).
   ``serve`` freezes what exists at start (modules, routes, schemas: they live as long as the process), so
-  that a full collection walks only what came later (76 ms in the same conditions).
+  that a full collection walks only what came later (76 ms in the same conditions); so does ``worker_app`` in
+  each process of ``velyrix server --workers N``.
 
 ``uvicorn_options`` gives the keyword arguments every ``uvicorn.run`` of the CLI passes; ``serve`` runs one
-app with them.
+app with them; ``WORKER_APP`` is the factory uvicorn calls in each worker process.
 """
 
 from __future__ import annotations
@@ -65,14 +66,35 @@ def uvicorn_options() -> dict[str, Any]:
     }
 
 
+def freeze_start_up() -> None:
+    """Collect the garbage of start-up, then freeze every object alive now out of the collector's later
+    collections (they are never walked again; ``gc.get_freeze_count()`` tells how many)."""
+    gc.collect()
+    gc.freeze()
+
+
 def serve(app: Any, host: str, port: int, **options: Any) -> None:
     """Run ``app`` on ``host:port`` with ``uvicorn_options`` (and ``options``, e.g. TLS) until stopped; the
     objects alive at start are frozen out of the garbage collector's full collections first."""
     import uvicorn
 
-    gc.collect()
-    gc.freeze()
+    freeze_start_up()
     uvicorn.run(app, host=host, port=port, **uvicorn_options(), **options)
+
+
+WORKER_APP = f"{__name__}:worker_app"
+"""The app factory of ``velyrix server --workers N`` (``uvicorn.run(WORKER_APP, factory=True, ...)``)."""
+
+
+def worker_app() -> Any:
+    """The app of one worker process of ``velyrix server --workers N``, as the single-process server builds it
+    (``ops.service.create_app`` with the escalation sweeper every ``VELYRIX_NOC_SWEEP_S``: one sweep at a time
+    across workers, ``ops/noc/sweeping.py``), its start-up objects frozen as ``serve`` freezes them."""
+    from velyrix.ops.service import create_app
+
+    app = create_app(noc_sweep_s=settings.load().noc.sweep_s)
+    freeze_start_up()
+    return app
 
 
 EXEMPT_PATHS = frozenset({"/healthz", "/readyz"})

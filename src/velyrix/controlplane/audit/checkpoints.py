@@ -4,6 +4,14 @@ as acceptance reports, so ``signing.verify`` checks both.
 
 A checkpoint is published on demand (``publish``, ``POST /v1/audit-log/checkpoints``) and by a thread
 of the API process every ``VELYRIX_AUDIT_CHECKPOINT_INTERVAL_S`` seconds (default 60) when the log grew.
+
+Every ``velyrix server`` replica (and worker) on one PostgreSQL runs that thread, so publishing is one at a
+time: ``publish`` reads the log and its latest checkpoint under the claim ``LOCK`` (``reconcile.locks.hold``:
+a transaction-scoped advisory lock on PostgreSQL, a process-wide lock on SQLite), held until the caller's
+transaction ends, so a second publisher waits for the first one's commit and then answers its checkpoint, as
+when the log has not grown. The database keeps one checkpoint per tree size besides forced ones (``sole``: a
+unique index, migration 0032), so a publisher that skipped the claim is refused rather than heard twice
+(tests/controlplane/test_audit_checkpoint_replicas.py).
 """
 
 from __future__ import annotations
@@ -19,11 +27,13 @@ from velyrix import errors, settings
 from velyrix.controlplane.audit import log
 from velyrix.controlplane.db import models
 from velyrix.controlplane.db.models import evidence as ev
-from velyrix.controlplane.reconcile import signing
+from velyrix.controlplane.reconcile import locks, signing
 
 KIND = "velyrix.audit.checkpoint/v1"
 KEY_NAME = "audit-log"
 DEFAULT_INTERVAL_S = 60.0
+LOCK = "audit/checkpoint"
+"""The claim a publisher holds from reading the log to its commit (``reconcile.locks.hold``)."""
 
 _log = logging.getLogger(__name__)
 
@@ -41,8 +51,11 @@ def latest(session: orm.Session) -> ev.AuditCheckpoint | None:
 
 
 def publish(session: orm.Session, *, force: bool = False) -> ev.AuditCheckpoint:
-    """Sign the log's current size and root and store the checkpoint (the caller commits). Without
-    ``force`` the latest checkpoint is returned when the log has not grown since."""
+    """Sign the log's current size and root and store the checkpoint (the caller commits; ``LOCK`` is held
+    until then). The latest checkpoint is returned when the log has not grown since (also when another
+    publisher signed this size meanwhile); ``force`` signs the same size again with a fresh timestamp (e.g.
+    after the audit key changed), stored beside the first one of that size, not as its ``sole`` one."""
+    locks.hold(session, LOCK)
     size = log.tree_size(session)
     last = latest(session)
     if last is not None and last.tree_size == size and not force:
@@ -54,7 +67,14 @@ def publish(session: orm.Session, *, force: bool = False) -> ev.AuditCheckpoint:
         )
     now = models.utcnow()
     body = {"kind": KIND, "tree_size": size, "root_hash": log.root(session, size).hex(), "timestamp": log.iso(now)}
-    row = ev.AuditCheckpoint(tree_size=size, root_hash=body["root_hash"], at=now, document=signing.sign(body, KEY_NAME))
+    again = last is not None and last.tree_size == size
+    row = ev.AuditCheckpoint(
+        tree_size=size,
+        root_hash=body["root_hash"],
+        at=now,
+        document=signing.sign(body, KEY_NAME),
+        sole=None if again else True,
+    )
     session.add(row)
     return row
 
@@ -83,9 +103,8 @@ class Publisher:
     def tick(self) -> dict[str, Any] | None:
         """Publish once if the log grew; returns the checkpoint's document (None when unchanged)."""
         with self.sessionmaker() as session:
-            before = latest(session)
             row = publish(session)
-            if before is not None and row.id == before.id:
+            if row not in session.new:  # unchanged, or another replica published this size first
                 return None
             session.commit()
             return row.document

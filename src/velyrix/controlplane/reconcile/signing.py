@@ -13,6 +13,7 @@ import base64
 import hashlib
 import json
 import os
+import tempfile
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -47,8 +48,10 @@ def region_key(region: str) -> ed25519.Ed25519PrivateKey:
     private_files.private_dir(path.parent)
     key = ed25519.Ed25519PrivateKey.generate()
     pem = key.private_bytes(serialization.Encoding.PEM, serialization.PrivateFormat.PKCS8, serialization.NoEncryption())
-    tmp = path.with_suffix(".tmp")
-    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+    # a temporary file of this writer's own (mode 0600), whole before it is linked: replicas sharing the
+    # directory that create the key at once never write over each other's, and the first link wins
+    fd, tmp_name = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
+    tmp = Path(tmp_name)
     with os.fdopen(fd, "wb") as fh:
         fh.write(pem)
     try:

@@ -41,6 +41,15 @@ class AuditCheckpoint(Base):
     """A signed statement of the log's size and root hash at a time (``document`` as published)."""
 
     __tablename__ = "audit_checkpoints"
+    __table_args__ = (
+        sa.Index(
+            "uq_audit_checkpoints_sole_tree_size",
+            "tree_size",
+            unique=True,
+            postgresql_where=sa.text("sole"),
+            sqlite_where=sa.text("sole"),
+        ),
+    )
     id_prefix = "ack"
     tenancy = "global"
 
@@ -49,6 +58,9 @@ class AuditCheckpoint(Base):
     root_hash: Mapped[str] = mapped_column(sa.String(64))
     at: Mapped[dt.datetime] = mapped_column(default=utcnow)
     document: Mapped[dict[str, Any]] = mapped_column()
+    sole: Mapped[bool | None] = mapped_column(default=None)
+    """True on the checkpoint of its tree size published without ``force``: one per size (a partial unique
+    index, migration 0032). None on a forced re-signing, and on checkpoints stored before 0032."""
 
 
 class SanitizationCertificate(Base):
