@@ -7,7 +7,7 @@ prints it as it did. ``console()`` returns a ``PlainConsole`` where rich's own c
 terminal (``plain_width``), else rich's console. A ``PlainConsole`` lays out a table or a line itself
 (``cli/plain_layout.py``) when every text in it is plain enough for that (printable one-cell characters, markup
 of the views' few styles), and hands anything else to rich. ``velyrix plan`` prints ~10 tables per cluster: rich
-lays each out in ~1.4 ms and its import is ~40 ms (docs/benchmarks.md, branch planstart).
+took ~2 ms CPU to lay each out and ~40 ms to import (docs/benchmarks.md, branch planstart).
 """
 
 from __future__ import annotations
