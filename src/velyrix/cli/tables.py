@@ -124,6 +124,7 @@ class PlainConsole:
             self._rich.print(item)
         else:
             sys.stdout.write(text)
+            sys.stdout.flush()  # as rich does after each print (a closed pipe fails here, as it did)
 
 
 def console() -> Any:
