@@ -8,8 +8,11 @@
   and mode (so nothing is planned twice; target: at most 3.0x).
 
 Both are whole processes (what a user waits for), alternated in one run so that machine noise hits
-both alike; the figure is the median of per-round ratios, of wall time and of CPU time (user + system
-seconds of the child process, from ``getrusage``: what the machine's load does not change).
+both alike; ``velyrix plan`` writes to a pipe (``/dev/null``), where its tables are the plain renderer's
+(``cli/tables.py``: rich's bytes without rich); for reference, not a target, acme-405b's tables written to a
+pseudo-terminal, which rich draws (with colours). The figure is the median of per-round ratios, of wall time
+and of CPU time (user + system seconds of the child process, from ``getrusage``: what the machine's load does
+not change).
 
 Like with like: both processes load their modules from bytecode. hcl2 and lark have theirs from pip; Velyrix
 (an editable install) gets its ``__pycache__`` from ``compileall`` before the first run, as a wheel install
@@ -23,6 +26,7 @@ from __future__ import annotations
 
 import compileall
 import os
+import pty
 import resource
 import statistics
 import subprocess
@@ -85,24 +89,42 @@ def _children_cpu_s() -> float:
     return usage.ru_utime + usage.ru_stime
 
 
-def _time(cmd: list[str], env: dict[str, str]) -> tuple[float, float]:
-    """(wall s, CPU s) of one run of ``cmd``."""
+def _time(cmd: list[str], env: dict[str, str], terminal: bool = False) -> tuple[float, float]:
+    """(wall s, CPU s) of one run of ``cmd``, its stdout a pipe to /dev/null or (``terminal``) a pseudo-terminal
+    read to the end."""
     cpu = _children_cpu_s()
     start = time.perf_counter()
-    subprocess.run(cmd, check=True, stdout=subprocess.DEVNULL, cwd=ROOT, env=env)
+    if terminal:
+        _on_terminal(cmd, env)
+    else:
+        subprocess.run(cmd, check=True, stdout=subprocess.DEVNULL, cwd=ROOT, env=env)
     return time.perf_counter() - start, _children_cpu_s() - cpu
 
 
-def compare(file: Path, rounds: int, target: float | None, *flags: str) -> float:
-    """Print plan and parse medians (wall and CPU) and the median per-round ratios for ``file``; returns the
-    wall ratio."""
+def _on_terminal(cmd: list[str], env: dict[str, str]) -> None:
+    leader, follower = pty.openpty()
+    proc = subprocess.Popen(cmd, stdout=follower, cwd=ROOT, env={**env, "COLUMNS": "120", "TERM": "xterm-256color"})
+    os.close(follower)
+    try:
+        while os.read(leader, 65536):
+            pass
+    except OSError:  # EIO: the process closed the terminal
+        pass
+    os.close(leader)
+    if proc.wait() != 0:
+        raise subprocess.CalledProcessError(proc.returncode, cmd)
+
+
+def compare(file: Path, rounds: int, target: float | None, *flags: str, terminal: bool = False) -> float:
+    """Print plan and parse medians (wall and CPU) and the median per-round ratios for ``file`` (``terminal``:
+    the plan written to a pseudo-terminal); returns the wall ratio."""
     velyrix = [str(Path(sys.executable).parent / "velyrix"), "plan", *flags, str(file)]
     floor = [sys.executable, "-c", f"import hcl2; hcl2.load(open({str(file)!r}))"]
     with tempfile.TemporaryDirectory() as home:
         env = {**os.environ, "VELYRIX_HOME": home}
-        _time(velyrix, env), _time(floor, env)  # warm the page cache
-        runs = [(_time(velyrix, env), _time(floor, env)) for _ in range(rounds)]
-    label = " ".join([file.name, *flags])
+        _time(velyrix, env, terminal), _time(floor, env)  # warm the page cache
+        runs = [(_time(velyrix, env, terminal), _time(floor, env)) for _ in range(rounds)]
+    label = " ".join([file.name, *flags] + (["(on a terminal)"] if terminal else []))
     goal = f"target <= {target}" if target else "for reference, no target"
     for what, i in (("wall", 0), ("CPU", 1)):
         plan_s = statistics.median(p[i] for p, _ in runs)
@@ -121,6 +143,7 @@ def main() -> None:
     compare(ROOT / "examples" / "acme-pretrain.tf", ROUNDS, 2.0)
     compare(ROOT / "examples" / "acme-405b.tf", ROUNDS, 2.0)
     compare(ROOT / "examples" / "acme-405b.tf", ROUNDS, None, "--simulate")  # what the default was
+    compare(ROOT / "examples" / "acme-405b.tf", ROUNDS, None, terminal=True)  # rich's tables, with colours
     with tempfile.TemporaryDirectory() as tmp:
         path = Path(tmp) / "hundred-clusters.tf"
         path.write_text(hundred_clusters(), encoding="utf-8")

@@ -7,21 +7,23 @@ module that reads the environment (tests/test_settings.py checks it); every othe
 from __future__ import annotations
 
 import os
-from dataclasses import dataclass, field
+from dataclasses import field
 from pathlib import Path
+
+from velyrix.frozen import frozen
 
 
 def _env(name: str, default: str) -> str:
     return os.environ.get(name, default)
 
 
-@dataclass(frozen=True)
+@frozen
 class PathSettings:
     home: Path = field(default_factory=lambda: Path(_env("VELYRIX_HOME", str(Path.home() / ".velyrix"))))
     """Where Velyrix keeps its state on this machine (SQLite database, keys, CLI credentials)."""
 
 
-@dataclass(frozen=True)
+@frozen
 class DatabaseSettings:
     url: str = field(default_factory=lambda: _env("VELYRIX_DATABASE_URL", ""))
     """SQLAlchemy URL; empty means a SQLite file ``velyrix.db`` under ``VELYRIX_HOME`` (WAL mode)."""
@@ -37,7 +39,7 @@ def _float(name: str, default: float) -> float:
     return float(_env(name, str(default)))
 
 
-@dataclass(frozen=True)
+@frozen
 class ReconcileSettings:
     """The reconcile loop of the control plane (``velyrix.controlplane.reconcile``)."""
 
@@ -55,7 +57,7 @@ class ReconcileSettings:
     """OS image installed on tenant nodes."""
 
 
-@dataclass(frozen=True)
+@frozen
 class SigningSettings:
     key_dir: str = field(default_factory=lambda: _env("VELYRIX_SIGNING_KEY_DIR", ""))
     """Where the regions' Ed25519 acceptance-report keys live; empty means ``keys/`` under ``VELYRIX_HOME``."""
@@ -72,7 +74,7 @@ class SigningSettings:
     """File holding that token's user PIN (first line)."""
 
 
-@dataclass(frozen=True)
+@frozen
 class ClientSettings:
     """The CLI as a client of a control plane."""
 
@@ -86,7 +88,7 @@ class ClientSettings:
     """PEM file of the CA that signed the control plane's TLS certificate; empty: the system's trust store."""
 
 
-@dataclass(frozen=True)
+@frozen
 class AgentSettings:
     node_token: str = field(default_factory=lambda: _env("VELYRIX_NODE_TOKEN", ""))
     """The node agent's credential (``vlxn_...``) when ``--node-token`` is not given."""
@@ -94,7 +96,7 @@ class AgentSettings:
     """PEM file of the CA the control plane's TLS certificate chains to, when ``--ca-bundle`` is not given."""
 
 
-@dataclass(frozen=True)
+@frozen
 class PostgresHarnessSettings:
     """The PostgreSQL server the test harness starts (``velyrix.testing.postgres``)."""
 
@@ -104,7 +106,7 @@ class PostgresHarnessSettings:
     """The user the server runs as when the harness runs as root."""
 
 
-@dataclass(frozen=True)
+@frozen
 class NocSettings:
     sweep_s: float = field(default_factory=lambda: float(_env("VELYRIX_NOC_SWEEP_S", "30")))
     """Seconds between escalation sweeps of ``velyrix server`` (0: no sweeps)."""
@@ -119,7 +121,7 @@ class NocSettings:
     page ``pagerduty:URL`` (docs/sla.md, 'Incidents'); empty: the catalog's only."""
 
 
-@dataclass(frozen=True)
+@frozen
 class SiemSettings:
     """``velyrix audit forward``'s defaults (docs/audit.md); its options override them."""
 
@@ -131,7 +133,7 @@ class SiemSettings:
     """``ocsf`` or ``cef``."""
 
 
-@dataclass(frozen=True)
+@frozen
 class IdentitySettings:
     """The control plane as a WebAuthn relying party (``controlplane/identity/webauthn_rp.py``)."""
 
@@ -145,7 +147,7 @@ class IdentitySettings:
     provider staff in the console (``controlplane/identity/provider_staff.py``); empty: none."""
 
 
-@dataclass(frozen=True)
+@frozen
 class ApiSettings:
     access_log: bool = field(default_factory=lambda: _env("VELYRIX_ACCESS_LOG", "1") != "0")
     """One log line per API request (logger ``velyrix.access``, written off the event loop); 0: none."""
@@ -156,7 +158,7 @@ class ApiSettings:
     """Seconds a request waits for one of those at most, then is answered 503 ``server_busy`` with ``Retry-After``."""
 
 
-@dataclass(frozen=True)
+@frozen
 class CustomerKeySettings:
     """Where tenants' keys may live (``velyrix.controlplane.cmk``): the provider allows each HSM library and
     key manager it connects to; nothing else is loaded or dialled."""
@@ -167,7 +169,7 @@ class CustomerKeySettings:
     """KMIP key managers tenants' keys may live on, ``host:port`` separated by ``,`` (empty: none)."""
 
 
-@dataclass(frozen=True)
+@frozen
 class Settings:
     paths: PathSettings = field(default_factory=PathSettings)
     database: DatabaseSettings = field(default_factory=DatabaseSettings)

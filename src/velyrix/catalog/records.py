@@ -2,13 +2,14 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import field
 from typing import Any
 
 from velyrix import errors, units
+from velyrix.frozen import frozen
 
 
-@dataclass(frozen=True)
+@frozen
 class NodeType:
     """A GPU server model that Velyrix sells."""
 
@@ -45,7 +46,7 @@ class NodeType:
         return units.gbps_to_gb_s(self.storage_nics * self.storage_nic_gbps)
 
 
-@dataclass(frozen=True)
+@frozen
 class GPUModel:
     """A GPU model (``NodeType.gpu_model``): power and clocks as NVML reports them (see gpus.toml)."""
 
@@ -63,7 +64,7 @@ class GPUModel:
     """GPU Feature Discovery's ``nvidia.com/gpu.product`` node label, e.g. ``NVIDIA-H200``."""
 
 
-@dataclass(frozen=True)
+@frozen
 class Switch:
     """A network switch model."""
 
@@ -92,7 +93,7 @@ class Switch:
         return self.ports
 
 
-@dataclass(frozen=True)
+@frozen
 class Fabric:
     """A compute fabric offering: which switch, at which link speed, with which features."""
 
@@ -107,7 +108,7 @@ class Fabric:
     source: str
 
 
-@dataclass(frozen=True)
+@frozen
 class StorageTier:
     """A storage tier of the product page with its performance model (see storage_tiers.toml)."""
 
@@ -130,7 +131,7 @@ class StorageTier:
             raise errors.CatalogError(f"storage tier '{self.name}' has no parameter '{key}'") from None
 
 
-@dataclass(frozen=True)
+@frozen
 class Region:
     """A region: where capacity lives, with its firmware baseline and network ranges."""
 
@@ -143,7 +144,7 @@ class Region:
     firmware_baseline: dict[str, str]
 
 
-@dataclass(frozen=True)
+@frozen
 class FailureCause:
     """One cause of job interruptions with its share of all interruptions."""
 
@@ -153,7 +154,7 @@ class FailureCause:
     precursor: bool
 
 
-@dataclass(frozen=True)
+@frozen
 class FailureRates:
     """Node failure rates (per 1,000 node-days) and the mix of causes."""
 

@@ -5,21 +5,20 @@ from __future__ import annotations
 
 from typing import Any
 
-from velyrix.cli import common
+from velyrix.cli import plain_layout
+from velyrix.cli.tables import Table
 
 
 def render(con: Any, section: dict[str, Any]) -> None:
     """Print ``planners.connectivity.plan``'s result as one table."""
-    from rich.table import Table
-
     table = Table(title="Connectivity (monthly, USD)", title_justify="left", title_style="bold")
     for col, justify in (("Resource", "left"), ("What", "left"), ("Velyrix", "right"), ("Cloud (estimate)", "right")):
-        table.add_column(col, justify=justify)  # type: ignore[arg-type]
+        table.add_column(col, justify=justify)
     for item in section["items"]:
         cloud = item.get("cloud_estimate")
         table.add_row(
-            common.safe(item["address"]),
-            common.safe(item["summary"]),
+            plain_layout.escape(item["address"]),
+            plain_layout.escape(item["summary"]),
             f"${item['cost']['monthly_usd']:,.2f}",
             f"${cloud['monthly_usd']:,.2f}" if cloud else "",
         )

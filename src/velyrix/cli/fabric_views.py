@@ -1,15 +1,15 @@
-"""Rich rendering of a fabric section (``fabric_section`` / ``FabricPlan.to_dict()`` + verification),
-shared by ``velyrix fabric`` and ``velyrix plan``. Imports rich lazily."""
+"""Rendering of a fabric section (``fabric_section`` / ``FabricPlan.to_dict()`` + verification), shared by
+``velyrix fabric`` and ``velyrix plan``, as a ``cli.tables.Table`` (printed by rich or the plain renderer)."""
 
 from __future__ import annotations
 
 from typing import Any
 
+from velyrix.cli.tables import Table
+
 
 def render_fabric(con: Any, fab: dict[str, Any]) -> None:
     """Print the three planes and the verification of a fabric section."""
-    from rich.table import Table
-
     c = fab["compute"]
     sw, cab = c["switches"], c["cables"]
     table = Table(

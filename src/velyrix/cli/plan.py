@@ -8,7 +8,7 @@ from typing import Any
 
 import typer
 
-from velyrix.cli import common, fabric_views, storage_views
+from velyrix.cli import common, fabric_views, plain_layout, storage_views, tables
 
 # Renderers of optional plan sections, keyed by the section's JSON key; each takes (console, section).
 SECTION_RENDERERS: dict[str, Callable[[Any, dict[str, Any]], None]] = {}
@@ -143,13 +143,12 @@ def _plan_against_state(
 
 
 def render(result: dict[str, Any]) -> None:
-    """Print a plan (as returned by ``planners.plan.plan_file``) with rich tables."""
-    from rich.table import Table
-
-    con = common.console()
+    """Print a plan (as returned by ``planners.plan.plan_file``) as tables (``cli/tables.py``: rich's on a
+    terminal, the same text without rich elsewhere)."""
+    con = tables.console()
     for res in result["resources"]:
-        summary = Table(
-            title=common.safe(f"{res['address']}  ({res['name']}, {res['region']})"),
+        summary = tables.Table(
+            title=plain_layout.escape(f"{res['address']}  ({res['name']}, {res['region']})"),
             show_header=False,
             title_justify="left",
             title_style="bold",
@@ -167,7 +166,7 @@ def render(result: dict[str, Any]) -> None:
         for key, renderer in SECTION_RENDERERS.items():
             if res.get(key):
                 renderer(con, res[key])
-        costs = Table(title="Monthly list price (USD)", title_justify="left", title_style="bold")
+        costs = tables.Table(title="Monthly list price (USD)", title_justify="left", title_style="bold")
         for col, justify in (
             ("Item", "left"),
             ("Quantity", "right"),
@@ -175,7 +174,7 @@ def render(result: dict[str, Any]) -> None:
             ("Unit price", "right"),
             ("Monthly", "right"),
         ):
-            costs.add_column(col, justify=justify)  # type: ignore[arg-type]
+            costs.add_column(col, justify=justify)
         for line in res["cost"]["lines"]:
             costs.add_row(
                 line["item"],

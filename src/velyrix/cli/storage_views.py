@@ -1,23 +1,22 @@
-"""Rich rendering of checkpoint, storage and goodput results, shared by ``velyrix plan``,
-``velyrix checkpoint`` and ``velyrix goodput``. Takes the ``to_dict()`` data; imports rich lazily."""
+"""Rendering of checkpoint, storage and goodput results, shared by ``velyrix plan``, ``velyrix checkpoint`` and
+``velyrix goodput``. Takes the ``to_dict()`` data; builds ``cli.tables.Table``s, which rich or the plain
+renderer prints."""
 
 from __future__ import annotations
 
 from typing import Any
 
+from velyrix.cli.tables import Table
 
-def _table(title: str, *columns: tuple[str, str]) -> Any:
-    from rich.table import Table
 
+def _table(title: str, *columns: tuple[str, str]) -> Table:
     table = Table(title=title, title_justify="left", title_style="bold")
     for name, justify in columns:
-        table.add_column(name, justify=justify)  # type: ignore[arg-type]
+        table.add_column(name, justify=justify)
     return table
 
 
-def _kv(title: str) -> Any:
-    from rich.table import Table
-
+def _kv(title: str) -> Table:
     table = Table(title=title, show_header=False, title_justify="left", title_style="bold")
     table.add_column("key", style="cyan")
     table.add_column("value")

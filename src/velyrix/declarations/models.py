@@ -3,8 +3,10 @@
 from __future__ import annotations
 
 import dataclasses
-from dataclasses import dataclass, field
+from dataclasses import field
 from typing import Any, Literal
+
+from velyrix.frozen import frozen
 
 SCHEDULERS = ("slurm", "kubernetes")
 CHECKPOINT_MODES = ("sync", "async")
@@ -13,7 +15,7 @@ OPERATING_MODES = ("managed", "self_operated")
 """Who runs a cluster's nodes: Velyrix's operators, or the tenant with root (controlplane/access/modes.py)."""
 
 
-@dataclass(frozen=True)
+@frozen
 class Position:
     """Where something was declared: file and 1-based line and column."""
 
@@ -25,7 +27,7 @@ class Position:
         return f"{self.file}:{self.line}:{self.column}"
 
 
-@dataclass(frozen=True)
+@frozen
 class StorageSpec:
     """Declared capacity per storage tier, in decimal TB. Local scratch comes with the node."""
 
@@ -46,7 +48,7 @@ class StorageSpec:
         }
 
 
-@dataclass(frozen=True)
+@frozen
 class WorkloadSpec:
     """The training job the storage and goodput planners size for (the optional ``workload`` block).
 
@@ -90,7 +92,7 @@ def _test(scope: str, protocol: str | None = None) -> Any:
     return dataclasses.field(default=True, metadata={"scope": scope, "protocol": protocol})
 
 
-@dataclass(frozen=True)
+@frozen
 class AcceptanceSpec:
     """Which delivery tests to run (all on by default). Each field is one test; its ``scope`` says whether it
     runs on every node (``node``) or once on the whole cluster (``cluster``); a port test runs only on the
@@ -126,7 +128,7 @@ def applies(test: str, protocol: str | None) -> bool:
     return needed is None or protocol is None or needed == protocol
 
 
-@dataclass(frozen=True)
+@frozen
 class ClusterSpec:
     """One ``resource "velyrix_cluster" "NAME"`` block, validated against the catalog."""
 
@@ -151,7 +153,7 @@ class ClusterSpec:
         return self.node_count * catalog.node_type(self.node_type).gpus_per_node
 
 
-@dataclass(frozen=True)
+@frozen
 class Lifecycle:
     """A resource's ``lifecycle`` block and ``depends_on``: what ``apply`` and ``destroy`` must honour."""
 
@@ -163,7 +165,7 @@ class Lifecycle:
     """Addresses of the resources this one is created after (and destroyed before)."""
 
 
-@dataclass(frozen=True)
+@frozen
 class OutputValue:
     """An ``output "NAME"`` of the configuration (``velyrix output``)."""
 
@@ -173,7 +175,7 @@ class OutputValue:
     description: str = ""
 
 
-@dataclass(frozen=True)
+@frozen
 class SpecFile:
     """A whole declaration file: the provider settings and every cluster resource."""
 

@@ -7,14 +7,14 @@ new field is accepted as soon as it exists.
 from __future__ import annotations
 
 import dataclasses
-from dataclasses import dataclass
 from typing import Any
 
 from velyrix import catalog
 from velyrix.declarations import models
+from velyrix.frozen import frozen
 
 
-@dataclass(frozen=True)
+@frozen
 class AttrSchema:
     """One attribute: its type (``string``, ``integer``, ``number``, ``bool``, ``any``), whether it is
     required, the special words it also accepts (e.g. ``auto``), and a value range."""

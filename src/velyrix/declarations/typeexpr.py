@@ -10,11 +10,11 @@ from __future__ import annotations
 
 import json
 import math
-from dataclasses import dataclass
 from typing import Any
 
 from velyrix import errors
 from velyrix.declarations import expressions, hcl
+from velyrix.frozen import frozen
 
 STRING, NUMBER, BOOL, ANY = "string", "number", "bool", "any"
 PRIMITIVES = (STRING, NUMBER, BOOL, ANY)
@@ -22,7 +22,7 @@ COLLECTIONS = ("list", "set", "map")
 CONSTRUCTORS = ("list", "set", "map", "tuple", "object", "optional")
 
 
-@dataclass(frozen=True)
+@frozen
 class Attr:
     """An attribute of an object type; ``optional`` ones take ``default`` (None: null) when absent."""
 

@@ -11,15 +11,14 @@ Ranks are laid out rank = dp_rank*(tp*pp) + pp_rank*tp + tp_rank, filling nodes 
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-
 from velyrix import errors, units
+from velyrix.frozen import frozen
 
 WEIGHT_BYTES_PER_PARAM = 2.0
 """bf16/fp16 weights: the part of ``bytes_per_param`` written by the weight-holding ranks."""
 
 
-@dataclass(frozen=True)
+@frozen
 class Architecture:
     """A decoder-only transformer: vocabulary, hidden size, FFN size, layers, attention and KV heads."""
 
@@ -65,7 +64,7 @@ def _divisors(n: int) -> list[int]:
     return [d for d in range(1, n + 1) if n % d == 0]
 
 
-@dataclass(frozen=True)
+@frozen
 class Parallelism:
     """Tensor, pipeline and data parallel degrees plus the ZeRO stage of a job."""
 
@@ -130,7 +129,7 @@ def resolve_parallelism(
     return Parallelism(tp=tp, pp=pp, dp=dp, zero_stage=zero_stage)
 
 
-@dataclass(frozen=True)
+@frozen
 class CheckpointSize:
     """Bytes one checkpoint writes: total, on the busiest rank and on the busiest node."""
 

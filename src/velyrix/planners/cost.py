@@ -6,13 +6,14 @@ price per decimal TB-month; local scratch is included with the node.
 
 from __future__ import annotations
 
-from dataclasses import asdict, dataclass
+from dataclasses import asdict
 
 from velyrix import catalog, units
 from velyrix.declarations import models
+from velyrix.frozen import frozen
 
 
-@dataclass(frozen=True)
+@frozen
 class CostLine:
     """One line of a price: ``quantity`` x ``unit_price_usd`` = ``monthly_usd``."""
 

@@ -10,14 +10,15 @@ otherwise the shared tier must sustain the rate, at its low percentile, derated 
 from __future__ import annotations
 
 import math
-from dataclasses import asdict, dataclass
+from dataclasses import asdict
 from typing import Any
 
 from velyrix import catalog, errors, units
+from velyrix.frozen import frozen
 from velyrix.planners import tiers
 
 
-@dataclass(frozen=True)
+@frozen
 class DataFeedPlan:
     """Read bandwidth needed by the job and whether the chosen tier delivers it."""
 

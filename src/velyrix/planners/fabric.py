@@ -21,10 +21,11 @@ storage and management planes. The layout rules, all derived from NVIDIA's Super
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass, field
+from dataclasses import field
 from typing import Any
 
 from velyrix import catalog, errors
+from velyrix.frozen import frozen
 from velyrix.planners import fabric_planes
 
 PKEY_FIRST = 0x0001  # REFERENCE §1: 15-bit partition keys, 0x0001-0x7ffe usable
@@ -35,7 +36,7 @@ VNI_FIRST = 10_000  # Ethernet fabrics isolate tenants by VXLAN VNI (24 bits, RF
 VNI_LAST = 0xFFFFFF
 
 
-@dataclass(frozen=True)
+@frozen
 class Pod:
     """A group of leaves sharing spines (the whole fabric is one pod in 2 tiers)."""
 
@@ -47,7 +48,7 @@ class Pod:
     links_per_leaf_spine: int
 
 
-@dataclass(frozen=True)
+@frozen
 class ComputePlane:
     """The GPU fabric: tiers, switch counts, cabling multiplicities and derived bills of material."""
 
@@ -139,7 +140,7 @@ class ComputePlane:
         raise errors.InvalidInputError(f"scalable unit {su} is outside the fabric (0-{self.scalable_units - 1})")
 
 
-@dataclass(frozen=True)
+@frozen
 class FabricPlan:
     """The three planes of one cluster's network. ``to_dict()`` is the JSON shape of docs/plan-schema.md."""
 

@@ -12,11 +12,11 @@ Ethernet (SN4600C) for provisioning and the control plane; a jump host; dual-hom
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
 from typing import Any
 
 from velyrix import catalog, units
 from velyrix.catalog import records
+from velyrix.frozen import frozen
 
 BETTER_READ_GB_S_PER_SU = 40.0  # REFERENCE §1 (H100 RA Table 6): 32-node SU read, "better"
 BETTER_READ_GB_S_SINGLE_NODE = 8.0  # REFERENCE §1: single node read, "better"
@@ -35,7 +35,7 @@ EGRESS_SWITCHES = 2  # dual-homed: two border switches, each to a different upst
 EGRESS_UPLINK_GBPS = 100
 
 
-@dataclass(frozen=True)
+@frozen
 class StoragePlane:
     """A separate storage fabric: node leaves (4:3), storage leaves (1:1) and spines."""
 
@@ -88,7 +88,7 @@ class StoragePlane:
         }
 
 
-@dataclass(frozen=True)
+@frozen
 class ManagementPlane:
     """Out-of-band 1G, in-band 100G, jump host and egress."""
 

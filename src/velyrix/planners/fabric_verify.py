@@ -21,10 +21,10 @@ from __future__ import annotations
 import collections
 import sys
 from collections.abc import Iterable
-from dataclasses import dataclass
 from typing import Any
 
 from velyrix import errors
+from velyrix.frozen import frozen
 from velyrix.planners.fabric import FabricPlan
 from velyrix.planners.fabric_topology import Topology, build_topology
 
@@ -37,7 +37,7 @@ here on its max-flow is faster than the pure-Python one (bench/bench_fabric.py).
 MAX_LISTED = 8
 
 
-@dataclass(frozen=True)
+@frozen
 class Verification:
     """Result of ``verify``. Bandwidths in Gb/s."""
 

@@ -12,10 +12,11 @@ simulation, no clock.
 from __future__ import annotations
 
 import math
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, field
 from typing import Any
 
 from velyrix import catalog, errors, units
+from velyrix.frozen import frozen
 from velyrix.planners import goodput_expected
 from velyrix.planners.goodput_sim import RUN_INTERVAL_PCT as RUN_INTERVAL_PCT  # re-exported: goodput.X as before
 from velyrix.planners.goodput_sim import Z_95 as Z_95
@@ -101,7 +102,7 @@ def ettr_first_order_proactive(
     return min(1.0, max(0.0, value))
 
 
-@dataclass(frozen=True)
+@frozen
 class Sensitivity:
     """One row of the sensitivity table: a changed assumption and what it does to the interval and ETTR."""
 
@@ -114,7 +115,7 @@ class Sensitivity:
     ettr_at_daly: float
 
 
-@dataclass(frozen=True)
+@frozen
 class GoodputPlan:
     """Goodput of a job: MTTI, optimal intervals, ETTR by formula and by simulation, and lost value."""
 

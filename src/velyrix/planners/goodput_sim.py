@@ -6,9 +6,9 @@
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
 
 from velyrix import errors
+from velyrix.frozen import frozen
 
 Z_95 = 1.959963984540054
 """Two-sided 95% normal quantile for the simulated confidence interval."""
@@ -41,7 +41,7 @@ def percentile_linear(ranked: list[float], pct: float) -> float:
     return b - diff * (1.0 - gamma) if gamma >= 0.5 else a + diff * gamma
 
 
-@dataclass(frozen=True)
+@frozen
 class Simulation:
     """Result of the Monte Carlo run: mean ETTR, its 95% interval, failures per replica."""
 

@@ -13,10 +13,10 @@ from __future__ import annotations
 import dataclasses
 import itertools
 import math
-from dataclasses import dataclass
 from typing import Any, NamedTuple
 
 from velyrix import catalog, errors, units
+from velyrix.frozen import frozen
 from velyrix.planners import checkpoints, goodput, tiers
 
 DAYS_PER_MONTH = units.HOURS_PER_MONTH / 24.0
@@ -27,7 +27,7 @@ ROUNDING_MARGIN_USD = 0.02
 """Options are ranked on prices rounded to the cent; one more than this above the best cannot tie it."""
 
 
-@dataclass(frozen=True)
+@frozen
 class Context:
     """Everything about the job that does not change between configurations."""
 
@@ -58,7 +58,7 @@ def _finite(x: float | None) -> float | None:
     return x if x is not None and math.isfinite(x) else None
 
 
-@dataclass(frozen=True)
+@frozen
 class Retention:
     """Capacity per tier for the checkpoints a policy keeps, and its monthly price."""
 
@@ -107,7 +107,7 @@ def retention(ctx: Context, cycle_s: float) -> Retention:
     )
 
 
-@dataclass(frozen=True)
+@frozen
 class Option:
     """One configuration and what it costs the job."""
 

@@ -10,17 +10,18 @@ capacity per tier, and the data feed (``datafeed``). The search over configurati
 
 from __future__ import annotations
 
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, field
 from typing import Any
 
 from velyrix import catalog, errors, units
 from velyrix.declarations import models
+from velyrix.frozen import frozen
 from velyrix.planners import checkpoints, datafeed, goodput, sizing, sizing_advice, tiers
 
 PERF_TIER = "parallel_fs"
 
 
-@dataclass(frozen=True)
+@frozen
 class StoragePlan:
     """The storage section of a cluster plan (``storage_plan`` in docs/plan-schema.md)."""
 

@@ -11,12 +11,13 @@ Pure functions; units in the names (GB/s decimal, TB decimal).
 from __future__ import annotations
 
 import math
-from dataclasses import asdict, dataclass
+from dataclasses import asdict
 
 from velyrix import catalog, errors
+from velyrix.frozen import frozen
 
 
-@dataclass(frozen=True)
+@frozen
 class TierPerformance:
     """What one tier delivers at a given capacity to a given set of client nodes."""
 
