@@ -54,8 +54,8 @@ async def list_clusters(
     cursor: str | None = Depends(schemas.cursor_param),
     limit: int = Depends(schemas.limit_param),
 ) -> Response:
-    """One page of the tenant's clusters, read as ``GET /v1/clusters/{id}`` reads one (``Ctx.read``: on
-    the event loop, its JSON columns sent as stored)."""
+    # One page read as GET /v1/clusters/{id} reads one (Ctx.read: on the event loop, its JSON columns sent
+    # as stored). A comment, not a docstring: the docstring is the operation's OpenAPI description.
     filters = {"name": name, "region": region, "phase": phase}
     return await ctx.read(lambda scope: _page(scope, filters, cursor, limit))
 
@@ -161,8 +161,9 @@ def _page(scope: Any, filters: dict[str, Any], cursor: str | None, limit: int) -
 
 @lean_route.get(router, "/{cluster_id}", name="clusters.get", response_model=schemas.ClusterOut)
 async def get_cluster(cluster_id: str, ctx: Ctx = Depends(require("clusters:read", lazy=True))) -> Response:
-    """The cluster, read on the event loop (``Ctx.read``; on PostgreSQL one round trip with the key's
-    credential generation), its JSON columns sent as stored."""
+    """The cluster, read on the event loop for SQLite (``Ctx.read``), its JSON columns sent as stored."""
+    # (the docstring above is the OpenAPI description, kept as published): on PostgreSQL too, one round
+    # trip that also reads the key's credential generation (require(..., lazy=True), api/authn.py)
     return await ctx.read(lambda scope: _answer(scope, cluster_id))
 
 
