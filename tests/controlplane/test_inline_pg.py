@@ -100,13 +100,15 @@ def _poll(condition: Any, what: str, timeout_s: float = 30.0) -> None:
 
 
 def test_the_get_is_read_on_the_loop_and_answers_as_the_thread_path(world: World) -> None:
-    before = world.reader.counts["inline"]
+    assert world.get().status_code == 200  # the key's principal cached
+    before, folded = world.reader.counts["inline"], world.reader.counts["folded"]
     inline = world.get()
     assert inline.status_code == 200
-    assert world.reader.counts["inline"] == before + 2  # the key check and the row read
+    assert world.reader.counts["inline"] == before + 1  # the row, read with the credential generation
+    assert world.reader.counts["folded"] == folded + 1
     assert world.client.app.state.principal_cache._rows  # the verified row, checked by its generation
     threaded = _thread_answer(world)
-    assert threaded.status_code == 200 and world.reader.counts["inline"] == before + 2
+    assert threaded.status_code == 200 and world.reader.counts["inline"] == before + 1
     assert inline.content == threaded.content and inline.headers["etag"] == threaded.headers["etag"]
     assert inline.json()["spec"]["name"] == "c1"
     missing = world.get("/v1/clusters/clu_0123456789abcdef01234567")
@@ -128,7 +130,7 @@ def test_connections_all_taken_the_request_reads_in_a_thread(world: World) -> No
         for conn in held:
             portal.call(_release, reader, conn)
     inline = reader.counts["inline"]
-    assert world.get().status_code == 200 and reader.counts["inline"] == inline + 2
+    assert world.get().status_code == 200 and reader.counts["inline"] == inline + 1
 
 
 async def _release(reader: Any, conn: Any) -> None:
@@ -157,7 +159,7 @@ def test_a_terminated_backend_is_survived_and_replaced(world: World) -> None:
         assert reader.counts["broken"] > broken
         _poll(lambda: reader._open == reader._size and len(reader._idle) == reader._size, "the reopened connections")
         inline = reader.counts["inline"]
-        assert world.get().content == expected and reader.counts["inline"] == inline + 2
+        assert world.get().content == expected and reader.counts["inline"] == inline + 1
     finally:
         engine.dispose()
 
@@ -206,9 +208,128 @@ def test_the_same_app_served_by_a_second_server_reads_there_in_threads(world: Wo
         url = f"http://127.0.0.1:{port}/v1/clusters/{world.cluster_id}"
         answer = httpx.get(url, headers={"Authorization": f"Bearer {world.key}"})
         assert answer.status_code == 200 and answer.content == _thread_answer(world).content
-        assert reader.counts["other_loop"] == other + 2
+        assert reader.counts["other_loop"] >= other + 1  # the key check (when not cached) and the read
     finally:
         server.should_exit = True
         thread.join(timeout=10)
     inline = reader.counts["inline"]  # the second server's shutdown left the first loop's connections alone
-    assert world.get().status_code == 200 and reader.counts["inline"] == inline + 2
+    assert world.get().status_code == 200 and reader.counts["inline"] == inline + 1
+
+
+def _statements(monkeypatch: pytest.MonkeyPatch) -> list[str]:
+    """The SQL of every statement the inline connections send from now on."""
+    from velyrix.controlplane.api import pg_wire
+
+    sent: list[str] = []
+    rows = pg_wire.rows
+
+    async def counted(conn: Any, key: Any) -> Any:
+        sent.append(key[0])
+        return await rows(conn, key)
+
+    monkeypatch.setattr(pg_wire, "rows", counted)
+    return sent
+
+
+def test_a_warm_key_get_is_one_statement_that_also_reads_the_generation(
+    world: World, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    assert world.get().status_code == 200  # the key's principal cached
+    sent = _statements(monkeypatch)
+    answer = world.get()
+    assert answer.status_code == 200 and answer.content == _thread_answer(world).content
+    assert len(sent) == 1 and sent[0].startswith("SELECT (SELECT generation FROM credential_generation")
+    sent.clear()
+    missing = world.get("/v1/clusters/clu_0123456789abcdef01234567")  # no row to carry it: read on its own
+    assert missing.status_code == 404 and len(sent) == 2
+
+
+def _other_key(world: World, role: str = "viewer", **columns: Any) -> tuple[str, str]:
+    """A new key of the tenant of the world's cluster: (secret, id)."""
+    from sqlalchemy import orm
+
+    from velyrix.controlplane.auth import principals
+    from velyrix.controlplane.db import engine, models
+
+    eng = engine.make_engine(world.url)
+    try:
+        with orm.Session(eng) as s:
+            tenant_id = s.get(models.Cluster, world.cluster_id).tenant_id
+            key, secret = principals.issue_key(s, tenant_id=tenant_id, name=f"k-{role}-{len(columns)}", role=role)
+            for name, value in columns.items():
+                setattr(key, name, value)
+            s.commit()
+            return secret, key.id
+    finally:
+        eng.dispose()
+
+
+def _update_key(world: World, key_id: str, **values: Any) -> None:
+    """``values`` written to the key's row straight in the database (another process: its own engine)."""
+    from velyrix.controlplane.db import models
+
+    engine = sa.create_engine(world.url)
+    try:
+        with engine.begin() as conn:
+            conn.execute(sa.update(models.ApiKey).where(models.ApiKey.id == key_id).values(**values))
+    finally:
+        engine.dispose()
+
+
+def test_a_revocation_or_narrowing_answers_on_the_next_folded_read(world: World) -> None:
+    import datetime as dt
+
+    secret, key_id = _other_key(world)
+    auth = {"Authorization": f"Bearer {secret}"}
+    one, page = f"/v1/clusters/{world.cluster_id}", "/v1/clusters"
+    for path in (one, page, one, page):  # cached, then served pending with the generation folded in
+        assert world.client.get(path, headers=auth).status_code == 200
+    moved = world.reader.counts["moved"]
+    _update_key(world, key_id, scopes=["volumes:read"], role="viewer")  # its rights narrowed
+    refused = world.client.get(one, headers=auth)
+    assert refused.status_code == 403 and refused.json()["code"] == "forbidden"
+    assert world.reader.counts["moved"] == moved + 1  # the read that came with the old generation: discarded
+    _update_key(world, key_id, scopes=["clusters:read"])
+    for path in (one, page, one, page):
+        assert world.client.get(path, headers=auth).status_code == 200
+    _update_key(world, key_id, revoked_at=dt.datetime.now(dt.UTC))
+    assert world.client.get(page, headers=auth).status_code == 401
+    assert world.client.get(one, headers=auth).status_code == 401
+
+
+def test_a_cached_key_past_its_expiry_answers_401_without_a_change_in_the_database(
+    world: World, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import datetime as dt
+
+    from velyrix.controlplane.db import models
+
+    expires = dt.datetime.now(dt.UTC) + dt.timedelta(hours=1)
+    secret, _ = _other_key(world, expires_at=expires)
+    auth = {"Authorization": f"Bearer {secret}"}
+    for _ in range(2):
+        assert world.client.get(f"/v1/clusters/{world.cluster_id}", headers=auth).status_code == 200
+    monkeypatch.setattr(models, "utcnow", lambda: expires + dt.timedelta(seconds=1))
+    assert world.client.get(f"/v1/clusters/{world.cluster_id}", headers=auth).status_code == 401
+
+
+def test_a_pending_key_whose_reads_go_to_a_thread_is_checked_there(world: World) -> None:
+    """Every inline connection taken: the pending key is authenticated in a worker thread before its read
+    (a revoked one answers 401 there), with a database slot."""
+    import datetime as dt
+
+    secret, key_id = _other_key(world)
+    auth = {"Authorization": f"Bearer {secret}"}
+    for _ in range(2):
+        assert world.client.get(f"/v1/clusters/{world.cluster_id}", headers=auth).status_code == 200
+    expected = _thread_answer(world).content
+    reader, portal = world.reader, world.client.portal
+    held = [portal.call(reader._acquire) for _ in range(reader._size)]
+    try:
+        answer = world.client.get(f"/v1/clusters/{world.cluster_id}", headers=auth)
+        assert answer.status_code == 200 and answer.content == expected
+        _update_key(world, key_id, revoked_at=dt.datetime.now(dt.UTC))
+        assert world.client.get(f"/v1/clusters/{world.cluster_id}", headers=auth).status_code == 401
+    finally:
+        for conn in held:
+            portal.call(_release, reader, conn)

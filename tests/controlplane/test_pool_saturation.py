@@ -1,7 +1,8 @@
 """A saturated database pool answers 503 problem+json with Retry-After (after a bounded wait) instead of
 stalling the event loop, and ``/healthz`` keeps answering meanwhile: a real uvicorn on loopback, a SQLite
 file with a pool of 3 connections (overflow 0: one request slot, ``db/pooling.py`` RESERVE = 2) and a
-0.3 s wait. Nothing here is timed: each step waits for its condition."""
+0.3 s wait; the cluster list, read on the event loop without a slot, answers meanwhile. Nothing here is
+timed: each step waits for its condition."""
 
 from __future__ import annotations
 
@@ -65,16 +66,17 @@ def test_a_pool_held_by_others_answers_503_with_retry_after_and_healthz_still_an
     app, url, secret = served
     headers = {"Authorization": f"Bearer {secret}"}
     with httpx.Client(base_url=url, timeout=30) as client:
-        assert client.get("/v1/clusters", headers=headers).status_code == 200
+        assert client.get("/v1/volumes", headers=headers).status_code == 200
         held = [app.state.engine.connect() for _ in range(3)]  # every connection of the pool
         try:
-            _busy(client.get("/v1/clusters", headers=headers))
+            _busy(client.get("/v1/volumes", headers=headers))
             assert client.get("/healthz").json() == {"status": "ok"}
+            assert client.get("/v1/clusters", headers=headers).status_code == 200  # read on the loop, no pool
             assert client.get("/readyz").status_code == 503  # the database gives no connection
         finally:
             for conn in held:
                 conn.close()
-        assert client.get("/v1/clusters", headers=headers).status_code == 200
+        assert client.get("/v1/volumes", headers=headers).status_code == 200
         assert client.get("/readyz").status_code == 200
 
 
@@ -85,6 +87,9 @@ def test_requests_beyond_the_api_slots_answer_503_while_one_waits_on_the_databas
     0.3 s for the slot and answers 503; ``/healthz`` answers throughout; once the lock goes, all is served."""
     app, url, secret = served
     headers = {"Authorization": f"Bearer {secret}"}
+    # the key's last use written now, not by a request of the locked stretch (where its write would hold
+    # that request's slot through SQLite's busy timeout, and the POST would find no slot)
+    assert httpx.get(f"{url}/v1/volumes", headers=headers).status_code == 200
     lock = sqlite3.connect(Path(app.state.engine.url.database), timeout=30)
     lock.execute("BEGIN IMMEDIATE")  # the write lock: the POST below waits for it holding its slot
     posted: list[httpx.Response] = []
@@ -96,12 +101,13 @@ def test_requests_beyond_the_api_slots_answer_503_while_one_waits_on_the_databas
         writer.start()
         with httpx.Client(base_url=url, timeout=30) as client:
             while True:  # until the POST holds the slot
-                listed = client.get("/v1/clusters", headers=headers)
+                listed = client.get("/v1/volumes", headers=headers)
                 if listed.status_code == 503:
                     break
                 assert listed.status_code == 200 and writer.is_alive(), listed.text
             _busy(listed)
             assert client.get("/healthz").json() == {"status": "ok"}
+            assert client.get("/v1/clusters", headers=headers).status_code == 200  # lazy: no slot taken
     finally:
         lock.rollback()
         lock.close()
@@ -110,4 +116,4 @@ def test_requests_beyond_the_api_slots_answer_503_while_one_waits_on_the_databas
     assert posted and posted[0].status_code in (201, 503), posted[0].text
     assert posted[0].status_code == 201 or "Retry-After" in posted[0].headers
     with httpx.Client(base_url=url, timeout=30) as client:
-        assert client.get("/v1/clusters", headers=headers).status_code == 200
+        assert client.get("/v1/volumes", headers=headers).status_code == 200

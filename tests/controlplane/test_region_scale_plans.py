@@ -88,14 +88,26 @@ def _seed(url: str) -> tuple[str, str]:
 
 
 @pytest.fixture()
-def statements() -> Iterator[list[tuple[str, Any]]]:
-    """Every statement any engine of this process runs while the test runs: (SQL, parameters)."""
+def statements(monkeypatch: pytest.MonkeyPatch) -> Iterator[list[tuple[str, Any]]]:
+    """Every statement any engine of this process runs while the test runs, and every statement run
+    prepared on the API's inline connection (``db/prepared.py``, no engine events): (SQL, parameters)."""
+    from velyrix.controlplane.db import prepared
+
     seen: list[tuple[str, Any]] = []
 
     def remember(conn: Any, cursor: Any, statement: str, parameters: Any, context: Any, executemany: bool) -> None:
         if not executemany:
             seen.append((statement, parameters))
 
+    def recorded(run: Any) -> Any:
+        def run_and_remember(self: Any, dbapi: Any, params: Any) -> Any:
+            seen.append((self.sql, tuple(self.arguments(params))))
+            return run(self, dbapi, params)
+
+        return run_and_remember
+
+    monkeypatch.setattr(prepared.Prepared, "first", recorded(prepared.Prepared.first))
+    monkeypatch.setattr(prepared.Prepared, "all", recorded(prepared.Prepared.all))
     sa.event.listen(sa.Engine, "before_cursor_execute", remember)
     yield seen
     sa.event.remove(sa.Engine, "before_cursor_execute", remember)

@@ -1,7 +1,8 @@
 """Per-request plumbing: request ids and access logs (ASGI middleware), the database session, and
-``require(scope)``, the dependency every ``/v1`` route declares: it takes a database slot
-(``api/pool.py``: 503 after a bounded wait), authenticates the bearer key, checks the scope and hands the
-route a ``Ctx`` (the tenant-scoped query layer plus audit). No connection is ever waited for on the event
+``require(scope)``, the dependency every ``/v1`` route declares: it authenticates the bearer key or the
+session (``api/authn.py``), with a database slot (``api/pool.py``: 503 after a bounded wait) taken at once
+or, for a lazy route, only when a pooled connection is used; checks the scope and hands the route a
+``Ctx`` (the tenant-scoped query layer plus audit). No connection is ever waited for on the event
 loop: queries and checkouts run in worker threads, but for the short reads of ``api/inline.py`` (SQLite,
 in-process) and ``api/inline_pg.py`` (PostgreSQL, awaited, every wait bounded)."""
 
@@ -15,17 +16,15 @@ from typing import Any, TypeVar
 
 import sqlalchemy as sa
 from fastapi import Request, Response
-from fastapi.security.utils import get_authorization_scheme_param
 from pydantic import BaseModel
 from sqlalchemy import orm
 from starlette.concurrency import run_in_threadpool
 
 from velyrix import errors
 from velyrix.controlplane import audit, scoping
-from velyrix.controlplane.api import inline, inline_pg, pool
+from velyrix.controlplane.api import authn, inline, inline_pg, pool
 from velyrix.controlplane.auth import principals
 from velyrix.controlplane.db import models
-from velyrix.controlplane.identity import keyuse, resolve, sessions
 
 T = TypeVar("T")
 BEARER_SCHEME = {
@@ -110,6 +109,11 @@ class Ctx:
 
     request: Request
     scope: scoping.Scope
+    scope_name: str = ""
+    """The scope ``require`` demanded."""
+    pending: authn.Pending | None = None
+    """A lazy route's principal not confirmed yet (``api/authn.py``'s ``ahead``): ``read`` confirms it
+    with its first statement, ``run`` and ``confirm`` on their own; ``scope`` reads nothing until then."""
 
     @property
     def principal(self) -> principals.Principal:
@@ -140,18 +144,33 @@ class Ctx:
         )
 
     async def run(self, fn: Callable[..., T], *args: Any) -> T:
-        """``fn(*args)`` (a database call) from an async route; see ``run_db``."""
+        """``fn(*args)`` (a database call) from an async route, with a database slot; see ``run_db``."""
+        if self.pending is not None:
+            await self.confirm()
+        await authn.take_slot(self.request)
         return await run_db(self.request, fn, *args)
+
+    async def confirm(self) -> None:
+        """Authenticate a pending principal as ``require`` does for any request (401 / 403 when the
+        credential no longer allows it); nothing for a confirmed one."""
+        if self.pending is None:
+            return
+        request = self.request
+        request.state.principal = None
+        token = authn.bearer_token(request.headers.get("authorization"))
+        conn, principal = await authn.authorized(request, token, self.scope_name, lazy=True)
+        self.scope, self.pending = _scope_of(request, principal, conn), None
 
     async def read(self, fn: Callable[[scoping.Scope], T]) -> T:
         """``fn(scope)``, a read of a few rows: on the event loop (SQLite in-process, ``api/inline.py``;
-        PostgreSQL awaited on psycopg's asynchronous connections, ``api/inline_pg.py``), else (the inline
-        connection in use, busy, broken or slow, a read it does not cover) ``fn(self.scope)`` in a worker
-        thread. ``fn`` only reads through the scope it is given (it may run more than once)."""
+        PostgreSQL awaited on psycopg's asynchronous connections, ``api/inline_pg.py``, a pending
+        principal's generation read in the same statement), else (the inline connection in use, busy,
+        broken or slow, a read it does not cover) ``fn(self.scope)`` in a worker thread, with a database
+        slot. ``fn`` only reads through the scope it is given (it may run more than once)."""
         state = self.request.app.state
         if not self.scope.session_open:
             reader: inline.Reader | None = state.inline_reader
-            if reader is not None:
+            if reader is not None and self.pending is None:
                 with reader.connection() as conn:
                     if conn is not None:
                         try:
@@ -168,9 +187,12 @@ class Ctx:
                     )
 
                 try:
-                    return await pg.run(on_loop)
-                except inline_pg.Unavailable:
+                    return await pg.run(on_loop, self.pending.generation if self.pending is not None else None)
+                except inline_pg.Unavailable:  # also Moved: the credential is checked again
                     pass
+        if self.pending is not None:
+            await self.confirm()
+            return await self.read(fn)
         return await self.run(fn, self.scope)
 
     async def answer_row(
@@ -223,23 +245,6 @@ def _refuse_unknown_query_parameters(request: Request) -> None:
         )
 
 
-def _authenticate(
-    engine: sa.Engine, token: str | None, session: tuple[str | None, str, str | None]
-) -> principals.Principal:
-    """``session``: (session cookie, method, CSRF header), as ``_session_of`` reads them."""
-    cookie, method, csrf = session
-    with engine.connect() as conn:  # a bare connection: cheaper than a session, on every request
-        return resolve.authenticate(conn, token, cookie, method, csrf)
-
-
-def _session_of(request: Request, token: str | None = None) -> tuple[str | None, str, str | None]:
-    """(session cookie, method, CSRF header) for ``identity.resolve``; with a bearer ``token`` (which
-    wins over any cookie there) the cookies are not parsed."""
-    if token is not None:
-        return None, request.method, None
-    return request.cookies.get(sessions.COOKIE), request.method, request.headers.get(sessions.CSRF_HEADER)
-
-
 async def run_db(request: Request, fn: Callable[..., T], *args: Any) -> T:
     """Run the blocking database call ``fn(*args)`` from async code, in a worker thread: the event loop
     only parses and answers, so ``/healthz`` and the requests queued behind a busy one never wait for a
@@ -247,149 +252,54 @@ async def run_db(request: Request, fn: Callable[..., T], *args: Any) -> T:
     return await run_in_threadpool(fn, *args)
 
 
-async def _touch(request: Request, conn: sa.Connection | None, key_id: str) -> None:
-    """Record the key's last use (``identity.keyuse``) on the request's connection, or on a new one. In a
-    worker thread: a write may wait for SQLite's write lock."""
-    address = request.client.host if request.client else None
-    if conn is not None:
-        await run_in_threadpool(keyuse.touch, conn, key_id, address)
-        return
-
-    def on_own_connection() -> None:
-        with request.app.state.engine.connect() as own:
-            keyuse.touch(own, key_id, address)
-
-    await run_in_threadpool(on_own_connection)
-
-
-async def _take_slot(request: Request) -> None:
-    """A database slot for this request (``pool.Gate``), given back by ``RequestIdMiddleware``."""
-    if "db_slot" not in request.scope["state"]:
-        gate: pool.Gate = request.app.state.db_gate
-        request.scope["state"]["db_slot"] = await gate.acquire(getattr(request.state, "request_id", "-"))
-
-
-def _connect_and_authenticate(
-    engine: sa.Engine, token: str | None, session: tuple[str | None, str, str | None]
-) -> tuple[sa.Connection, principals.Principal]:
-    """A connection (kept for the request's reads) and the principal it authenticates."""
-    conn = engine.connect()
-    try:
-        return conn, resolve.authenticate(conn, token, *session)
-    except BaseException:
-        conn.close()
-        raise
-
-
-def _check_sqlite(request: Request, reader: inline.Reader, token: str | None) -> sessions.Checked | None:
-    """``resolve.check`` on SQLite's inline connection; None when it is in use or busy."""
-    with reader.connection() as conn:
-        if conn is None:
-            return None
-        try:
-            return resolve.check(conn, token, *_session_of(request, token), cache=request.app.state.principal_cache)
-        except inline.Busy:
-            return None
-
-
-async def _check_pg(request: Request, reader: inline_pg.Reader, token: str | None) -> sessions.Checked | None:
-    """``resolve.check`` awaited on PostgreSQL's inline connections; None when they cannot serve it now."""
-    session, cache, dialect = _session_of(request, token), request.app.state.principal_cache, reader.dialect
-
-    def check(replay: inline_pg.Replay) -> sessions.Checked:
-        conn: Any = inline_pg.Statements(replay, dialect)
-        return resolve.check(conn, token, *session, cache=cache)
-
-    try:
-        return await reader.run(check)
-    except inline_pg.Unavailable:
-        return None
-
-
-async def _authenticate_inline(request: Request, token: str | None) -> principals.Principal | None:
-    """The principal, read on the event loop (``api/inline.py``, ``api/inline_pg.py``); a write the
-    lookup calls for (a session's ``last_seen_at``, once a minute, or its end) runs in a worker thread on
-    a pooled connection. ``None`` when the inline connection cannot serve it now (then the caller reads
-    in a thread)."""
-    state = request.app.state
-    if state.inline_reader is not None:
-        checked = _check_sqlite(request, state.inline_reader, token)
-    else:
-        checked = await _check_pg(request, state.inline_pg, token)
-    if checked is None:
-        return None
-    if checked.write is not None:
-        await _take_slot(request)
-
-        def write() -> None:
-            with request.app.state.engine.connect() as own:
-                sessions.apply(own, checked)
-
-        await run_in_threadpool(write)
-    return sessions.outcome(checked)
-
-
-async def _principal(request: Request, token: str | None) -> tuple[sa.Connection | None, principals.Principal]:
-    """(the connection kept for the request's reads, or None; the authenticated principal)."""
-    state = request.app.state
-    if state.inline_reader is not None or state.inline_pg is not None:
-        found = await _authenticate_inline(request, token)
-        if found is not None:
-            await _take_slot(request)
-            return None, found
-    await _take_slot(request)
-    if state.db_shared:
-        # SQLite: one pooled connection serves the key lookup and the reads of the request (closed
-        # by RequestIdMiddleware); cheaper than a connection per query.
-        conn, principal = await run_in_threadpool(_connect_and_authenticate, state.engine, token, _session_of(request))
-        request.state.conn = conn
-        return conn, principal
-    return None, await run_in_threadpool(_authenticate, state.engine, token, _session_of(request))
-
-
-def bearer_token(authorization: str | None) -> str | None:
-    """The credentials of an ``Authorization: Bearer ...`` header, None for any other or none (as
-    FastAPI's ``HTTPBearer(auto_error=False)`` reads it; read here, not as a nested dependency, which
-    FastAPI solves at a cost on every request: bench/bench_identity.py)."""
-    scheme, credentials = get_authorization_scheme_param(authorization)
-    if not (authorization and scheme and credentials) or scheme.lower() != "bearer":
-        return None
-    return credentials
-
-
-def require(scope_name: str) -> Callable[..., Awaitable[Ctx]]:
+def require(scope_name: str, *, lazy: bool = False) -> Callable[..., Awaitable[Ctx]]:
     """Dependency: authenticate, then demand ``scope_name`` (401 / 403). ``.required_scope`` on the
-    returned function lets tests build the authorization matrix from the route table."""
+    returned function lets tests build the authorization matrix from the route table.
+
+    ``lazy``, for an async route that reaches the database only through ``Ctx.read``, ``Ctx.answer_row``
+    and ``Ctx.run`` and uses ``ctx.principal`` only after one of them: a database slot is taken only when
+    a pooled connection is used (``api/authn.py``), and on PostgreSQL a cached API key is handed over
+    pending, its credential generation read with the route's first statement (one round trip in all)."""
 
     async def dependency(request: Request) -> Ctx:
-        state = request.app.state
-        token = bearer_token(request.headers.get("authorization"))
+        token = authn.bearer_token(request.headers.get("authorization"))
         _refuse_unknown_query_parameters(request)
-        conn, principal = await _principal(request, token)
-        request.state.principal = principal
-        is_key = principal.user_id is None and principal.role != principals.NODE_ROLE
-        if is_key and keyuse.due(principal.key_id):
-            await _touch(request, conn, principal.key_id)
-        principal.require(scope_name)
-
-        def open_session() -> orm.Session:
-            # Closed (rolled back unless committed) by RequestIdMiddleware once the answer is sent. The
-            # connection of the key lookup goes back to the pool first: one connection per request.
-            held = request.scope["state"].pop("conn", None)
-            if held is not None:
-                held.close()
-            session: orm.Session = state.sessionmaker()
-            request.state.db = session
-            return session
-
-        return Ctx(
-            request=request,
-            scope=scoping.Scope(None, principal, factory=open_session, engine=state.engine, connection=conn),
-        )
+        if lazy:
+            pending = authn.ahead(request, token, scope_name)
+            if pending is not None:
+                request.state.principal = pending.principal
+                unread = scoping.Scope(None, pending.principal, factory=_unconfirmed)
+                return Ctx(request=request, scope=unread, scope_name=scope_name, pending=pending)
+        conn, principal = await authn.authorized(request, token, scope_name, lazy=lazy)
+        return Ctx(request=request, scope=_scope_of(request, principal, conn), scope_name=scope_name)
 
     dependency.required_scope = scope_name  # type: ignore[attr-defined]
     dependency.__name__ = f"require_{scope_name.replace(':', '_')}"
     return dependency
+
+
+def _scope_of(request: Request, principal: principals.Principal, conn: sa.Connection | None) -> scoping.Scope:
+    """The principal's scope for a route: reads on ``conn`` (SQLite's connection of the key lookup) or on
+    short connections, a session made on first use (in a worker thread that holds the request's slot)."""
+    state = request.app.state
+
+    def open_session() -> orm.Session:
+        # Closed (rolled back unless committed) by RequestIdMiddleware once the answer is sent. The
+        # connection of the key lookup goes back to the pool first: one connection per request.
+        if not authn.holds_slot(request):
+            raise RuntimeError("a session without a database slot: a lazy route must reach it through Ctx.run")
+        held = request.scope["state"].pop("conn", None)
+        if held is not None:
+            held.close()
+        session: orm.Session = state.sessionmaker()
+        request.state.db = session
+        return session
+
+    return scoping.Scope(None, principal, factory=open_session, engine=state.engine, connection=conn)
+
+
+def _unconfirmed() -> orm.Session:
+    raise RuntimeError("the principal is not confirmed yet: a lazy route reads through Ctx.read or Ctx.run")
 
 
 def etag(row: Any) -> str:

@@ -18,8 +18,9 @@ the loop never stalls on the database:
 The sync code of a read (``scoping.Scope``, ``identity.resolve``) runs unchanged through ``Replay``: a
 DB-API stand-in for ``db/prepared.py`` that answers the statements fetched before and raises ``Needs``
 for the next one, which ``Reader.run`` then fetches (awaited) before running the code again. A read of
-one row is one round trip; a cached principal (``verified``) one more for the generation. Writes never
-run here."""
+one row is one round trip; a cached principal (``verified``) one more for the generation, or none for a
+route that lets its first read carry the generation (``run``'s ``generation``, ``folded``: a key GET of a
+cluster is then one round trip in all). Writes never run here."""
 
 from __future__ import annotations
 
@@ -27,19 +28,16 @@ import asyncio
 import collections
 import contextlib
 import logging
-import re
 from collections.abc import Callable, Sequence
 from typing import Any, TypeVar
 
 import psycopg
-import psycopg.abc
 import sqlalchemy as sa
-from psycopg import pq
-from psycopg.adapt import PyFormat, Transformer
 
+from velyrix.controlplane.api import pg_wire
 from velyrix.controlplane.auth import principals
 from velyrix.controlplane.db import prepared
-from velyrix.controlplane.identity import sessions
+from velyrix.controlplane.identity import sessions, verified
 
 log = logging.getLogger("velyrix.api")
 T = TypeVar("T")
@@ -71,6 +69,14 @@ LOOKUPS = (principals._BY_DIGEST, sessions._BY_SECRET)
 class Unavailable(Exception):
     """No read on the loop now (no connection free in time, broken, timed out, or a statement this
     module does not run): the caller reads in a worker thread."""
+
+
+class Moved(Unavailable):
+    """The credential generation moved on since the caller's principal was cached: what was read is
+    discarded, and the caller checks the credential again (``api/authn.py``)."""
+
+    def __init__(self, expected: int, found: int) -> None:
+        super().__init__(f"credential generation {found}, not {expected}")
 
 
 class Needs(Exception):
@@ -156,7 +162,9 @@ class Reader:
         self._opening: set[asyncio.Task[None]] = set()
         self._closed = True
         self.counts: collections.Counter[str] = collections.Counter()
-        """Reads by outcome: ``inline``; to a thread: ``busy``, ``timeout``, ``broken``, ``other_loop``."""
+        """Reads by outcome: ``inline``; to a thread: ``busy``, ``timeout``, ``broken``, ``other_loop``; and
+        of the generation a read confirmed: ``folded`` (in its statement), ``confirmed`` (on its own),
+        ``moved`` (the read discarded)."""
 
     async def start(self) -> None:
         """Open the connections on the running loop (the one that will serve the reads); a connection
@@ -189,10 +197,15 @@ class Reader:
                 waiter.set_result(None)
         await asyncio.gather(*self._tasks, return_exceptions=True)
 
-    async def run(self, fn: Callable[[Replay], T]) -> T:
+    async def run(self, fn: Callable[[Replay], T], generation: int | None = None) -> T:
         """``fn(replay)`` once every statement it runs has been fetched on one connection (at most
         ``MAX_ROUNDS``); ``Unavailable`` when that cannot be done on the loop now. Exceptions of ``fn``
-        (a 404, a 401) are its answer and pass through."""
+        (a 404, a 401) are its answer and pass through.
+
+        ``generation``: the credential generation the caller's principal was cached for
+        (``api/authn.py``'s ``Pending``). The generation is then read in the same statement as ``fn``'s
+        first (``folded``: one round trip), or alone when ``fn`` ran none or that statement found no row;
+        ``Moved`` (nothing of ``fn`` answered) when it is no longer ``generation``."""
         if self._closed or asyncio.get_running_loop() is not self._loop:
             self.counts["other_loop"] += 1
             raise Unavailable("not the loop of the connections")
@@ -206,8 +219,20 @@ class Reader:
                 try:
                     result = fn(replay)
                 except Needs as needed:
-                    replay.fetched[needed.key] = await self._query(conn, needed.key)
+                    if generation is None:
+                        replay.fetched[needed.key] = await self._query(conn, needed.key)
+                    else:
+                        replay.fetched[needed.key] = await self._folded(conn, needed.key, generation)
+                        generation = None
                     continue
+                except Unavailable:
+                    raise
+                except Exception:
+                    if generation is not None:  # an answer of fn (a 422) only for a principal still valid
+                        await self._confirm(conn, generation)
+                    raise
+                if generation is not None:
+                    await self._confirm(conn, generation)
                 self.counts["inline"] += 1
                 return result
             raise Unavailable("too many statements for one read")
@@ -218,12 +243,37 @@ class Reader:
             if conn is not None:
                 self._release(conn)
 
+    async def _folded(self, conn: Conn, key: Key, generation: int) -> list[Any]:
+        """The rows of ``key`` read with the credential generation in one statement; ``Moved`` when the
+        generation is not ``generation``."""
+        sql = folded(key[0])
+        if sql is None:
+            await self._confirm(conn, generation)
+            return await self._query(conn, key)
+        rows = await self._query(conn, (sql, key[1]))
+        if not rows:  # no row to carry the generation: read on its own
+            await self._confirm(conn, generation)
+            return rows
+        if rows[0][0] != generation:
+            self.counts["moved"] += 1
+            raise Moved(generation, rows[0][0])
+        self.counts["folded"] += 1
+        return [row[1:] for row in rows]
+
+    async def _confirm(self, conn: Conn, generation: int) -> None:
+        """``Moved`` unless the credential generation is still ``generation`` (a round trip of its own)."""
+        found = (await self._query(conn, (verified.GENERATION_SQL, ())))[0][0]
+        if found != generation:
+            self.counts["moved"] += 1
+            raise Moved(generation, found)
+        self.counts["confirmed"] += 1
+
     async def _query(self, conn: Conn, key: Key) -> list[Any]:
         """The rows of ``key`` on ``conn``; ``_Lost`` (the connection closed) when it timed out, broke
         or was interrupted."""
         try:
             async with asyncio.timeout(READ_TIMEOUT_S):
-                return await _rows(conn, key)
+                return await pg_wire.rows(conn, key)
         except TimeoutError:
             self.counts["timeout"] += 1
             self._drop(conn, cancel=True)
@@ -307,80 +357,16 @@ class _Lost(Exception):
     """The connection of a read was dropped (timed out or broken)."""
 
 
-_PREPARED: dict[int, dict[str, bytes]] = {}
-"""Per connection (by id, removed when it is dropped): the statements prepared on it, SQL to name."""
-_LOADERS: dict[int, psycopg.abc.Transformer] = {}
-"""Per connection: psycopg's converter of its values (the connection's own adapters)."""
-_PARAMETER = re.compile(r"%%|%s")
+_FOLD = "SELECT (" + verified.GENERATION_SQL + ") AS velyrix_generation, "
 
 
-async def _rows(conn: Conn, key: Key) -> list[Any]:
-    """The rows of ``key`` (SQL with ``%s`` parameters as ``db/prepared.py`` compiles it, arguments)
-    on ``conn``, through libpq's asynchronous calls directly: the statement prepared on first use, then
-    one ``send_query_prepared`` and its result (psycopg's cursor costs about 3x the CPU per statement)."""
-    pgconn = conn.pgconn
-    names = _PREPARED.setdefault(id(conn), {})
-    name = names.get(key[0])
-    if name is None:
-        name = f"velyrix_{len(names)}".encode()
-        pgconn.send_prepare(name, _numbered(key[0]))
-        await _result(conn)
-        names[key[0]] = name
-    loader = _LOADERS.get(id(conn))
-    if loader is None:
-        loader = _LOADERS[id(conn)] = Transformer(conn)
-    params = loader.dump_sequence(key[1], [PyFormat.TEXT] * len(key[1]))
-    pgconn.send_query_prepared(name, params, param_formats=loader.formats)
-    result = await _result(conn)
-    loader.set_pgresult(result)
-    return loader.load_rows(0, result.ntuples, tuple)
-
-
-async def _result(conn: Conn) -> pq.abc.PGresult:
-    """The one result of the statement sent on ``conn``, read as the socket becomes readable; a
-    ``psycopg.Error`` for a failed statement or connection."""
-    pgconn, loop = conn.pgconn, asyncio.get_running_loop()
-    while pgconn.flush():
-        await _ready(loop, pgconn.socket, writable=True)
-    found: pq.abc.PGresult | None = None
-    while True:
-        await _ready(loop, pgconn.socket, writable=False)  # the answer cannot be there before the server read
-        pgconn.consume_input()
-        while not pgconn.is_busy():
-            result = pgconn.get_result()
-            if result is None:
-                if found is None:
-                    raise psycopg.OperationalError("no result")
-                return found
-            if result.status not in (pq.ExecStatus.TUPLES_OK, pq.ExecStatus.COMMAND_OK):
-                raise psycopg.DatabaseError((result.error_message or b"").decode(errors="replace"))
-            found = result
-
-
-async def _ready(loop: asyncio.AbstractEventLoop, fd: int, *, writable: bool) -> None:
-    waiter: asyncio.Future[None] = loop.create_future()
-    if writable:
-        loop.add_writer(fd, _wake, waiter)
-    else:
-        loop.add_reader(fd, _wake, waiter)
-    try:
-        await waiter
-    finally:
-        if writable:
-            loop.remove_writer(fd)
-        else:
-            loop.remove_reader(fd)
-
-
-def _wake(waiter: asyncio.Future[None]) -> None:
-    if not waiter.done():
-        waiter.set_result(None)
-
-
-def _numbered(sql: str) -> bytes:
-    """``sql`` with its ``%s`` parameters as ``$1``, ``$2`` ... and ``%%`` as ``%`` (libpq's form)."""
-    counter = iter(range(1, 1 << 16))
-    return _PARAMETER.sub(lambda m: "%" if m.group() == "%%" else f"${next(counter)}", sql).encode()
+def folded(sql: str) -> str | None:
+    """``sql`` (a ``SELECT`` as ``db/prepared.py`` compiles it) with the credential generation as its
+    first column, from the same snapshot as its rows (an uncorrelated subquery: evaluated once), or None
+    for a statement of another form."""
+    if not sql.startswith("SELECT ") or sql.startswith("SELECT DISTINCT"):
+        return None
+    return _FOLD + sql[len("SELECT ") :]
 
 
 def _expire(waiter: asyncio.Future[Conn | None]) -> None:
@@ -389,8 +375,7 @@ def _expire(waiter: asyncio.Future[Conn | None]) -> None:
 
 
 async def _discard(conn: Conn, cancel: bool) -> None:
-    _PREPARED.pop(id(conn), None)
-    _LOADERS.pop(id(conn), None)
+    pg_wire.forget(conn)
     with contextlib.suppress(psycopg.Error, OSError, TimeoutError):
         if cancel and not conn.closed and not conn.broken:
             await conn.cancel_safe(timeout=CONNECT_TIMEOUT_S)

@@ -113,7 +113,7 @@ JSON_OBJECT_OR_NULL: dict[str, Any] = {"anyOf": [json_object(), {"type": "null"}
 CURSOR_PATTERN = r"^[a-z]{1,12}_[0-9a-f]{1,48}$"
 
 
-def cursor_param(
+async def cursor_param(  # async: FastAPI runs a sync dependency in a worker thread
     cursor: str | None = Query(
         None,
         max_length=61,
@@ -125,7 +125,7 @@ def cursor_param(
     return cursor
 
 
-def limit_param(limit: int = Query(50, ge=1, le=200, description="page size")) -> int:
+async def limit_param(limit: int = Query(50, ge=1, le=200, description="page size")) -> int:
     return limit
 
 

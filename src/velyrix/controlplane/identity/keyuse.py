@@ -36,6 +36,12 @@ def due(key_id: str) -> bool:
         return True
 
 
+def is_due(key_id: str) -> bool:
+    """Whether ``due(key_id)`` would answer True now; remembers nothing."""
+    with _lock:
+        return time.monotonic() - _touched.get(key_id, -TOUCH_INTERVAL_S) >= TOUCH_INTERVAL_S
+
+
 def touch(conn: sa.Connection, key_id: str, address: str | None) -> None:
     """Record that ``key_id`` was used now from ``address``, committing on ``conn``. Best effort: a
     database that refuses the write (locked, read-only) is logged and the request goes on."""

@@ -42,7 +42,7 @@ def check(
     if cache is None:
         return _check(conn, token, cookie, method, csrf, None)
     source = cache.source(conn)
-    digest = _key_digest(token)
+    digest = key_digest(token)
     if digest is not None:
         known = source.known(principals.BY_DIGEST, digest)
         if known is not None and principals.usable(known[0], models.utcnow()):
@@ -62,7 +62,7 @@ def check(
     return checked
 
 
-def _key_digest(token: str | None) -> str | None:
+def key_digest(token: str | None) -> str | None:
     """The SHA-256 of ``token`` when it has an API key's prefix and length, else None. A cached row found
     by it is that key's own (the digest of its secret), so its format was checked when it was issued."""
     if token is None or len(token) != keys.TOKEN_LEN or not token.startswith(keys.PREFIX):

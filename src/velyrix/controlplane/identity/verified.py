@@ -16,7 +16,8 @@ the checks run on the fresh row (another replica may have moved ``last_seen_at``
 
 Used where the API reads on the event loop: SQLite, in-process (``api/inline.py``), and PostgreSQL,
 awaited (``api/inline_pg.py``: the generation is one prepared statement of one row, cheaper than the
-joined lookup, and a cached row then costs that one round trip)."""
+joined lookup, and a cached row then costs that one round trip; for a lazy route none of its own, the
+generation read in the route's first statement, ``Cache.peek`` and ``api/authn.py``'s ``ahead``)."""
 
 from __future__ import annotations
 
@@ -31,7 +32,8 @@ from velyrix.controlplane.db.models import credentials
 log = logging.getLogger("velyrix.identity")
 MAX_ENTRIES = 10_000
 """Rows kept at most; the cache is dropped whole when full (each credential is then looked up once more)."""
-_GENERATION = "SELECT generation FROM credential_generation WHERE id = 1"
+GENERATION_SQL = "SELECT generation FROM credential_generation WHERE id = 1"
+"""The credential generation (one row); ``api/inline_pg.py`` also reads it inside a route's statement."""
 
 First = Callable[[Any, dict[str, Any]], Any]
 """``first(statement, params)``: the first row of ``statement`` (a lookup by ``:digest``), or None."""
@@ -53,11 +55,22 @@ class Cache:
         so that a change committed after it is seen by the next request), dropping stale rows."""
         raw = conn.connection.dbapi_connection
         assert raw is not None
-        generation = int(raw.execute(_GENERATION).fetchone()[0])
+        generation = int(raw.execute(GENERATION_SQL).fetchone()[0])
         if generation != self._generation:
             self._rows, self._derived = {}, {}
             self._generation = generation
         return Source(self, conn)
+
+    def peek(self, statement: Any, digest: str) -> tuple[int, Any, Any] | None:
+        """(the generation the cache holds rows for, the cached row of ``digest``, what ``Source.keep``
+        stored with it) when both are there; reads nothing. The row is valid only as long as the
+        database's generation is still that one: a caller reads it before relying on the row
+        (``api/authn.py``'s ``ahead``, confirmed by ``api/inline_pg.Reader.run``)."""
+        key = (id(statement), digest)
+        row, derived, generation = self._rows.get(key), self._derived.get(key), self._generation
+        if row is None or derived is None or generation is None:
+            return None
+        return generation, row, derived
 
     def _get(self, key: tuple[int, str]) -> Any:
         return self._rows.get(key)

@@ -122,7 +122,7 @@ def register_node(
 
 
 @router.get("/{node_id}", name="nodes.get", response_model=schemas.NodeOut)
-async def get_node(node_id: str, ctx: Ctx = Depends(require("nodes:read"))) -> Response:
+async def get_node(node_id: str, ctx: Ctx = Depends(require("nodes:read", lazy=True))) -> Response:
     return await ctx.answer_row(schemas.NodeOut, models.Node, node_id, "node", out)
 
 

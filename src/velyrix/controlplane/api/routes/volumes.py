@@ -128,7 +128,7 @@ def create_volume(
 
 
 @router.get("/{volume_id}", name="volumes.get", response_model=schemas.VolumeOut)
-async def get_volume(volume_id: str, ctx: Ctx = Depends(require("volumes:read"))) -> Response:
+async def get_volume(volume_id: str, ctx: Ctx = Depends(require("volumes:read", lazy=True))) -> Response:
     return await ctx.answer_row(schemas.VolumeOut, models.Volume, volume_id, "volume", out)
 
 
