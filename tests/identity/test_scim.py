@@ -1,10 +1,13 @@
 """SCIM 2.0 of a tenant against a real server: the ``scim2-tester`` conformance checker passes every check;
 Okta and Entra PATCH shapes; deactivating a user answers 401 on the very next request of their browser
-session and API keys; groups map to roles; bad payloads are 4xx SCIM errors that change nothing."""
+session and API keys; groups map to roles; bad payloads are 4xx SCIM errors that change nothing; searches
+read the directory in a worker thread, never on the server's event loop."""
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import Iterator
+from typing import Any
 
 import httpx
 import pytest
@@ -158,3 +161,43 @@ def test_bad_scim_payloads_are_4xx_scim_errors_that_change_nothing(scim: tuple[S
 
         denied = list(s.scalars(sa.select(models.AuditEvent).where(models.AuditEvent.outcome == "denied")))
     assert len([e for e in denied if e.action == "scim.create"]) >= len(bad)
+
+
+SEARCH = "urn:ietf:params:scim:api:messages:2.0:SearchRequest"
+
+
+def _on_loop_statements(served: Served, call: Any) -> list[str]:
+    """The SQL statements run on a thread that has a running asyncio loop while ``call()`` runs."""
+    engine = served.app.state.sessionmaker.kw["bind"]
+    seen: list[str] = []
+
+    def record(conn: object, cursor: object, statement: str, *args: object) -> None:
+        if asyncio._get_running_loop() is not None:
+            seen.append(statement)
+
+    sa.event.listen(engine, "before_cursor_execute", record)
+    try:
+        call()
+    finally:
+        sa.event.remove(engine, "before_cursor_execute", record)
+    return seen
+
+
+def test_scim_searches_read_the_directory_off_the_event_loop(scim: tuple[Served, str, str]) -> None:
+    served, key, _ = scim
+    with httpx.Client(base_url=f"{served.url}/scim/v2", headers=_h(key)) as http:
+        made = http.post("/Users", json={"schemas": [USER], "userName": "ada@acme.example", "active": True})
+        assert made.status_code == 201, made.text
+        group = http.post("/Groups", json={"schemas": [GROUP], "displayName": "ml-eng"})
+        assert group.status_code == 201, group.text
+        answers: list[httpx.Response] = []
+
+        def searches() -> None:
+            body = {"schemas": [SEARCH], "filter": 'userName eq "ada@acme.example"'}
+            answers.append(http.post("/Users/.search", json=body))
+            answers.append(http.post("/.search", json={"schemas": [SEARCH]}))
+
+        on_loop = _on_loop_statements(served, searches)
+    assert [a.status_code for a in answers] == [200, 200], [a.text for a in answers]
+    assert answers[0].json()["totalResults"] == 1 and answers[1].json()["totalResults"] == 2
+    assert on_loop == [], on_loop
