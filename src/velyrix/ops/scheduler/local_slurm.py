@@ -93,6 +93,12 @@ def uts_namespaces() -> bool:
     return probe.returncode == 0
 
 
+DBD_ATTEMPTS = 3
+"""How many times ``SlurmAccounting`` starts slurmdbd before it gives up."""
+DBD_RETRY_S = 1.0
+"""Seconds between those starts."""
+
+
 class SlurmAccounting:
     """munge + MariaDB + slurmdbd under ``root`` (``etc/slurmdbd.conf``, ``munge/munge.sock``); a database an
     earlier start left under ``root`` is started again, with its accounting records."""
@@ -136,14 +142,32 @@ class SlurmAccounting:
         try:
             self._start_munge()
             self._start_mariadb()
-            self.daemons.spawn("slurmdbd", [_bin("slurmdbd"), "-D"])
-            self.daemons.wait(lambda: connectable(self.dbd_port), "slurmdbd")
+            self._start_slurmdbd()
         except BaseException:
             self.stop()
             raise
 
     def stop(self) -> None:
         self.daemons.stop()
+
+    def _start_slurmdbd(self) -> None:
+        """slurmdbd, started again (at most ``DBD_ATTEMPTS`` times) when it alone exits before it listens: on a
+        loaded machine its first connection to a MariaDB that just came up can fail, and slurmdbd then ends
+        with "Unable to initialize accounting_storage/mysql" instead of retrying."""
+        for attempt in range(1, DBD_ATTEMPTS + 1):
+            self.daemons.spawn("slurmdbd", [_bin("slurmdbd"), "-D"])
+            try:
+                self.daemons.wait(lambda: connectable(self.dbd_port), "slurmdbd")
+                return
+            except errors.ExternalToolError:
+                if attempt == DBD_ATTEMPTS or self.daemons.running("slurmdbd") or not self.running_but("slurmdbd"):
+                    raise
+            self.daemons.stop(["slurmdbd"])
+            time.sleep(DBD_RETRY_S)
+
+    def running_but(self, name: str) -> bool:
+        """Whether every daemon started so far but ``name`` is still running."""
+        return all(self.daemons.running(n) for n in self.daemons.procs if n != name)
 
     def _start_munge(self) -> None:
         d = self.root / "munge"
@@ -188,7 +212,8 @@ class SlurmAccounting:
         argv += ["--skip-grant-tables", "--innodb-buffer-pool-size=64M", "--innodb-lock-wait-timeout=900"]
         argv += ["--innodb-flush-log-at-trx-commit=0", "--skip-log-bin"]
         self.daemons.spawn("mariadbd", argv)
-        self.daemons.wait(lambda: connectable(self.db_port), "mariadbd")
+        sock = self.root / "mysql.sock"  # ours: a port another process took would answer too, the socket not
+        self.daemons.wait(lambda: sock.exists() and connectable(self.db_port), "mariadbd")
 
 
 class SlurmCluster:
