@@ -31,6 +31,15 @@ def _settled(world: World, cid: str) -> bool:
         return cluster_mod.settled(s, cid)
 
 
+def _quarantine(world: World, name: str) -> None:
+    """What health does to a failing node: it leaves production (the cluster row itself does not change)."""
+    with world.sessionmaker() as s:
+        node = s.scalar(sa.select(models.Node).where(models.Node.name == name))
+        assert node is not None
+        move(s, node, states.QUARANTINED, actor="test", reason="health")
+        s.commit()
+
+
 def test_a_ready_cluster_is_settled_until_its_spec_changes(world: World) -> None:
     cid = world.declare("train", 8)
     _loop(world, cid)
@@ -48,11 +57,7 @@ def test_a_node_taken_out_of_service_ends_the_shortcut_and_is_replaced(world: Wo
     _loop(world, cid)
     _loop(world, cid)
     victim = world.nodes(cluster_id=cid)[3].name
-    with world.sessionmaker() as s:
-        node = s.scalar(sa.select(models.Node).where(models.Node.name == victim))
-        assert node is not None
-        move(s, node, states.QUARANTINED, actor="test", reason="health")
-        s.commit()
+    _quarantine(world, victim)
     assert not _settled(world, cid)  # the cluster row itself did not change
     _loop(world, cid)
     members = {n.name for n in world.nodes(cluster_id=cid)}
@@ -107,11 +112,7 @@ def test_a_pass_acts_on_the_one_cluster_that_changed_and_no_other(world: World) 
         _loop(world, cid)
         _loop(world, cid)
     victim = world.nodes(cluster_id=busy)[1].name
-    with world.sessionmaker() as s:
-        node = s.scalar(sa.select(models.Node).where(models.Node.name == victim))
-        assert node is not None
-        move(s, node, states.QUARANTINED, actor="test", reason="health")
-        s.commit()
+    _quarantine(world, victim)
     world.update(quiet, node_count=6)
     world.destroy(gone)
     for _ in range(200):
